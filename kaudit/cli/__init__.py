@@ -1,0 +1,61 @@
+"""The ``kaudit`` command line: one module per command group, errors without tracebacks.
+
+Every command takes ``--db URL`` (or ``KAUDIT_DB``; default ``kaudit.db`` in the working
+directory). Input and usage errors exit with code 2, other failures with 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kaudit import KUBERNETES_VERSION, __version__
+from kaudit.errors import KauditError
+
+
+class KauditGroup(click.Group):
+    """A click group that turns :class:`KauditError` into a one-line message and exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KauditError as exc:
+            click.echo(f"kaudit: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("kaudit: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=KauditGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                                "max_content_width": 100})
+@click.version_option(__version__, prog_name="kaudit",
+                      message=f"%(prog)s %(version)s (mirrors Kubernetes {KUBERNETES_VERSION} "
+                              "kube-scheduler)")
+def cli() -> None:
+    """kaudit: replay Kubernetes cluster traces through a faithful kube-scheduler and explain
+    every scheduling decision.
+
+    \b
+    Start with `kaudit demo`, or:
+      kaudit ingest trace.jsonl        store a recorded trace
+      kaudit traces                    list stored traces
+    """
+
+
+def _register() -> None:
+    from kaudit.cli import db, demo, ingest, traces
+
+    cli.add_command(db.db)
+    cli.add_command(ingest.ingest)
+    cli.add_command(traces.traces)
+    cli.add_command(demo.demo)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="kaudit")

@@ -1,0 +1,80 @@
+"""``kaudit demo``: ingest the sample trace and show what it holds."""
+
+from __future__ import annotations
+
+import click
+
+from kaudit.cli.options import db_option, echo_json, human_duration, json_option, plural, table
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.overview import trace_overview
+from kaudit.queries.traces import get_trace
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.resources import sample_trace
+from kaudit.store.engine import display_url, resolve_url
+from kaudit.store.schema import open_database
+
+
+def _gib(value: int) -> str:
+    return f"{value / 1024**3:.1f}Gi"
+
+
+@click.command()
+@db_option
+@json_option
+def demo(db: str | None, as_json: bool) -> None:
+    """Ingest the sample trace shipped with kaudit and show what is in it."""
+    engine = open_database(db)
+    try:
+        result = ingest_trace(engine, [TraceInput(sample_trace())])
+        summary = get_trace(engine, result.trace_id)
+        overview = trace_overview(engine, result.trace_id)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"database": display_url(resolve_url(db)), "trace": summary.as_json(),
+                   "newlyIngested": not result.duplicate, **overview.as_json()})
+        return
+
+    click.echo(f"kaudit demo, database {display_url(resolve_url(db))}\n")
+    verb = "Found" if result.duplicate else "Ingested"
+    click.echo(f"{verb} the sample trace '{summary.name}' (id {summary.id}): {summary.events} "
+               f"watch events over {human_duration(summary.span_seconds)}, from "
+               f"{format_timestamp(summary.start_us or 0)} to "
+               f"{format_timestamp(summary.end_us or 0)}.")
+    click.echo("  " + ", ".join(f"{kind} {n}" for kind, n in sorted(
+        summary.kind_counts.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+    present = [n for n in overview.nodes if n.removed_us is None]
+    click.echo(f"\nNodes: {len(overview.nodes)} seen, {len(present)} at the end of the trace")
+    rows = []
+    for node in overview.nodes:
+        notes = []
+        if node.unschedulable:
+            notes.append("cordoned")
+        notes.extend(f"taint {t}" for t in node.taints
+                     if not t.startswith("node.kubernetes.io/unschedulable"))
+        if node.removed_us is not None:
+            notes.append(f"leaves at +{(node.removed_us - (summary.start_us or 0)) / 1e6:g}s")
+        if node.added_us != summary.start_us:
+            notes.append(f"joins at +{(node.added_us - (summary.start_us or 0)) / 1e6:g}s")
+        extended = ", ".join(f"{k} {v}" for k, v in node.extended.items())
+        rows.append((node.name, node.zone, f"{node.cpu_milli}m", _gib(node.memory_bytes),
+                     extended, "; ".join(notes)))
+    click.echo(table(rows, ["NAME", "ZONE", "CPU", "MEMORY", "EXTENDED", "NOTES"], indent=2))
+
+    per_namespace = ", ".join(f"{ns} {n}" for ns, n in overview.pods_by_namespace.items())
+    click.echo(f"\nPods: {overview.pods_created} created in {len(overview.pods_by_namespace)} "
+               f"namespaces ({per_namespace})")
+    click.echo(f"  {overview.pods_recorded_bound} were bound in the recorded cluster; "
+               f"{overview.pods_deleted} deleted during the trace")
+    others = {k: v for k, v in overview.schedulers.items() if k != "default-scheduler"}
+    if others:
+        click.echo("  other schedulers: "
+                   + ", ".join(f"{k} ({plural(v, 'pod')})" for k, v in others.items()))
+    if overview.pods_never_bound:
+        click.echo(f"  never scheduled: {', '.join(overview.pods_never_bound)}")
+
+    click.echo("\nExplore further:")
+    click.echo(f"  kaudit traces {summary.name}          the trace's sources and event kinds")
+    click.echo("  kaudit traces --json           every stored trace, machine-readable")
+    click.echo("  kaudit ingest FILE --name N    store your own recorded trace")

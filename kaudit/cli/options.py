@@ -1,0 +1,52 @@
+"""Options and output helpers shared by the commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+import orjson
+
+db_option = click.option(
+    "--db", "db", metavar="URL", envvar="KAUDIT_DB", show_envvar=True,
+    help="Event-log database: an SQLite path or URL, or postgresql://user@host/dbname "
+         "[default: kaudit.db in the working directory].",
+)
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print machine-readable JSON instead of text.")
+
+
+def echo_json(value: Any) -> None:
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], indent: int = 0) -> str:
+    """A plain text table with left-aligned columns, every line indented by ``indent``."""
+    cells = [[str(h) for h in headers]] + [[("" if c is None else str(c)) for c in row]
+                                            for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [" " * indent + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+             for row in cells]
+    return "\n".join(lines)
+
+
+def interactive() -> bool:
+    """True when progress bars make sense: stderr is a terminal."""
+    return sys.stderr.isatty()
+
+
+def human_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.3g}s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    return " ".join(f"{n}{unit}" for n, unit in parts if n)[:11] or "0s"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

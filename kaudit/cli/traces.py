@@ -1,0 +1,66 @@
+"""``kaudit traces``: list stored traces, or show one in detail."""
+
+from __future__ import annotations
+
+import click
+
+from kaudit.cli.options import db_option, echo_json, human_duration, json_option, table
+from kaudit.queries.traces import get_trace, list_traces, rejected_lines
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.store.schema import open_database
+
+
+def _kinds(counts: dict[str, int], limit: int = 4) -> str:
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{kind} {n}" for kind, n in ordered[:limit])
+    return text + (f", +{len(ordered) - limit} kinds" if len(ordered) > limit else "")
+
+
+@click.command()
+@click.argument("trace", required=False)
+@db_option
+@json_option
+def traces(trace: str | None, db: str | None, as_json: bool) -> None:
+    """List stored traces with their event counts per kind and time span.
+
+    With TRACE (a name or id), show that trace in detail, including rejected lines.
+    """
+    engine = open_database(db)
+    try:
+        if trace is None:
+            summaries = list_traces(engine)
+            if as_json:
+                echo_json([s.as_json() for s in summaries])
+            elif not summaries:
+                click.echo("no traces yet: `kaudit ingest FILE` stores one, `kaudit demo` "
+                           "stores the sample")
+            else:
+                click.echo(table(
+                    [(s.id, s.name, s.events, human_duration(s.span_seconds),
+                      s.rejected or "", _kinds(s.kind_counts)) for s in summaries],
+                    ["ID", "NAME", "EVENTS", "SPAN", "REJECTED", "KINDS"]))
+            return
+        summary = get_trace(engine, trace)
+        rejected = rejected_lines(engine, summary.id)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({**summary.as_json(), "rejectedLines": rejected})
+        return
+    click.echo(f"trace '{summary.name}' (id {summary.id}), ingested {summary.created_at}")
+    if summary.start_us is not None and summary.end_us is not None:
+        click.echo(f"  time: {format_timestamp(summary.start_us)} to "
+                   f"{format_timestamp(summary.end_us)} ({human_duration(summary.span_seconds)})")
+    click.echo(f"  events: {summary.events}")
+    click.echo(table([(k, n, "" if k not in summary.unused_kinds else "kept, not replayed")
+                      for k, n in sorted(summary.kind_counts.items())],
+                     ["KIND", "EVENTS", ""], indent=2))
+    click.echo("  sources:")
+    for source in summary.sources:
+        click.echo(f"    {source['path']} ({source['role']}, {source['format'] or 'empty'}): "
+                   f"{source['events']} events, {source['rejected']} rejected")
+    if rejected:
+        click.echo(f"  rejected lines ({len(rejected)}):")
+        for item in rejected:
+            where = f"{item['source']}:{item['line']}" if item["line"] else item["source"]
+            click.echo(f"    {where}: {item['reason']}")

@@ -1,0 +1,48 @@
+"""The exception hierarchy shared by every kaudit layer.
+
+Each error carries the exit code the CLI should use: 2 for bad input or usage (a malformed
+trace, an invalid configuration, a database at the wrong schema revision), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+
+class KauditError(Exception):
+    """Base of every error kaudit reports to a user without a traceback."""
+
+    exit_code = 1
+
+
+class InputError(KauditError):
+    """The user's input (a file, an option, a request) is invalid."""
+
+    exit_code = 2
+
+
+class TraceError(InputError):
+    """A trace file is malformed; the message names ``FILE:LINE`` and what is wrong."""
+
+    def __init__(self, source: str, line: int | None, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {reason}")
+
+
+class QuantityError(ValueError):
+    """A Kubernetes resource quantity string cannot be parsed."""
+
+
+class DatabaseError(KauditError):
+    """The event-log database cannot be used as it is."""
+
+    exit_code = 2
+
+
+class SchemaOutOfDateError(DatabaseError):
+    """The database schema is older than this kaudit; ``kaudit db upgrade`` fixes it."""
+
+
+class UnknownObjectError(InputError):
+    """A trace, run or object named by the user does not exist."""

@@ -1,0 +1,1 @@
+"""The SQL event log: typed models, engines and schema migrations."""

@@ -1,0 +1,75 @@
+"""Open the event-log database: URL resolution, engine options, SQLite pragmas.
+
+The URL comes from ``--db``, else ``KAUDIT_DB``, else the embedded SQLite file ``kaudit.db`` in
+the working directory. A bare path is taken as an SQLite file, and ``postgresql://`` URLs use
+psycopg 3. SQLite runs in WAL mode (readers never block the replay writing) with foreign keys on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from kaudit.errors import DatabaseError
+
+ENV_VAR = "KAUDIT_DB"
+DEFAULT_SQLITE_FILE = "kaudit.db"
+
+
+def resolve_url(db: str | None = None) -> str:
+    """The database URL to use: ``db``, else ``$KAUDIT_DB``, else ``sqlite:///kaudit.db``."""
+    raw = db or os.environ.get(ENV_VAR) or DEFAULT_SQLITE_FILE
+    if "://" not in raw:
+        return f"sqlite:///{Path(raw).expanduser()}"
+    if raw.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + raw.split("://", 1)[1]
+    return raw
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for ``url`` with kaudit's settings; raises :class:`DatabaseError`."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseError(f"invalid database URL {url!r}: {exc}") from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            parent = Path(database).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise DatabaseError(f"cannot create SQLite database {database}: "
+                                    f"directory {parent} does not exist")
+        engine = create_engine(parsed)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if backend == "postgresql":
+        try:
+            return create_engine(parsed, pool_pre_ping=True)
+        except ModuleNotFoundError as exc:
+            raise DatabaseError(
+                "PostgreSQL support needs psycopg 3: pip install 'kaudit[postgres]'"
+            ) from exc
+    raise DatabaseError(f"unsupported database {display_url(url)!r}: kaudit supports "
+                        "SQLite and PostgreSQL")

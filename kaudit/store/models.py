@@ -1,0 +1,100 @@
+"""SQLAlchemy 2.x models of kaudit's event log.
+
+The schema itself is owned by the Alembic revisions in ``migrations/``; a test checks that these
+models and the migrations agree. Times are integers of microseconds so that every backend stores
+and orders them identically; object bodies are compact JSON text, readable from SQL with
+``json_extract`` (SQLite) or ``::jsonb`` (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: A 64-bit key that is still SQLite's ``INTEGER PRIMARY KEY`` (its rowid).
+BigKey = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Trace(Base):
+    """One ingested trace: a set of input files stored as an ordered stream of watch events."""
+
+    __tablename__ = "traces"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    #: sha256 over the decompressed input and the options that shape the stored events.
+    content_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: JSON list of ``{"path", "role", "format", "lines", "events", "bytes"}``, one per input.
+    sources: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    kaudit_version: Mapped[str] = mapped_column(String(32))
+    event_count: Mapped[int] = mapped_column(Integer)
+    #: JSON object ``{kind: count}``; a trace never changes once ingested.
+    kind_counts: Mapped[str] = mapped_column(Text)
+    start_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    rejected_count: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+class TraceEvent(Base):
+    """One watch event of a trace, in replay order (``seq``)."""
+
+    __tablename__ = "trace_events"
+    __table_args__ = (
+        UniqueConstraint("trace_id", "seq"),
+        Index("ix_trace_events_trace_kind_name", "trace_id", "kind", "namespace", "name"),
+    )
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    ts_us: Mapped[int] = mapped_column(BigInteger)
+    type: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    uid: Mapped[str | None] = mapped_column(String(64))
+    #: Index into the trace's ``sources`` and the 1-based line the event came from.
+    source: Mapped[int] = mapped_column(Integer)
+    line: Mapped[int] = mapped_column(Integer)
+    object: Mapped[str] = mapped_column(Text)
+
+
+class RejectedLine(Base):
+    """A line ``kaudit ingest --skip-invalid`` left out, with the reason."""
+
+    __tablename__ = "rejected_lines"
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    trace_id: Mapped[int] = mapped_column(
+        ForeignKey("traces.id", ondelete="CASCADE"), index=True
+    )
+    source: Mapped[str] = mapped_column(Text)
+    line: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    #: The start of the offending line (at most 1,000 characters).
+    text: Mapped[str | None] = mapped_column(Text)

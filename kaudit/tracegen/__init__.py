@@ -1,0 +1,1 @@
+"""Trace generators: the shipped sample trace, synthetic benchmark traces, object builders."""
