@@ -36,8 +36,16 @@ EVENTS = "events"
 SNAPSHOT = "snapshot"
 BATCH_SIZE = 5000
 
-_EVENT_TABLE = TraceEvent.__table__
+_EVENT_COLUMNS = ("trace_id", "seq", "ts_us", "type", "kind", "namespace", "name", "uid",
+                  "source", "line", "object")
 _REJECTED_TABLE = RejectedLine.__table__
+
+
+def _insert_sql(connection: Connection, table: str, columns: tuple[str, ...]) -> str:
+    """A driver-level INSERT: batches of plain tuples skip per-row statement compilation."""
+    style = connection.dialect.paramstyle
+    marks = ", ".join("?" if style == "qmark" else "%s" for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 
 
 @dataclass(frozen=True)
@@ -99,23 +107,30 @@ class _Writer:
         self.connection = connection
         self.trace_id = trace_id
         self.batch_size = batch_size
-        self.events: list[dict[str, Any]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.event_sql = _insert_sql(connection, "trace_events", _EVENT_COLUMNS)
         self.rejected: list[dict[str, Any]] = []
         self.seq = 0
         self.kinds: Counter[str] = Counter()
         self.rejected_count = 0
 
     def event(self, event: WatchEvent, source: int) -> None:
-        self.events.append({
-            "trace_id": self.trace_id, "seq": self.seq, "ts_us": event.ts_us,
-            "type": event.type, "kind": event.kind, "namespace": event.namespace,
-            "name": event.name, "uid": event.uid, "source": source, "line": event.line,
-            "object": orjson.dumps(event.object).decode(),
-        })
+        self.events.append((
+            self.trace_id, self.seq, event.ts_us, event.type, event.kind, event.namespace,
+            event.name, event.uid, source, event.line, orjson.dumps(event.object).decode(),
+        ))
         self.seq += 1
         self.kinds[event.kind] += 1
         if len(self.events) >= self.batch_size:
             self.flush()
+
+    def _copy_events(self) -> None:
+        """PostgreSQL: COPY is several times faster than INSERT, in the same transaction."""
+        raw = self.connection.connection.driver_connection
+        with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
+                f"COPY trace_events ({', '.join(_EVENT_COLUMNS)}) FROM STDIN") as copy:
+            for row in self.events:
+                copy.write_row(row)
 
     def reject(self, source: str, line: int | None, reason: str, text: str | None) -> None:
         self.rejected.append({"trace_id": self.trace_id, "source": source, "line": line,
@@ -126,7 +141,10 @@ class _Writer:
 
     def flush(self) -> None:
         if self.events:
-            self.connection.execute(insert(_EVENT_TABLE), self.events)
+            if self.connection.dialect.name == "postgresql":
+                self._copy_events()
+            else:
+                self.connection.exec_driver_sql(self.event_sql, self.events)
             self.events = []
         if self.rejected:
             self.connection.execute(insert(_REJECTED_TABLE), self.rejected)

@@ -124,8 +124,8 @@ def _split(text: str) -> tuple[bool, str, str, str, str]:
         pos += 1
     while pos < end:
         if text[pos] not in _DIGITS:
-            raise QuantityError(f"quantities must match the regular expression "
-                                f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+            raise QuantityError("quantities must match the regular expression "
+                                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
         pos += 1
     return positive, value, num, denom, text[suffix_start:]
 

@@ -114,7 +114,8 @@ def iter_events(engine: Engine, trace_id: int, *, batch: int = 2000) -> Iterator
 def rejected_lines(engine: Engine, trace_id: int) -> list[dict[str, Any]]:
     with engine.connect() as connection:
         rows = connection.execute(
-            select(RejectedLine).where(RejectedLine.trace_id == trace_id)
-            .order_by(RejectedLine.id)).scalars().all()
+            select(RejectedLine.source, RejectedLine.line, RejectedLine.reason,
+                   RejectedLine.text)
+            .where(RejectedLine.trace_id == trace_id).order_by(RejectedLine.id)).all()
     return [{"source": r.source, "line": r.line, "reason": r.reason, "text": r.text}
             for r in rows]

@@ -8,7 +8,6 @@ volume capacity) parses as a Kubernetes quantity and is not negative. Errors nam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kaudit.errors import QuantityError
@@ -19,8 +18,8 @@ class ObjectError(ValueError):
     """An object is invalid; the message starts with the offending field's path."""
 
 
-def _mapping(value: Any, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+def _mapping(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
         raise ObjectError(f"{path}: must be an object, not {_type_name(value)}")
     return value
 
@@ -42,15 +41,17 @@ def _quantities(resources: Any, path: str) -> None:
     if resources is None:
         return
     for name, text in _mapping(resources, path).items():
-        field = f"{path}.{name}"
-        if not isinstance(text, str | int | float) or isinstance(text, bool):
-            raise ObjectError(f"{field}: quantity must be a string, not {_type_name(text)}")
+        if type(text) is not str:
+            if not isinstance(text, int | float) or isinstance(text, bool):
+                raise ObjectError(f"{path}.{name}: quantity must be a string, "
+                                  f"not {_type_name(text)}")
+            text = str(text)
         try:
-            quantity = parse_quantity(str(text))
+            quantity = parse_quantity(text)
         except QuantityError as exc:
-            raise ObjectError(f"{field}: invalid quantity {text!r}: {exc}") from None
+            raise ObjectError(f"{path}.{name}: invalid quantity {text!r}: {exc}") from None
         if quantity.nanos < 0:
-            raise ObjectError(f"{field}: quantity {text!r} must not be negative")
+            raise ObjectError(f"{path}.{name}: quantity {text!r} must not be negative")
 
 
 def _requirements(resources: Any, path: str) -> None:
@@ -68,7 +69,7 @@ def _containers(containers: Any, path: str) -> None:
         _requirements(body.get("resources"), f"{where}.resources")
 
 
-def _validate_pod(obj: Mapping[str, Any], exists: bool) -> None:
+def _validate_pod(obj: dict[str, Any], exists: bool) -> None:
     spec = obj.get("spec")
     if spec is None:
         if exists:
@@ -89,7 +90,7 @@ def _validate_pod(obj: Mapping[str, Any], exists: bool) -> None:
         raise ObjectError(f"object.spec.nodeName: must be a string, not {_type_name(node_name)}")
 
 
-def _validate_node(obj: Mapping[str, Any]) -> None:
+def _validate_node(obj: dict[str, Any]) -> None:
     status = obj.get("status")
     if status is None:
         return
@@ -98,13 +99,13 @@ def _validate_node(obj: Mapping[str, Any]) -> None:
     _quantities(status.get("allocatable"), "object.status.allocatable")
 
 
-def _validate_persistent_volume(obj: Mapping[str, Any]) -> None:
+def _validate_persistent_volume(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if spec is not None:
         _quantities(_mapping(spec, "object.spec").get("capacity"), "object.spec.capacity")
 
 
-def _validate_claim(obj: Mapping[str, Any]) -> None:
+def _validate_claim(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if spec is not None:
         _requirements(_mapping(spec, "object.spec").get("resources"), "object.spec.resources")

@@ -1,0 +1,5 @@
+"""``python -m kaudit`` runs the command line."""
+
+from kaudit.cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""The command line as a user meets it: version, help, demo, listings, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from click.testing import CliRunner, Result
+
+from kaudit import KUBERNETES_VERSION, __version__
+from kaudit.cli import cli
+
+
+def test_version_names_the_mirrored_kubernetes_release() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output and KUBERNETES_VERSION == "v1.34"
+    assert "Kubernetes v1.34" in result.output
+
+
+def test_every_command_has_help_and_a_db_option() -> None:
+    runner = CliRunner()
+    for command in (["ingest"], ["traces"], ["demo"], ["db", "upgrade"], ["db", "current"]):
+        result = runner.invoke(cli, [*command, "--help"])
+        assert result.exit_code == 0, command
+        assert "--db URL" in result.output and "KAUDIT_DB" in result.output, command
+
+
+def test_demo_ingests_the_sample_once(run_kaudit: Callable[..., Result]) -> None:
+    first = run_kaudit("demo")
+    assert first.exit_code == 0, first.output
+    assert "Ingested the sample trace 'sample'" in first.output
+    assert "cordoned" in first.output and "nvidia.com/gpu 4" in first.output
+    assert "leaves at +180s" in first.output and "never scheduled:" in first.output
+    second = run_kaudit("demo", "--json")
+    assert second.exit_code == 0
+    report = json.loads(second.output)
+    assert report["newlyIngested"] is False
+    assert len(report["nodes"]) == 13
+    assert {"data/scratch-worker", "web/ssd-cache"} == set(report["pods"]["neverBound"])
+    assert len(json.loads(run_kaudit("traces", "--json").output)) == 1
+
+
+def test_traces_listing_and_unknown_trace(run_kaudit: Callable[..., Result]) -> None:
+    empty = run_kaudit("traces")
+    assert empty.exit_code == 0 and "no traces yet" in empty.output
+    assert json.loads(run_kaudit("traces", "--json").output) == []
+    run_kaudit("demo")
+    listing = run_kaudit("traces")
+    assert listing.output.splitlines()[0].split() == ["ID", "NAME", "EVENTS", "SPAN",
+                                                      "REJECTED", "KINDS"]
+    missing = run_kaudit("traces", "nope")
+    assert missing.exit_code == 2 and "no trace named 'nope'" in missing.output
+
+
+def test_db_from_environment(run_kaudit: Callable[..., Result], db_url: str,
+                             monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("KAUDIT_DB", db_url)
+    result = run_kaudit("demo", db=False)
+    assert result.exit_code == 0
+    assert json.loads(run_kaudit("traces", "--json").output)[0]["name"] == "sample"

@@ -1,0 +1,146 @@
+"""Shared fixtures: every test that touches the database runs on SQLite and on PostgreSQL.
+
+PostgreSQL tests use a fresh database per test on the server named by
+``KAUDIT_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``, used
+only to create and drop the per-test databases). When that server is unreachable the
+PostgreSQL variants are skipped, unless ``KAUDIT_REQUIRE_POSTGRES=1`` (set by ``.ci/run``)
+makes that an error. ``--backends sqlite`` runs only one backend.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from sqlalchemy import Engine, create_engine, select, text
+from sqlalchemy.engine import make_url
+
+from kaudit.cli import cli
+from kaudit.store.engine import resolve_url
+from kaudit.store.models import Base
+from kaudit.store.schema import open_database
+
+BACKENDS = ("sqlite", "postgresql")
+POSTGRES_ADMIN_URL = os.environ.get("KAUDIT_TEST_POSTGRES_URL",
+                                    "postgresql://postgres@127.0.0.1:5432/test")
+REQUIRE_POSTGRES = os.environ.get("KAUDIT_REQUIRE_POSTGRES") == "1"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+_ran: Counter[str] = Counter()
+_postgres_error: list[str] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backends", default=",".join(BACKENDS),
+                     help="comma-separated database backends to test (sqlite,postgresql)")
+
+
+def _admin_engine() -> Engine | None:
+    if _postgres_error:
+        return None
+    try:
+        engine = create_engine(resolve_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text("select 1"))
+        return engine
+    except Exception as exc:  # any failure means "no server"
+        _postgres_error.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
+        return None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    backends = config.getoption("--backends")
+    return [f"kaudit database backends: {backends} (PostgreSQL server: "
+            f"{make_url(resolve_url(POSTGRES_ADMIN_URL)).render_as_string(hide_password=True)}"
+            f"{', required' if REQUIRE_POSTGRES else ''})"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        markers = metafunc.definition.iter_markers("parametrize")
+        if any("backend" in str(m.args[0]) for m in markers):
+            return  # the test picks its backends itself
+        chosen = [b.strip() for b in metafunc.config.getoption("--backends").split(",")]
+        metafunc.parametrize("backend", [b for b in BACKENDS if b in chosen])
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.passed:
+        for backend in BACKENDS:
+            if f"[{backend}" in report.nodeid or f"-{backend}]" in report.nodeid:
+                _ran[backend] += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    line = ", ".join(f"{_ran[b]} passed on {b}" for b in BACKENDS)
+    terminalreporter.write_line(f"kaudit database tests: {line}")
+    if _postgres_error:
+        terminalreporter.write_line(f"PostgreSQL unavailable: {_postgres_error[0]}")
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty database on ``backend``, removed after the test."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'kaudit.db'}"
+        return
+    admin = _admin_engine()
+    if admin is None:
+        message = f"PostgreSQL unavailable: {_postgres_error[0]}"
+        if REQUIRE_POSTGRES:
+            pytest.fail(message)
+        pytest.skip(message)
+    name = f"kaudit_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(resolve_url(POSTGRES_ADMIN_URL)).set(database=name)
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """An engine on a migrated, empty database."""
+    engine = open_database(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def run_kaudit(db_url: str) -> Callable[..., Result]:
+    """Run a kaudit command against the test database (``--db`` is added)."""
+    runner = CliRunner()
+
+    def run(*args: str, db: bool = True) -> Result:
+        argv = [*args, "--db", db_url] if db else list(args)
+        return runner.invoke(cli, argv, catch_exceptions=False)
+
+    return run
+
+
+def database_contents(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every kaudit table, for "the database is exactly as it was" checks."""
+    contents = {}
+    with engine.connect() as connection:
+        for table in Base.metadata.sorted_tables:
+            primary = list(table.primary_key.columns)
+            rows = connection.execute(select(table).order_by(*primary)).all()
+            contents[table.name] = [tuple(row) for row in rows]
+    return contents
+
+
+@pytest.fixture
+def sample_path() -> Path:
+    from kaudit.resources import sample_trace
+
+    return sample_trace()
