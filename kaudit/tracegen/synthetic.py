@@ -49,7 +49,7 @@ def synthetic_events(total: int, nodes: int = 1000) -> Iterator[bytes]:
 
 def write_synthetic(path: Path, total: int, nodes: int = 1000) -> int:
     """Write a synthetic trace to ``path`` (gzip when it ends in .gz); returns its size."""
-    with (gzip.open(path, "wb", compresslevel=1) if path.suffix == ".gz"  # noqa: SIM115
+    with (gzip.open(path, "wb", compresslevel=1) if path.suffix == ".gz"
           else path.open("wb")) as handle:
         for line in synthetic_events(total, nodes):
             handle.write(line + b"\n")
