@@ -30,6 +30,13 @@ class TraceError(InputError):
         super().__init__(f"{where}: {reason}")
 
 
+class ConfigError(InputError):
+    """A scheduler configuration, plugin argument or feature-gate setting is invalid.
+
+    The message names the file and the field path, as upstream's validation does.
+    """
+
+
 class QuantityError(ValueError):
     """A Kubernetes resource quantity string cannot be parsed."""
 
