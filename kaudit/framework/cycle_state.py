@@ -1,0 +1,34 @@
+"""Per-cycle plugin state whose entries can be cloned (``framework/cycle_state.go``).
+
+Preemption and the nominated-pods pass clone the state and let plugins update their own
+entries (PreFilter extensions ``add_pod`` / ``remove_pod``); entries that define ``clone()``
+are deep enough copies for that, others are shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CycleState:
+    __slots__ = ("_data", "skip_filter", "skip_score")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        #: Plugins whose PreFilter returned Skip: their Filter does not run this cycle.
+        self.skip_filter: set[str] = set()
+        #: Plugins whose PreScore returned Skip: their Score does not run this cycle.
+        self.skip_score: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        copy.skip_filter = set(self.skip_filter)
+        copy.skip_score = set(self.skip_score)
+        return copy

@@ -1,0 +1,265 @@
+"""Plugin interfaces, one base class per extension point (``framework/interface.go``, v1.34).
+
+A plugin is a class with a ``name`` that inherits the bases of the extension points it
+implements. Filter and Score work on many nodes at once: they receive the candidate nodes as an
+array of *slots* of the :class:`~kaudit.scheduler.cluster.ClusterState` and answer with one
+verdict or one score per slot. Plugins that think one node at a time can inherit
+:class:`NodeFilterPlugin` / :class:`NodeScorePlugin` instead and implement ``filter_node`` /
+``score_node``; kaudit loops for them.
+
+Writing an out-of-tree plugin::
+
+    from kaudit.framework.plugin import NodeFilterPlugin
+    from kaudit.framework.status import Code, Status
+
+    class NoFridays(NodeFilterPlugin):
+        name = "NoFridays"
+
+        def __init__(self, args, handle):
+            self.label = (args or {}).get("label", "example.com/no-fridays")
+
+        def filter_node(self, state, pod, node):
+            if node.labels.get(self.label) == "true":
+                return Status.of(Code.UNSCHEDULABLE, "node(s) rest on Fridays")
+            return Status.success()
+
+Register it with ``--plugin mypackage.plugins:NoFridays`` or an entry point in the
+``kaudit.plugins`` group, then enable it in a ``KubeSchedulerConfiguration`` profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+
+if TYPE_CHECKING:
+    from kaudit.config import FeatureGates
+    from kaudit.scheduler.cluster import ClusterState
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass
+class Handle:
+    """What the framework gives plugin factories (``framework.Handle``, trimmed)."""
+
+    feature_gates: FeatureGates
+    scheduler_name: str = "default-scheduler"
+    #: Score plugin weights of the profile, for plugins that need them.
+    weights: Mapping[str, int] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Plugin:
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: Mapping[str, Any] | None = None,
+                 handle: Handle | None = None) -> None:
+        self.args = dict(args or {})
+        self.handle = handle
+
+
+# --------------------------------------------------------------------------- verdicts
+
+@dataclass
+class NodeVerdicts:
+    """A filter plugin's answer for each candidate slot: a code and a reasons-table index."""
+
+    codes: np.ndarray
+    reason_ids: np.ndarray
+    reasons: list[tuple[str, ...]]
+
+    @classmethod
+    def passing(cls, count: int) -> NodeVerdicts:
+        return cls(np.zeros(count, np.int8), np.zeros(count, np.int32), [()])
+
+    @classmethod
+    def from_mask(cls, failed: np.ndarray, code: Code, *reasons: str) -> NodeVerdicts:
+        """Nodes where ``failed`` is true get ``code`` with ``reasons``; the rest pass."""
+        failed = np.asarray(failed, dtype=bool)
+        return cls(np.where(failed, np.int8(code), np.int8(0)).astype(np.int8),
+                   failed.astype(np.int32), [(), tuple(reasons)])
+
+    @classmethod
+    def from_statuses(cls, statuses: list[Status]) -> NodeVerdicts:
+        table: dict[tuple[str, ...], int] = {(): 0}
+        codes = np.empty(len(statuses), np.int8)
+        ids = np.empty(len(statuses), np.int32)
+        for i, status in enumerate(statuses):
+            codes[i] = status.code
+            ids[i] = table.setdefault(status.reasons if status.code else (), len(table))
+        return cls(codes, ids, list(table))
+
+    def status(self, i: int, plugin: str = "") -> Status:
+        return Status(Code(int(self.codes[i])), self.reasons[int(self.reason_ids[i])], plugin)
+
+
+# --------------------------------------------------------------------------- extension points
+
+@dataclass(frozen=True)
+class PreFilterResult:
+    """Node names the pod may go to (``framework.PreFilterResult``); None means all."""
+
+    node_names: frozenset[str] | None = None
+
+    @property
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: Any, b: Any) -> bool:
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreFilterExtensions:
+    """Keeps a PreFilter's precomputed state right when pods are added or removed
+    (nominated pods, preemption victims)."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, slot: int,
+                cluster: ClusterState) -> Status:
+        raise NotImplementedError
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, slot: int,
+                   cluster: ClusterState) -> Status:
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
+        raise NotImplementedError
+
+
+@dataclass
+class NodeView:
+    """One node as a per-node plugin sees it."""
+
+    slot: int
+    name: str
+    labels: Mapping[str, str]
+    obj: Mapping[str, Any]
+    pods: Mapping[str, PodInfo]
+    allocatable: Mapping[str, int]
+    requested: Mapping[str, int]
+
+
+def node_view(cluster: ClusterState, slot: int) -> NodeView:
+    node = cluster.node(slot)
+    names = list(cluster.resources)
+    return NodeView(slot, node.name, node.labels, node.obj, cluster.pods_on[slot],
+                    dict(zip(names, cluster.allocatable[slot].tolist(), strict=True)),
+                    dict(zip(names, cluster.requested[slot].tolist(), strict=True)))
+
+
+class NodeFilterPlugin(FilterPlugin):
+    """A filter written one node at a time."""
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeView) -> Status:
+        raise NotImplementedError
+
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
+        return NodeVerdicts.from_statuses(
+            [self.filter_node(state, pod, node_view(cluster, int(s))) for s in slots])
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    nominated_node_name: str | None = None
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                    diagnosis: Any) -> tuple[PostFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    #: Plugins with a NormalizeScore extension override this.
+    def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray | None:
+        return None
+
+
+class NodeScorePlugin(ScorePlugin):
+    """A score written one node at a time."""
+
+    def score_node(self, state: CycleState, pod: PodInfo, node: NodeView) -> int:
+        raise NotImplementedError
+
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        return np.asarray([self.score_node(state, pod, node_view(cluster, int(s)))
+                           for s in slots], dtype=np.int64)
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+EXTENSION_BASES: dict[str, type] = {
+    "PreEnqueue": PreEnqueuePlugin, "QueueSort": QueueSortPlugin, "PreFilter": PreFilterPlugin,
+    "Filter": FilterPlugin, "PostFilter": PostFilterPlugin, "PreScore": PreScorePlugin,
+    "Score": ScorePlugin, "Reserve": ReservePlugin, "Permit": PermitPlugin,
+    "PreBind": PreBindPlugin, "Bind": BindPlugin, "PostBind": PostBindPlugin,
+}
+
+
+def extension_points(plugin_class: type) -> frozenset[str]:
+    """The extension points a plugin class implements."""
+    return frozenset(point for point, base in EXTENSION_BASES.items()
+                     if issubclass(plugin_class, base))

@@ -1,0 +1,403 @@
+"""The framework runtime of one profile: plugins per extension point, run in upstream's order.
+
+Mirrors ``pkg/scheduler/framework/runtime/framework.go`` (Kubernetes v1.34): PreFilter with
+Skip, Unschedulable-keeps-going and PreFilterResult intersection; Filter stopping at a node's
+first failing plugin; PostFilter; PreScore with Skip; Score, NormalizeScore and weights. Filter
+and Score run over arrays of node slots; the results keep, for every (plugin, node) that ran,
+the verdict or the raw, normalized and weighted score, so a decision can be explained later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kaudit.errors import ConfigError
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.diagnosis import Diagnosis
+from kaudit.framework.plugin import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    FilterPlugin,
+    Handle,
+    NodeVerdicts,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    extension_points,
+)
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+from kaudit.scheduler.cluster import ClusterState
+
+NOT_RUN = -1
+
+
+class PluginError(Exception):
+    """A plugin returned Error (or an unexpected code): the attempt fails with this message."""
+
+
+@dataclass
+class PreFilterOutcome:
+    statuses: dict[str, Status] = field(default_factory=dict)
+    node_names: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Intersection of every PreFilterResult; None means all nodes.
+    allowed: frozenset[str] | None = None
+    status: Status = field(default_factory=Status.success)
+
+
+@dataclass
+class FilterRun:
+    """Verdicts of every filter plugin that ran, over ``slots`` (in evaluation order)."""
+
+    slots: np.ndarray
+    plugins: list[str]
+    codes: np.ndarray
+    reason_ids: np.ndarray
+    reason_tables: list[list[tuple[str, ...]]]
+    first_failure: np.ndarray
+
+    @property
+    def feasible(self) -> np.ndarray:
+        return self.first_failure == NOT_RUN
+
+    def status(self, position: int) -> Status:
+        """The node's status: that of its first failing plugin, or Success."""
+        plugin = int(self.first_failure[position])
+        if plugin == NOT_RUN:
+            return Status.success()
+        return self.plugin_status(plugin, position)
+
+    def plugin_status(self, plugin: int, position: int) -> Status:
+        code = int(self.codes[plugin, position])
+        reasons = self.reason_tables[plugin][int(self.reason_ids[plugin, position])]
+        return Status(Code(code), reasons, self.plugins[plugin])
+
+    def take(self, count: int) -> FilterRun:
+        return FilterRun(self.slots[:count], self.plugins, self.codes[:, :count],
+                         self.reason_ids[:, :count], self.reason_tables,
+                         self.first_failure[:count])
+
+
+@dataclass
+class ScoreRun:
+    """Scores over the feasible ``slots``: per plugin raw, normalized and weighted."""
+
+    slots: np.ndarray
+    pre_score: dict[str, Status]
+    raw: dict[str, np.ndarray]
+    normalized: dict[str, np.ndarray]
+    weights: dict[str, int]
+    total: np.ndarray
+
+
+def concat_runs(runs: list[FilterRun]) -> FilterRun:
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    tables = [list(t) for t in first.reason_tables]
+    id_blocks = [first.reason_ids]
+    for run in runs[1:]:
+        remapped = np.empty_like(run.reason_ids)
+        for p, table in enumerate(run.reason_tables):
+            mapping = {}
+            for i, reasons in enumerate(table):
+                if reasons in tables[p]:
+                    mapping[i] = tables[p].index(reasons)
+                else:
+                    mapping[i] = len(tables[p])
+                    tables[p].append(reasons)
+            lookup = np.asarray([mapping[i] for i in range(len(table))] or [0], dtype=np.int32)
+            remapped[p] = lookup[run.reason_ids[p]]
+        id_blocks.append(remapped)
+    return FilterRun(np.concatenate([r.slots for r in runs]), first.plugins,
+                     np.concatenate([r.codes for r in runs], axis=1),
+                     np.concatenate(id_blocks, axis=1), tables,
+                     np.concatenate([r.first_failure for r in runs]))
+
+
+class Framework:
+    """The plugins of one profile, instantiated once each, by extension point."""
+
+    def __init__(self, profile: Any, registry: Mapping[str, type[Plugin]],
+                 handle: Handle) -> None:
+        self.profile = profile
+        self.scheduler_name: str = profile.scheduler_name
+        self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
+        self.instances: dict[str, Plugin] = {}
+        self.points: dict[str, list[Plugin]] = {}
+        self.weights: dict[str, int] = {}
+        for point, refs in profile.plugins.items():
+            plugins = []
+            for ref in refs:
+                plugin = self._instance(ref.name, registry, handle)
+                if point not in extension_points(type(plugin)):
+                    raise ConfigError(f"profile {self.scheduler_name}: plugin {ref.name} does "
+                                      f"not implement the {point} extension point")
+                plugins.append(plugin)
+                if point == "Score":
+                    self.weights[ref.name] = ref.weight or 1
+            self.points[point] = plugins
+        handle.weights = self.weights
+
+    def _instance(self, name: str, registry: Mapping[str, type[Plugin]],
+                  handle: Handle) -> Plugin:
+        plugin = self.instances.get(name)
+        if plugin is None:
+            factory = registry.get(name)
+            if factory is None:
+                raise ConfigError(f"profile {self.scheduler_name}: plugin {name!r} is not "
+                                  "registered (in-tree or via --plugin)")
+            plugin = factory(self.profile.plugin_args.get(name), handle)
+            self.instances[name] = plugin
+        return plugin
+
+    def plugins(self, point: str) -> list[Any]:
+        return self.points.get(point, [])
+
+    @property
+    def has_scoring(self) -> bool:
+        return bool(self.plugins("Score"))
+
+    @property
+    def has_filters(self) -> bool:
+        return bool(self.plugins("Filter"))
+
+    @property
+    def queue_sort(self) -> QueueSortPlugin | None:
+        plugins = self.plugins("QueueSort")
+        return plugins[0] if plugins else None
+
+    # ------------------------------------------------------------------ PreEnqueue
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for plugin in self.plugins("PreEnqueue"):
+            assert isinstance(plugin, PreEnqueuePlugin)
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                return status.with_plugin(plugin.name)
+        return Status.success()
+
+    # ------------------------------------------------------------------ PreFilter
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                       ) -> PreFilterOutcome:
+        outcome = PreFilterOutcome()
+        with_nodes: list[str] = []
+        unschedulable: Status | None = None
+        for plugin in self.plugins("PreFilter"):
+            assert isinstance(plugin, PreFilterPlugin)
+            result, status = plugin.pre_filter(state, pod, cluster)
+            status = status.with_plugin(plugin.name)
+            outcome.statuses[plugin.name] = status
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            if not status.ok:
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    outcome.status = status
+                    return outcome
+                if status.code == Code.UNSCHEDULABLE:
+                    unschedulable = status
+                    continue
+                raise PluginError(f"running PreFilter plugin {plugin.name!r}: {status.message}")
+            if result is not None and not result.all_nodes:
+                assert result.node_names is not None
+                with_nodes.append(plugin.name)
+                outcome.node_names[plugin.name] = result.node_names
+                outcome.allowed = (result.node_names if outcome.allowed is None
+                                   else outcome.allowed & result.node_names)
+                if not outcome.allowed:
+                    names = sorted(with_nodes)
+                    message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                               else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] "
+                                    "simultaneously")
+                    outcome.status = Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+                    return outcome
+        if unschedulable is not None:
+            outcome.status = unschedulable
+        return outcome
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                               slot: int, cluster: ClusterState) -> Status:
+        for plugin in self.plugins("PreFilter"):
+            if plugin.name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
+                continue
+            status = plugin.add_pod(state, pod, pod_to_add, slot, cluster)
+            if not status.ok:
+                raise PluginError(f"running AddPod on PreFilter plugin {plugin.name!r}: "
+                                  f"{status.message}")
+        return Status.success()
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: PodInfo,
+                                  pod_to_remove: PodInfo, slot: int,
+                                  cluster: ClusterState) -> Status:
+        for plugin in self.plugins("PreFilter"):
+            if plugin.name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
+                continue
+            status = plugin.remove_pod(state, pod, pod_to_remove, slot, cluster)
+            if not status.ok:
+                raise PluginError(f"running RemovePod on PreFilter plugin {plugin.name!r}: "
+                                  f"{status.message}")
+        return Status.success()
+
+    # ------------------------------------------------------------------ Filter
+
+    def run_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                   slots: np.ndarray, *, exhaustive: bool = False) -> FilterRun:
+        """Run the filters over ``slots``; a node stops at its first failing plugin unless
+        ``exhaustive`` (every plugin on every node, as ``kaudit whatif`` reports)."""
+        plugins = [p for p in self.plugins("Filter") if p.name not in state.skip_filter]
+        count = len(slots)
+        codes = np.full((len(plugins), count), NOT_RUN, dtype=np.int8)
+        reason_ids = np.zeros((len(plugins), count), dtype=np.int32)
+        tables: list[list[tuple[str, ...]]] = []
+        first_failure = np.full(count, NOT_RUN, dtype=np.int64)
+        alive = np.ones(count, dtype=bool)
+        for index, plugin in enumerate(plugins):
+            assert isinstance(plugin, FilterPlugin)
+            positions = np.arange(count) if exhaustive else np.flatnonzero(alive)
+            if len(positions) == 0:
+                tables.append([()])
+                continue
+            verdicts: NodeVerdicts = plugin.filter(state, pod, cluster, slots[positions])
+            plugin_codes = verdicts.codes
+            unexpected = (plugin_codes != 0) & (plugin_codes != Code.UNSCHEDULABLE) & (
+                plugin_codes != Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            if unexpected.any():
+                where = int(np.flatnonzero(unexpected)[0])
+                status = verdicts.status(where)
+                raise PluginError(f"running {plugin.name!r} filter plugin: {status.message}")
+            codes[index, positions] = plugin_codes
+            reason_ids[index, positions] = verdicts.reason_ids
+            tables.append(verdicts.reasons)
+            failed = positions[plugin_codes != 0]
+            newly = failed[first_failure[failed] == NOT_RUN]
+            first_failure[newly] = index
+            alive[failed] = False
+        return FilterRun(slots, [p.name for p in plugins], codes, reason_ids, tables,
+                         first_failure)
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def run_post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                        diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.plugins("PostFilter"):
+            assert isinstance(plugin, PostFilterPlugin)
+            outcome, status = plugin.post_filter(state, pod, cluster, diagnosis)
+            if status.ok:
+                return outcome, status.with_plugin(plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return outcome, status.with_plugin(plugin.name)
+            if not status.rejected:
+                raise PluginError(f"running PostFilter plugin {plugin.name!r}: "
+                                  f"{status.message}")
+            if outcome is not None and outcome.nominated_node_name is not None:
+                result = outcome
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+
+    # ------------------------------------------------------------------ Score
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                      slots: np.ndarray) -> dict[str, Status]:
+        statuses: dict[str, Status] = {}
+        for plugin in self.plugins("PreScore"):
+            assert isinstance(plugin, PreScorePlugin)
+            status = plugin.pre_score(state, pod, cluster, slots).with_plugin(plugin.name)
+            statuses[plugin.name] = status
+            if status.code == Code.SKIP:
+                state.skip_score.add(plugin.name)
+            elif not status.ok:
+                raise PluginError(f"running PreScore plugin {plugin.name!r}: {status.message}")
+        return statuses
+
+    def run_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray, pre_score: dict[str, Status]) -> ScoreRun:
+        raw: dict[str, np.ndarray] = {}
+        normalized: dict[str, np.ndarray] = {}
+        total = np.zeros(len(slots), dtype=np.int64)
+        for plugin in self.plugins("Score"):
+            assert isinstance(plugin, ScorePlugin)
+            if plugin.name in state.skip_score:
+                continue
+            scores = np.asarray(plugin.score(state, pod, cluster, slots), dtype=np.int64)
+            raw[plugin.name] = scores
+            result = plugin.normalize(state, pod, slots, scores)
+            final = scores if result is None else np.asarray(result, dtype=np.int64)
+            if len(final) and (final.min() < MIN_NODE_SCORE or final.max() > MAX_NODE_SCORE):
+                bad = int(final.max() if final.max() > MAX_NODE_SCORE else final.min())
+                raise PluginError(f"plugin {plugin.name!r} returns an invalid score {bad}, it "
+                                  f"should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                                  "after normalizing")
+            normalized[plugin.name] = final
+            total += final * self.weights[plugin.name]
+        return ScoreRun(slots, pre_score, raw, normalized, dict(self.weights), total)
+
+    # ------------------------------------------------------------------ binding cycle
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for plugin in self.plugins("Reserve"):
+            assert isinstance(plugin, ReservePlugin)
+            status = plugin.reserve(state, pod, node)
+            if not status.ok:
+                return status.with_plugin(plugin.name)
+        return Status.success()
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for plugin in reversed(self.plugins("Reserve")):
+            assert isinstance(plugin, ReservePlugin)
+            plugin.unreserve(state, pod, node)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for plugin in self.plugins("Permit"):
+            assert isinstance(plugin, PermitPlugin)
+            status, _timeout = plugin.permit(state, pod, node)
+            if not status.ok:
+                return status.with_plugin(plugin.name)
+        return Status.success()
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for plugin in self.plugins("PreBind"):
+            assert isinstance(plugin, PreBindPlugin)
+            status = plugin.pre_bind(state, pod, node)
+            if not status.ok:
+                return status.with_plugin(plugin.name)
+        return Status.success()
+
+    def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for plugin in self.plugins("Bind"):
+            assert isinstance(plugin, BindPlugin)
+            status = plugin.bind(state, pod, node)
+            if status.code == Code.SKIP:
+                continue
+            return status.with_plugin(plugin.name)
+        return Status.of(Code.ERROR, "no bind plugin bound the pod")
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for plugin in self.plugins("PostBind"):
+            assert isinstance(plugin, PostBindPlugin)
+            plugin.post_bind(state, pod, node)
+
+
+__all__ = ["FilterRun", "Framework", "PluginError", "PreFilterOutcome", "PreFilterResult",
+           "ScoreRun", "concat_runs"]

@@ -1,0 +1,1 @@
+"""Kubernetes objects as the scheduler reads them: pods, nodes, selectors, resources."""

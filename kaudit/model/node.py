@@ -1,0 +1,61 @@
+"""A Node, parsed once from its Kubernetes JSON into what the scheduler reads.
+
+Mirrors what ``framework.NodeInfo`` takes from a ``v1.Node`` (Kubernetes v1.34): labels,
+taints, ``spec.unschedulable``, allocatable resources (``allowedPodNumber`` from ``pods``),
+images by name with their sizes, and the node-tree zone key of ``backend/cache/node_tree.go``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kaudit.model.pod import Taint
+from kaudit.model.resources import node_resources
+
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """``utilnode.GetZoneKey``: region and zone (legacy labels first); "" without either."""
+    zone = next((labels[k] for k in ZONE_LABELS if labels.get(k)), "")
+    region = next((labels[k] for k in REGION_LABELS if labels.get(k)), "")
+    if not zone and not region:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    obj: dict[str, Any]
+    name: str
+    uid: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    images: dict[str, int]
+    zone: str
+
+
+def parse_node(obj: dict[str, Any]) -> NodeInfo:
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = dict(metadata.get("labels") or {})
+    images: dict[str, int] = {}
+    for image in status.get("images") or []:
+        for name in image.get("names") or []:
+            images[name] = int(image.get("sizeBytes") or 0)
+    return NodeInfo(
+        obj=obj,
+        name=metadata.get("name") or "",
+        uid=metadata.get("uid") or metadata.get("name") or "",
+        labels=labels,
+        taints=tuple(Taint.parse(t) for t in spec.get("taints") or []),
+        unschedulable=bool(spec.get("unschedulable")),
+        allocatable=node_resources(status.get("allocatable") or status.get("capacity") or {}),
+        images=images,
+        zone=zone_key(labels),
+    )

@@ -1,0 +1,272 @@
+"""A Pod, parsed once from its Kubernetes JSON into what the scheduler reads.
+
+Mirrors the fields of ``framework.PodInfo`` and ``framework.AffinityTerm``
+(``pkg/scheduler/framework/types.go``, Kubernetes v1.34): requests and non-zero requests,
+tolerations, node selector and affinity, pod (anti-)affinity terms with their namespaces and
+namespace selectors, topology spread constraints, host ports, images, claims, gates, priority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
+from kaudit.model.selectors import LabelSelector, NodeSelector, Requirement, parse_term
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Toleration:
+        return cls(raw.get("key") or "", raw.get("operator") or "Equal",
+                   str(raw.get("value") or ""), raw.get("effect") or "")
+
+    def tolerates(self, taint: Taint) -> bool:
+        """``v1.Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Taint:
+        return cls(raw.get("key") or "", str(raw.get("value") or ""), raw.get("effect") or "")
+
+
+def tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term; ``weight`` is 0 for required terms."""
+
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector
+    topology_key: str
+    weight: int = 0
+
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
+        """``AffinityTerm.Matches``: the namespace is listed or selected, and labels match."""
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
+            return self.selector.matches(pod.labels)
+        return False
+
+
+def _affinity_term(owner_namespace: str, raw: Mapping[str, Any], where: str,
+                   weight: int = 0) -> AffinityTerm:
+    namespaces = raw.get("namespaces") or []
+    namespace_selector = raw.get("namespaceSelector")
+    if not namespaces and namespace_selector is None:
+        namespaces = [owner_namespace]
+    return AffinityTerm(
+        selector=LabelSelector.parse(raw.get("labelSelector"), f"{where}.labelSelector"),
+        namespaces=frozenset(namespaces),
+        namespace_selector=LabelSelector.parse(namespace_selector, f"{where}.namespaceSelector"),
+        topology_key=raw.get("topologyKey") or "",
+        weight=weight,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """Everything the scheduler needs from one Pod object."""
+
+    obj: JSON
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    priority: int
+    scheduler_name: str
+    node_name: str
+    nominated_node_name: str
+    requests: dict[str, int]
+    non_zero_cpu: int
+    non_zero_memory: int
+    tolerations: tuple[Toleration, ...]
+    node_selector: dict[str, str]
+    required_node_affinity: NodeSelector | None
+    preferred_node_affinity: tuple[tuple[int, Any], ...]
+    required_affinity: tuple[AffinityTerm, ...]
+    required_anti_affinity: tuple[AffinityTerm, ...]
+    preferred_affinity: tuple[AffinityTerm, ...]
+    preferred_anti_affinity: tuple[AffinityTerm, ...]
+    spread_constraints: tuple[SpreadConstraint, ...]
+    host_ports: tuple[HostPort, ...]
+    images: tuple[str, ...]
+    claim_names: tuple[str, ...]
+    volumes: tuple[JSON, ...]
+    scheduling_gates: tuple[str, ...]
+    preemption_policy: str
+    terminating: bool
+    phase: str
+    start_time: str | None
+    owner: tuple[str, str] | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(self.required_affinity or self.preferred_affinity
+                    or self.preferred_anti_affinity or self.required_anti_affinity)
+
+
+def _spread(pod_labels: Mapping[str, str], raw: Mapping[str, Any], where: str,
+            match_label_keys: bool) -> SpreadConstraint:
+    selector = LabelSelector.parse(raw.get("labelSelector"), f"{where}.labelSelector")
+    if match_label_keys:
+        for key in raw.get("matchLabelKeys") or []:
+            if key in pod_labels:
+                selector = selector.with_requirement(
+                    Requirement(key, "In", frozenset([pod_labels[key]])))
+    return SpreadConstraint(
+        max_skew=int(raw.get("maxSkew") or 0),
+        topology_key=raw.get("topologyKey") or "",
+        when_unsatisfiable=raw.get("whenUnsatisfiable") or "DoNotSchedule",
+        selector=selector,
+        min_domains=int(raw.get("minDomains") or 1),
+        node_affinity_policy=raw.get("nodeAffinityPolicy") or "Honor",
+        node_taints_policy=raw.get("nodeTaintsPolicy") or "Ignore",
+    )
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """Host ports of containers and restartable init containers (``GetContainerPorts``)."""
+    containers = list(spec.get("containers") or [])
+    containers += [c for c in spec.get("initContainers") or []
+                   if c.get("restartPolicy") == "Always"]
+    ports = []
+    for container in containers:
+        for port in container.get("ports") or []:
+            host_port = int(port.get("hostPort") or 0)
+            if host_port > 0:
+                ports.append(HostPort(port.get("hostIP") or "0.0.0.0",
+                                      port.get("protocol") or "TCP", host_port))
+    return tuple(ports)
+
+
+def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bool = True,
+              match_label_keys_in_spread: bool = True) -> PodInfo:
+    """Parse a Pod object. ``priority`` overrides a missing ``spec.priority``."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    namespace = metadata.get("namespace") or ""
+    labels = dict(metadata.get("labels") or {})
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    preferred = tuple(
+        (int(p.get("weight") or 0),
+         parse_term(p.get("preference") or {},
+                    f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+                    ".preference"))
+        for i, p in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+                              or []))
+
+    def terms(kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:
+        section = affinity.get(kind) or {}
+        where = f"spec.affinity.{kind}"
+        hard = tuple(_affinity_term(namespace, t,
+                                    f"{where}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
+                     for i, t in enumerate(
+                         section.get("requiredDuringSchedulingIgnoredDuringExecution") or []))
+        soft = tuple(_affinity_term(
+            namespace, t.get("podAffinityTerm") or {},
+            f"{where}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm",
+            int(t.get("weight") or 0))
+            for i, t in enumerate(section.get("preferredDuringSchedulingIgnoredDuringExecution")
+                                  or []))
+        return hard, soft
+
+    required_affinity, preferred_affinity = terms("podAffinity")
+    required_anti, preferred_anti = terms("podAntiAffinity")
+    requests = resource_units(pod_requests(spec, pod_level_resources=pod_level_resources))
+    non_zero = resource_units(pod_requests(spec, non_zero=True,
+                                           pod_level_resources=pod_level_resources))
+    volumes = tuple(v for v in spec.get("volumes") or [] if isinstance(v, dict))
+    owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
+    spec_priority = spec.get("priority")
+    return PodInfo(
+        obj=obj,
+        namespace=namespace,
+        name=metadata.get("name") or "",
+        uid=metadata.get("uid") or f"{namespace}/{metadata.get('name')}",
+        labels=labels,
+        priority=int(spec_priority) if spec_priority is not None else (priority or 0),
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        node_name=spec.get("nodeName") or "",
+        nominated_node_name=status.get("nominatedNodeName") or "",
+        requests=requests,
+        non_zero_cpu=non_zero.get(CPU, 0),
+        non_zero_memory=non_zero.get(MEMORY, 0),
+        tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or []),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_node_affinity=(NodeSelector.parse(
+            required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+            if required is not None else None),
+        preferred_node_affinity=preferred,
+        required_affinity=required_affinity,
+        required_anti_affinity=required_anti,
+        preferred_affinity=preferred_affinity,
+        preferred_anti_affinity=preferred_anti,
+        spread_constraints=tuple(
+            _spread(labels, c, f"spec.topologySpreadConstraints[{i}]", match_label_keys_in_spread)
+            for i, c in enumerate(spec.get("topologySpreadConstraints") or [])),
+        host_ports=_host_ports(spec),
+        images=tuple(c.get("image") or "" for c in
+                     [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]),
+        claim_names=tuple(v["persistentVolumeClaim"].get("claimName") or "" for v in volumes
+                          if isinstance(v.get("persistentVolumeClaim"), dict)),
+        volumes=volumes,
+        scheduling_gates=tuple(g.get("name") or "" for g in spec.get("schedulingGates") or []),
+        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+        terminating=metadata.get("deletionTimestamp") is not None,
+        phase=status.get("phase") or "",
+        start_time=status.get("startTime"),
+        owner=(owners[0].get("kind") or "", owners[0].get("name") or "") if owners else None,
+    )

@@ -1,0 +1,1 @@
+"""kube-scheduler's in-tree plugins, one module each (Kubernetes v1.34)."""

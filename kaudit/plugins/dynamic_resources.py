@@ -1,0 +1,37 @@
+"""DynamicResources, as far as kaudit models it: pods without ResourceClaims.
+
+Upstream's plugin (``pkg/scheduler/framework/plugins/dynamicresources``, on by default in
+v1.34) skips pods that use no ResourceClaims, and its PostFilter then answers
+``no new claims to deallocate``, which shows up in the ``0/N nodes are available`` message
+before the preemption message. kaudit does not model dynamic resource allocation: a pod that
+uses ResourceClaims is reported as unschedulable with a clear reason instead of being
+scheduled wrongly.
+"""
+
+from __future__ import annotations
+
+from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PostFilterPlugin, PreFilterPlugin
+from kaudit.framework.status import Code, Status
+from kaudit.plugins import names
+
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+UNSUPPORTED = "kaudit does not model dynamic resource allocation (pod uses ResourceClaims)"
+
+
+def _uses_claims(pod) -> bool:  # type: ignore[no-untyped-def]
+    return bool((pod.obj.get("spec") or {}).get("resourceClaims"))
+
+
+class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin):
+    name = names.DYNAMIC_RESOURCES
+
+    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+        if not _uses_claims(pod):
+            return None, Status.of(Code.SKIP)
+        return None, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED)
+
+    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        return NodeVerdicts.passing(len(slots))
+
+    def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
+        return None, Status.of(Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)

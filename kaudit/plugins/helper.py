@@ -1,0 +1,26 @@
+"""Shared scoring helpers (``framework/plugins/helper/normalize_score.go``, v1.34)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kaudit.framework.plugin import MAX_NODE_SCORE
+
+
+def trunc_div(numerator: np.ndarray | int, denominator: np.ndarray | int) -> np.ndarray:
+    """Go's integer division: truncates toward zero (Python's ``//`` floors)."""
+    num = np.asarray(numerator, dtype=np.int64)
+    den = np.asarray(denominator, dtype=np.int64)
+    quotient = np.abs(num) // np.abs(den)
+    return np.where((num < 0) ^ (den < 0), -quotient, quotient)
+
+
+def default_normalize(scores: np.ndarray, reverse: bool,
+                      max_priority: int = MAX_NODE_SCORE) -> np.ndarray:
+    """``DefaultNormalizeScore``: scale to [0, max] by the largest score, optionally reversed."""
+    scores = np.asarray(scores, dtype=np.int64)
+    highest = max(int(scores.max(initial=0)), 0)
+    if highest == 0:
+        return np.full_like(scores, max_priority) if reverse else scores.copy()
+    scaled = trunc_div(max_priority * scores, highest)
+    return max_priority - scaled if reverse else scaled

@@ -1,0 +1,43 @@
+"""ImageLocality: favour nodes that already hold the pod's images, scaled by how widely each
+image is spread over the cluster.
+
+Mirrors ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go`` (Kubernetes v1.34).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kaudit.framework.plugin import MAX_NODE_SCORE, ScorePlugin
+from kaudit.plugins import names
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """Append ``:latest`` when the name has no tag (the last ``:`` is not after the last ``/``)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+class ImageLocality(ScorePlugin):
+    name = names.IMAGE_LOCALITY
+
+    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        total_nodes = cluster.node_count
+        sums = np.zeros(len(slots), dtype=np.int64)
+        for image in (normalized_image_name(i) for i in pod.images):
+            with_image = cluster.image_nodes.get(image, 0)
+            if with_image <= 0 or total_nodes == 0:
+                continue
+            spread = with_image / total_nodes
+            for i, slot in enumerate(slots.tolist()):
+                size = cluster.node(slot).images.get(image)
+                if size is not None:
+                    sums[i] += int(size * spread)
+        max_threshold = MAX_CONTAINER_THRESHOLD * len(pod.images)
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

@@ -1,0 +1,92 @@
+"""NodeAffinity: ``nodeSelector`` and required node affinity filter; preferred terms score.
+
+Mirrors ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` (Kubernetes v1.34),
+including ``addedAffinity`` from the plugin args and the PreFilterResult built from
+``matchFields metadata.name In`` terms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kaudit.framework.plugin import (
+    FilterPlugin,
+    NodeVerdicts,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kaudit.framework.status import Code, Status
+from kaudit.model.selectors import NodeSelector, parse_term
+from kaudit.plugins import names
+from kaudit.plugins.helper import default_normalize
+from kaudit.scheduler.matching import (
+    node_selector_mask,
+    required_node_affinity_mask,
+    weighted_terms_score,
+)
+
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+
+
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = names.NODE_AFFINITY
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        added = self.args.get("addedAffinity") or {}
+        required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+        self.added_required = (NodeSelector.parse(required, "addedAffinity.required")
+                               if required is not None else None)
+        self.added_preferred = tuple(
+            (int(p.get("weight") or 0), parse_term(p.get("preference") or {},
+                                                   f"addedAffinity.preferred[{i}]"))
+            for i, p in enumerate(added.get("preferredDuringSchedulingIgnoredDuringExecution")
+                                  or []))
+
+    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+        required = pod.required_node_affinity
+        if required is None and self.added_required is None and not pod.node_selector:
+            return None, Status.of(Code.SKIP)
+        if required is None or not required.terms:
+            return None, Status.success()
+        node_names: frozenset[str] | None = None
+        for term in required.terms:
+            term_names = term.field_node_names()
+            if term_names is None:
+                return None, Status.success()
+            node_names = term_names if node_names is None else node_names | term_names
+        if node_names is not None and not node_names:
+            return None, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
+        return PreFilterResult(node_names), Status.success()
+
+    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        verdicts = NodeVerdicts.passing(len(slots))
+        if self.added_required is not None:
+            enforced = ~node_selector_mask(cluster, slots, self.added_required)
+            if enforced.any():
+                verdicts = NodeVerdicts.from_mask(enforced, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                                  REASON_ENFORCED)
+        mismatch = ~required_node_affinity_mask(cluster, slots, pod.node_selector,
+                                                pod.required_node_affinity)
+        mismatch &= verdicts.codes == 0
+        if mismatch.any():
+            verdicts.codes[mismatch] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            verdicts.reason_ids[mismatch] = len(verdicts.reasons)
+            verdicts.reasons.append((REASON_POD,))
+        return verdicts
+
+    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        if not pod.preferred_node_affinity and not self.added_preferred:
+            return Status.of(Code.SKIP)
+        return Status.success()
+
+    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        return (weighted_terms_score(cluster, slots, self.added_preferred)
+                + weighted_terms_score(cluster, slots, pod.preferred_node_affinity))
+
+    def normalize(self, state, pod, slots, scores):  # type: ignore[no-untyped-def]
+        return default_normalize(scores, reverse=False)

@@ -1,0 +1,25 @@
+"""NodeName: the pod's ``spec.nodeName``, if set, must be the node.
+
+Mirrors ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (Kubernetes v1.34).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
+from kaudit.framework.status import Code
+from kaudit.plugins import names
+
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    name = names.NODE_NAME
+
+    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        if not pod.node_name:
+            return NodeVerdicts.passing(len(slots))
+        wanted = cluster.slot_of.get(pod.node_name, -1)
+        return NodeVerdicts.from_mask(np.asarray(slots) != wanted,
+                                      Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON)

@@ -1,0 +1,45 @@
+"""NodePorts: a requested host port must be free on the node.
+
+Mirrors ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` and
+``framework.HostPortInfo.CheckConflict`` (Kubernetes v1.34): same protocol and port conflict
+when either side binds ``0.0.0.0`` or both bind the same IP.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import HostPort
+from kaudit.plugins import names
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+ANY_IP = "0.0.0.0"
+
+
+def conflicts(used: list[HostPort], wanted: HostPort) -> bool:
+    for port in used:
+        if port.port != wanted.port or port.protocol != wanted.protocol:
+            continue
+        if wanted.ip == ANY_IP or port.ip == ANY_IP or port.ip == wanted.ip:
+            return True
+    return False
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin):
+    name = names.NODE_PORTS
+
+    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+        if not pod.host_ports:
+            return None, Status.of(Code.SKIP)
+        return None, Status.success()
+
+    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        if not pod.host_ports:
+            return NodeVerdicts.passing(len(slots))
+        busy = np.fromiter(
+            (bool(cluster.ports_on[s]) and any(conflicts(cluster.ports_on[s], w)
+                                                for w in pod.host_ports)
+             for s in slots.tolist()), bool, count=len(slots))
+        return NodeVerdicts.from_mask(busy, Code.UNSCHEDULABLE, REASON)

@@ -1,0 +1,70 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay balanced.
+
+Mirrors ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (Kubernetes
+v1.34): exact requests (no non-zero defaults), fractions capped at 1, score
+``int((1 - std) * 100)``; PreScore skips best-effort pods (every request zero).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.plugin import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
+from kaudit.framework.status import Code, Status
+from kaudit.plugins import names
+from kaudit.plugins.node_resources_fit import (
+    DEFAULT_RESOURCES,
+    allocatable_and_requested,
+    pod_score_requests,
+)
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        specs = self.args.get("resources") or list(DEFAULT_RESOURCES)
+        self.resources = [r["name"] for r in specs]
+
+    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        requests = pod_score_requests(pod, self.resources, non_zero=False)
+        if all(value == 0 for value in requests):
+            return Status.of(Code.SKIP)
+        return Status.success()
+
+    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        requests = pod_score_requests(pod, self.resources, non_zero=False)
+        fractions: list[np.ndarray] = []
+        present: list[np.ndarray] = []
+        for resource, request in zip(self.resources, requests, strict=True):
+            allocatable, requested = allocatable_and_requested(cluster, slots, resource,
+                                                               request, use_requested=True)
+            safe = np.where(allocatable == 0, 1, allocatable).astype(np.float64)
+            fractions.append(np.minimum(requested.astype(np.float64) / safe, 1.0))
+            present.append(allocatable != 0)
+        count = np.zeros(len(slots), dtype=np.int64)
+        total = np.zeros(len(slots), dtype=np.float64)
+        for fraction, here in zip(fractions, present, strict=True):
+            count += here
+            total = np.where(here, total + fraction, total)
+        std = np.zeros(len(slots), dtype=np.float64)
+        # Exactly two fractions: |f1 - f2| / 2, taking the first two present, in order.
+        first = np.full(len(slots), np.nan)
+        second = np.full(len(slots), np.nan)
+        for fraction, here in zip(fractions, present, strict=True):
+            take_second = here & ~np.isnan(first) & np.isnan(second)
+            second = np.where(take_second, fraction, second)
+            first = np.where(here & np.isnan(first), fraction, first)
+        two = count == 2
+        std = np.where(two, np.abs((first - second) / 2), std)
+        many = count > 2
+        if many.any():
+            mean = total / np.where(count == 0, 1, count)
+            squares = np.zeros(len(slots), dtype=np.float64)
+            for fraction, here in zip(fractions, present, strict=True):
+                squares = np.where(here, squares + (fraction - mean) * (fraction - mean), squares)
+            std = np.where(many, np.sqrt(squares / np.where(count == 0, 1, count)), std)
+        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)

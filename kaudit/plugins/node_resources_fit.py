@@ -1,0 +1,205 @@
+"""NodeResourcesFit: the pod's requests must fit the node's free resources; scoring by
+LeastAllocated, MostAllocated or RequestedToCapacityRatio.
+
+Mirrors ``pkg/scheduler/framework/plugins/noderesources/{fit.go,resource_allocation.go,
+least_allocated.go,most_allocated.go,requested_to_capacity_ratio.go}`` and
+``helper/shape_score.go`` (Kubernetes v1.34). The filter uses exact requests; scoring adds the
+non-zero defaults (100m CPU, 200Mi memory) for containers that request neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.plugin import (
+    MAX_NODE_SCORE,
+    FilterPlugin,
+    NodeVerdicts,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended, is_scalar
+from kaudit.plugins import names
+from kaudit.plugins.helper import trunc_div
+from kaudit.scheduler.cluster import ClusterState
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+TOO_MANY_PODS = "Too many pods"
+
+DEFAULT_RESOURCES = ({"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1})
+
+
+def pod_score_requests(pod: PodInfo, resources: list[str], non_zero: bool) -> list[int]:
+    """``calculatePodResourceRequest`` for each scored resource."""
+    values = []
+    for resource in resources:
+        if non_zero and resource == CPU:
+            values.append(pod.non_zero_cpu)
+        elif non_zero and resource == MEMORY:
+            values.append(pod.non_zero_memory)
+        else:
+            values.append(pod.requests.get(resource, 0))
+    return values
+
+
+def allocatable_and_requested(cluster: ClusterState, slots: np.ndarray, resource: str,
+                              pod_request: int, use_requested: bool
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """``calculateResourceAllocatableRequest`` over nodes: (allocatable, requested + pod)."""
+    zeros = np.zeros(len(slots), dtype=np.int64)
+    if pod_request == 0 and is_scalar(resource):
+        return zeros, zeros
+    column = cluster.resources.get(resource)
+    if column is None:
+        return zeros, zeros
+    allocatable = cluster.allocatable[slots, column]
+    if not use_requested and resource in (CPU, MEMORY):
+        requested = cluster.non_zero[slots, 0 if resource == CPU else 1]
+    else:
+        requested = cluster.requested[slots, column]
+    return allocatable, requested + pod_request
+
+
+def _least(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    safe = np.where(allocatable == 0, 1, allocatable)
+    score = ((allocatable - requested) * MAX_NODE_SCORE) // safe
+    return np.where((allocatable == 0) | (requested > allocatable), 0, score)
+
+
+def _most(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    safe = np.where(allocatable == 0, 1, allocatable)
+    score = (np.minimum(requested, allocatable) * MAX_NODE_SCORE) // safe
+    return np.where(allocatable == 0, 0, score)
+
+
+def broken_linear(shape: list[tuple[int, int]]) -> Callable[[np.ndarray], np.ndarray]:
+    """``helper.BuildBrokenLinearFunction`` over an array of utilisations."""
+    utilizations = [u for u, _ in shape]
+    scores = [s for _, s in shape]
+
+    def function(p: np.ndarray) -> np.ndarray:
+        result = np.full(p.shape, scores[-1], dtype=np.int64)
+        done = np.zeros(p.shape, dtype=bool)
+        for i, (u, s) in enumerate(zip(utilizations, scores, strict=True)):
+            here = ~done & (p <= u)
+            if i == 0:
+                value = np.full(p.shape, s, dtype=np.int64)
+            else:
+                u0, s0 = utilizations[i - 1], scores[i - 1]
+                value = s0 + trunc_div((s - s0) * (p - u0), u - u0)
+            result = np.where(here, value, result)
+            done |= here
+        return result
+
+    return function
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = names.NODE_RESOURCES_FIT
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        strategy = self.args.get("scoringStrategy") or {}
+        self.strategy = strategy.get("type") or LEAST_ALLOCATED
+        specs = strategy.get("resources") or list(DEFAULT_RESOURCES)
+        self.score_resources = [r["name"] for r in specs]
+        self.score_weights = [int(r.get("weight") or 1) for r in specs]
+        self.ignored = set(self.args.get("ignoredResources") or [])
+        self.ignored_groups = set(self.args.get("ignoredResourceGroups") or [])
+        shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or []
+        self.shape = broken_linear([
+            (int(p["utilization"]),
+             int(p["score"]) * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape
+        ]) if shape else None
+
+    # ----------------------------------------------------------------- filter
+
+    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+        return None, Status.success()
+
+    def _checked_resources(self, pod: PodInfo) -> list[tuple[str, int]]:
+        checked = [(r, pod.requests.get(r, 0)) for r in (CPU, MEMORY, EPHEMERAL_STORAGE)]
+        for resource, amount in pod.requests.items():
+            if not is_scalar(resource) or amount == 0:
+                continue
+            if is_extended(resource) and (resource in self.ignored or
+                                          resource.split("/")[0] in self.ignored_groups):
+                continue
+            checked.append((resource, amount))
+        return checked
+
+    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        failures: list[tuple[str, np.ndarray]] = []
+        pods_column = cluster.resources["pods"]
+        too_many = cluster.pod_count[slots] + 1 > cluster.allocatable[slots, pods_column]
+        failures.append((TOO_MANY_PODS, too_many))
+        checked = self._checked_resources(pod)
+        if any(amount for _, amount in checked):
+            for resource, amount in checked:
+                if amount <= 0:
+                    continue
+                column = cluster.column(resource)
+                free = cluster.allocatable[slots, column] - cluster.requested[slots, column]
+                failures.append((f"Insufficient {resource}", amount > free))
+        return combine_failures(failures, len(slots), Code.UNSCHEDULABLE)
+
+    # ----------------------------------------------------------------- score
+
+    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        return Status.success()
+
+    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+        requests = pod_score_requests(pod, self.score_resources, non_zero=True)
+        total = np.zeros(len(slots), dtype=np.int64)
+        weight_sum = np.zeros(len(slots), dtype=np.int64)
+        for resource, weight, request in zip(self.score_resources, self.score_weights, requests,
+                                             strict=True):
+            allocatable, requested = allocatable_and_requested(cluster, slots, resource,
+                                                               request, use_requested=False)
+            counted = allocatable != 0
+            if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+                assert self.shape is not None
+                safe = np.where(allocatable == 0, 1, allocatable)
+                utilization = np.where(requested > allocatable, MAX_UTILIZATION,
+                                       requested * MAX_UTILIZATION // safe)
+                value = self.shape(utilization)
+                counted &= value > 0
+            elif self.strategy == MOST_ALLOCATED:
+                value = _most(requested, allocatable)
+            else:
+                value = _least(requested, allocatable)
+            total += np.where(counted, value * weight, 0)
+            weight_sum += np.where(counted, weight, 0)
+        safe_sum = np.where(weight_sum == 0, 1, weight_sum)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            # math.Round: half away from zero; the scores are never negative here.
+            result = np.floor(total / safe_sum + 0.5).astype(np.int64)
+        else:
+            result = total // safe_sum
+        return np.where(weight_sum == 0, 0, result)
+
+
+def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: Code
+                     ) -> NodeVerdicts:
+    """Per node, every failing reason in order, as one status with ``code``."""
+    if not failures:
+        return NodeVerdicts.passing(count)
+    matrix = np.stack([mask for _, mask in failures], axis=1)
+    weights = (1 << np.arange(len(failures), dtype=np.int64))
+    keys = matrix.astype(np.int64) @ weights
+    unique, inverse = np.unique(keys, return_inverse=True)
+    reasons: list[tuple[str, ...]] = []
+    for key in unique.tolist():
+        reasons.append(tuple(reason for i, (reason, _) in enumerate(failures) if key >> i & 1))
+    codes = np.where(keys > 0, np.int8(code), np.int8(0)).astype(np.int8)
+    return NodeVerdicts(codes, inverse.astype(np.int32).reshape(-1), reasons)

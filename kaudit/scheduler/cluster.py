@@ -1,0 +1,293 @@
+"""The scheduler's view of the cluster: column-wise node state, updated incrementally.
+
+Plays the part of kube-scheduler's cache and snapshot (``pkg/scheduler/backend/cache/
+{cache.go,snapshot.go,node_tree.go}``, Kubernetes v1.34), shaped for NumPy: every node has a
+*slot*, and per-node numbers live in arrays indexed by slot — allocatable, requested and
+non-zero requested resources, pod counts — so that a plugin evaluates all nodes in one vector
+expression. Label values are interned per topology key (``topology_codes``) for the same reason.
+
+Node order follows upstream's node tree: zones in order of first appearance, nodes within a
+zone in insertion order, interleaved round-robin; the order is rebuilt only when nodes are
+added or removed. A removed node keeps its slot (and any pods still bound to it) but leaves the
+order, as upstream keeps a NodeInfo while pods remain.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kaudit.model.node import NodeInfo, parse_node
+from kaudit.model.pod import HostPort, PodInfo, Taint
+from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+_INITIAL_CAPACITY = 64
+
+
+@dataclass(frozen=True)
+class TopologyCodes:
+    """Interned label values of one key over all slots: ``codes[slot]`` indexes ``values``;
+    -1 where the node lacks the key (or the slot is not a live node)."""
+
+    codes: np.ndarray
+    values: tuple[str, ...]
+    index: dict[str, int]
+
+
+class ClusterState:
+    """Nodes, the pods assigned to them, and the other objects plugins read."""
+
+    def __init__(self) -> None:
+        self.nodes: list[NodeInfo | None] = []
+        self.slot_of: dict[str, int] = {}
+        self.live = np.zeros(_INITIAL_CAPACITY, dtype=bool)
+        self.resources: dict[str, int] = {name: i for i, name in enumerate(BASE_RESOURCES)}
+        self.allocatable = np.zeros((_INITIAL_CAPACITY, len(BASE_RESOURCES)), dtype=np.int64)
+        self.requested = np.zeros_like(self.allocatable)
+        self.non_zero = np.zeros((_INITIAL_CAPACITY, 2), dtype=np.int64)
+        self.pod_count = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
+        self.unschedulable = np.zeros(_INITIAL_CAPACITY, dtype=bool)
+        #: Distinct taint lists, and each slot's index into them.
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_index: dict[tuple[Taint, ...], int] = {(): 0}
+        self.taint_group = np.zeros(_INITIAL_CAPACITY, dtype=np.int32)
+        self.pods_on: list[dict[str, PodInfo]] = []
+        self.ports_on: list[list[HostPort]] = []
+        self.pods: dict[str, PodInfo] = {}
+        self._zones: dict[str, list[int]] = {}
+        self._order: list[int] | None = []
+        self._order_array: np.ndarray | None = None
+        self._topology: dict[str, TopologyCodes] = {}
+        self.image_nodes: dict[str, int] = defaultdict(int)
+        # Other API objects, keyed by name or "namespace/name".
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        self.generation = 0
+
+    # ------------------------------------------------------------------ nodes
+
+    @property
+    def capacity(self) -> int:
+        return len(self.live)
+
+    def _grow(self, slots: int) -> None:
+        if slots <= self.capacity:
+            return
+        new = max(slots, self.capacity * 2)
+        extra = new - self.capacity
+        self.live = np.concatenate([self.live, np.zeros(extra, dtype=bool)])
+        self.allocatable = np.vstack([self.allocatable,
+                                      np.zeros((extra, self.allocatable.shape[1]), np.int64)])
+        self.requested = np.vstack([self.requested,
+                                    np.zeros((extra, self.requested.shape[1]), np.int64)])
+        self.non_zero = np.vstack([self.non_zero, np.zeros((extra, 2), np.int64)])
+        self.pod_count = np.concatenate([self.pod_count, np.zeros(extra, np.int64)])
+        self.unschedulable = np.concatenate([self.unschedulable, np.zeros(extra, bool)])
+        self.taint_group = np.concatenate([self.taint_group, np.zeros(extra, np.int32)])
+
+    def column(self, resource: str) -> int:
+        """The column of ``resource``, added (all zero) when first seen."""
+        index = self.resources.get(resource)
+        if index is None:
+            index = len(self.resources)
+            self.resources[resource] = index
+            pad = np.zeros((self.capacity, 1), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, pad])
+            self.requested = np.hstack([self.requested, pad])
+        return index
+
+    def _slot(self, name: str) -> int:
+        slot = self.slot_of.get(name)
+        if slot is None:
+            slot = len(self.nodes)
+            self._grow(slot + 1)
+            self.nodes.append(None)
+            self.pods_on.append({})
+            self.ports_on.append([])
+            self.slot_of[name] = slot
+        return slot
+
+    def add_node(self, obj: dict[str, Any] | NodeInfo) -> int:
+        """Add or update a node; returns its slot."""
+        node = obj if isinstance(obj, NodeInfo) else parse_node(obj)
+        slot = self._slot(node.name)
+        previous = self.nodes[slot]
+        for image in previous.images if previous is not None else ():
+            self.image_nodes[image] -= 1
+        for image in node.images:
+            self.image_nodes[image] += 1
+        self.nodes[slot] = node
+        row = np.zeros(self.allocatable.shape[1], dtype=np.int64)
+        for resource, amount in node.allocatable.items():
+            column = self.column(resource)
+            if column >= len(row):
+                row = np.pad(row, (0, column + 1 - len(row)))
+            row[column] = amount
+        self.allocatable[slot] = row
+        self.unschedulable[slot] = node.unschedulable
+        group = self._taint_index.get(node.taints)
+        if group is None:
+            group = self._taint_index[node.taints] = len(self.taint_sets)
+            self.taint_sets.append(node.taints)
+        self.taint_group[slot] = group
+        if not self.live[slot] or previous is None or previous.zone != node.zone:
+            if self.live[slot] and previous is not None:
+                self._zone_remove(previous.zone, slot)
+            self._zones.setdefault(node.zone, []).append(slot)
+            self._order = None
+        self.live[slot] = True
+        if previous is None or previous.labels != node.labels:
+            self._topology.clear()
+        self.generation += 1
+        return slot
+
+    def _zone_remove(self, zone: str, slot: int) -> None:
+        members = self._zones.get(zone, [])
+        if slot in members:
+            members.remove(slot)
+        if not members:
+            self._zones.pop(zone, None)
+
+    def remove_node(self, name: str) -> None:
+        slot = self.slot_of.get(name)
+        if slot is None or not self.live[slot]:
+            return
+        node = self.nodes[slot]
+        assert node is not None
+        for image in node.images:
+            self.image_nodes[image] -= 1
+        self._zone_remove(node.zone, slot)
+        self.live[slot] = False
+        self.allocatable[slot] = 0
+        self._order = None
+        self._topology.clear()
+        self.generation += 1
+
+    def node(self, slot: int) -> NodeInfo:
+        node = self.nodes[slot]
+        assert node is not None
+        return node
+
+    @property
+    def order(self) -> list[int]:
+        """Live slots in node-tree order (zones interleaved round-robin)."""
+        if self._order is None:
+            zones = [list(members) for members in self._zones.values()]
+            order: list[int] = []
+            depth = 0
+            while True:
+                row = [members[depth] for members in zones if depth < len(members)]
+                if not row:
+                    break
+                order.extend(row)
+                depth += 1
+            self._order = order
+            self._order_array = np.asarray(order, dtype=np.int64)
+        return self._order
+
+    @property
+    def order_array(self) -> np.ndarray:
+        self.order  # noqa: B018 - builds the array when stale
+        assert self._order_array is not None
+        return self._order_array
+
+    @property
+    def node_count(self) -> int:
+        return len(self.order)
+
+    def topology_codes(self, key: str) -> TopologyCodes:
+        """Interned values of label ``key`` over every slot (cached until labels change)."""
+        cached = self._topology.get(key)
+        if cached is not None:
+            return cached
+        codes = np.full(self.capacity, -1, dtype=np.int32)
+        index: dict[str, int] = {}
+        for slot in self.order:
+            value = self.node(slot).labels.get(key)
+            if value is not None:
+                codes[slot] = index.setdefault(value, len(index))
+        result = TopologyCodes(codes, tuple(index), index)
+        self._topology[key] = result
+        return result
+
+    def names(self, slots: Iterable[int]) -> list[str]:
+        return [self.node(s).name for s in slots]
+
+    # ------------------------------------------------------------------ pods
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """Account an assigned (or assumed) pod on its node."""
+        slot = self._slot(pod.node_name)
+        self.pods[pod.uid] = pod
+        self.pods_on[slot][pod.uid] = pod
+        self._account(slot, pod, 1)
+        self.ports_on[slot].extend(pod.host_ports)
+        self.generation += 1
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        pod = self.pods.pop(uid, None)
+        if pod is None:
+            return None
+        slot = self.slot_of[pod.node_name]
+        self.pods_on[slot].pop(uid, None)
+        self._account(slot, pod, -1)
+        ports = self.ports_on[slot]
+        for port in pod.host_ports:
+            ports.remove(port)
+        self.generation += 1
+        return pod
+
+    def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
+        for resource, amount in pod.requests.items():
+            self.requested[slot, self.column(resource)] += sign * amount
+        self.non_zero[slot, 0] += sign * pod.non_zero_cpu
+        self.non_zero[slot, 1] += sign * pod.non_zero_memory
+        self.pod_count[slot] += sign
+
+    def fork(self, slot: int) -> ClusterState:
+        """A copy whose node ``slot`` can take or lose pods without touching this state."""
+        clone = copy.copy(self)
+        clone.requested = self.requested.copy()
+        clone.non_zero = self.non_zero.copy()
+        clone.pod_count = self.pod_count.copy()
+        clone.pods = dict(self.pods)
+        clone.pods_on = list(self.pods_on)
+        clone.pods_on[slot] = dict(self.pods_on[slot])
+        clone.ports_on = list(self.ports_on)
+        clone.ports_on[slot] = list(self.ports_on[slot])
+        return clone
+
+    # ------------------------------------------------------------------ other objects
+
+    def set_object(self, kind: str, obj: dict[str, Any]) -> None:
+        metadata = obj.get("metadata") or {}
+        key = _object_key(metadata)
+        self.objects[kind][key] = obj
+        if kind == "Namespace":
+            self.namespaces[metadata.get("name") or ""] = dict(metadata.get("labels") or {})
+        self.generation += 1
+
+    def delete_object(self, kind: str, obj: dict[str, Any]) -> None:
+        metadata = obj.get("metadata") or {}
+        self.objects[kind].pop(_object_key(metadata), None)
+        if kind == "Namespace":
+            self.namespaces.pop(metadata.get("name") or "", None)
+        self.generation += 1
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        return self.namespaces.get(namespace, {})
+
+    def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects[kind].get(f"{namespace}/{name}" if namespace else name)
+
+
+def _object_key(metadata: dict[str, Any]) -> str:
+    namespace = metadata.get("namespace")
+    name = metadata.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
