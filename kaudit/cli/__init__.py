@@ -42,12 +42,16 @@ def cli() -> None:
     Start with `kaudit demo`, or:
       kaudit ingest trace.jsonl        store a recorded trace
       kaudit traces                    list stored traces
+      kaudit whatif --cluster S --pod P   where would this pod go, and why
+      kaudit config show               the effective scheduler configuration
     """
 
 
 def _register() -> None:
-    from kaudit.cli import db, demo, ingest, traces
+    from kaudit.cli import config, db, demo, ingest, traces, whatif
 
+    cli.add_command(config.config)
+    cli.add_command(whatif.whatif)
     cli.add_command(db.db)
     cli.add_command(ingest.ingest)
     cli.add_command(traces.traces)

@@ -3,8 +3,8 @@
 Mirrors ``framework.Diagnosis``, ``NodeToStatus`` and ``FitError.Error``
 (``pkg/scheduler/framework/types.go``, Kubernetes v1.34), byte for byte: the reasons of every
 node with an explicit status are counted, nodes without one count with the absent-nodes
-status, the ``"<count> <reason>"`` entries are sorted as strings, and the PreFilter and
-PostFilter messages are added as upstream adds them.
+status, the ``"<count> <reason>"`` entries are sorted as strings, and the PreFilter message
+(with a period) and the PostFilter message (as is) are added as upstream adds them.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
             for reason in diagnosis.absent_status.reasons:
                 reasons[reason] += absent
         histogram = sorted(f"{count} {reason}" for reason, count in reasons.items())
-        message += f" {', '.join(histogram)}."
+        if histogram:
+            message += f" {', '.join(histogram)}."
     if diagnosis.post_filter_message:
-        message += f" {diagnosis.post_filter_message}."
+        message += f" {diagnosis.post_filter_message}"
     return message

@@ -55,6 +55,12 @@ class Handle:
     scheduler_name: str = "default-scheduler"
     #: Score plugin weights of the profile, for plugins that need them.
     weights: Mapping[str, int] = field(default_factory=dict)
+    #: The profile's framework (set when it is built), for plugins that run other plugins.
+    framework: Any = None
+    #: Nominated pods by node (set by the scheduling queue), see ``Nominator``.
+    nominator: Any = None
+    #: The current (virtual) time in microseconds, for pods without a start time.
+    now_us: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -185,7 +191,11 @@ class NodeFilterPlugin(FilterPlugin):
 
 @dataclass(frozen=True)
 class PostFilterResult:
+    """``nominated_node_name`` "" clears a nomination; ``details`` is plugin-specific (the
+    preemption plugin puts its candidates and victims there)."""
+
     nominated_node_name: str | None = None
+    details: Any = None
 
 
 class PostFilterPlugin(Plugin):

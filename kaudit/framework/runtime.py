@@ -9,8 +9,8 @@ the verdict or the raw, normalized and weighted score, so a decision can be expl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,9 @@ from kaudit.model.pod import PodInfo
 from kaudit.scheduler.cluster import ClusterState
 
 NOT_RUN = -1
+
+#: Nominated pods by node name: pods that preemption placed there but are not bound yet.
+Nominator = Callable[[str], list[PodInfo]]
 
 
 class PluginError(Exception):
@@ -131,6 +134,15 @@ def concat_runs(runs: list[FilterRun]) -> FilterRun:
                      np.concatenate([r.first_failure for r in runs]))
 
 
+def _replace_position(run: FilterRun, position: int, single: FilterRun) -> FilterRun:
+    """``run`` with the verdicts at ``position`` taken from the one-node run ``single``."""
+    merged = concat_runs([run, single])
+    keep = np.arange(len(run.slots))
+    keep[position] = len(run.slots)
+    return FilterRun(run.slots, run.plugins, merged.codes[:, keep], merged.reason_ids[:, keep],
+                     merged.reason_tables, merged.first_failure[keep])
+
+
 class Framework:
     """The plugins of one profile, instantiated once each, by extension point."""
 
@@ -154,6 +166,7 @@ class Framework:
                     self.weights[ref.name] = ref.weight or 1
             self.points[point] = plugins
         handle.weights = self.weights
+        handle.framework = self
 
     def _instance(self, name: str, registry: Mapping[str, type[Plugin]],
                   handle: Handle) -> Plugin:
@@ -293,6 +306,36 @@ class Framework:
         return FilterRun(slots, [p.name for p in plugins], codes, reason_ids, tables,
                          first_failure)
 
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                                  slots: np.ndarray, nominator: Nominator | None,
+                                  *, exhaustive: bool = False) -> FilterRun:
+        """``RunFilterPluginsWithNominatedPods`` over ``slots``.
+
+        On a node with nominated pods of equal or higher priority, pass 1 runs with them added
+        (through the PreFilter extensions) and its failure is the node's verdict; if it passes,
+        the verdict is that of pass 2, the ordinary run without them.
+        """
+        run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
+        if nominator is None:
+            return run
+        for position, slot in enumerate(slots.tolist()):
+            node_name = cluster.node(slot).name
+            nominated = [p for p in nominator(node_name)
+                         if p.uid != pod.uid and p.priority >= pod.priority]
+            if not nominated:
+                continue
+            forked = cluster.fork(slot)
+            forked_state = state.clone()
+            for other in nominated:
+                placed = replace(other, node_name=node_name)
+                forked.add_pod(placed)
+                self.run_pre_filter_add_pod(forked_state, pod, placed, slot, forked)
+            with_nominated = self.run_filter(forked_state, pod, forked, np.asarray([slot]),
+                                             exhaustive=exhaustive)
+            if not with_nominated.feasible.all():
+                run = _replace_position(run, position, with_nominated)
+        return run
+
     # ------------------------------------------------------------------ PostFilter
 
     def run_post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
@@ -399,5 +442,5 @@ class Framework:
             plugin.post_bind(state, pod, node)
 
 
-__all__ = ["FilterRun", "Framework", "PluginError", "PreFilterOutcome", "PreFilterResult",
-           "ScoreRun", "concat_runs"]
+__all__ = ["FilterRun", "Framework", "Nominator", "PluginError", "PreFilterOutcome",
+           "PreFilterResult", "ScoreRun", "concat_runs"]

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
-from kaudit.model.selectors import LabelSelector, NodeSelector, Requirement, parse_term
+from kaudit.model.selectors import (
+    LabelSelector,
+    NodeSelector,
+    Requirement,
+    SelectorError,
+    parse_term,
+)
 
 JSON = dict[str, Any]
 
@@ -143,6 +149,8 @@ class PodInfo:
     phase: str
     start_time: str | None
     owner: tuple[str, str] | None
+    #: Selector errors of terms left out while parsing (upstream's NewPodInfo errors).
+    parse_errors: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -208,20 +216,31 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         for i, p in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
                               or []))
 
+    errors: list[str] = []
+
+    def parsed(build: Any) -> Any:
+        # Like upstream's NewPodInfo, a malformed term is kept out and its error remembered;
+        # the plugins that read the term (InterPodAffinity) report it as the pod's status.
+        try:
+            return build()
+        except SelectorError as exc:
+            errors.append(str(exc))
+            return None
+
     def terms(kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:
         section = affinity.get(kind) or {}
         where = f"spec.affinity.{kind}"
-        hard = tuple(_affinity_term(namespace, t,
-                                    f"{where}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
-                     for i, t in enumerate(
-                         section.get("requiredDuringSchedulingIgnoredDuringExecution") or []))
-        soft = tuple(_affinity_term(
-            namespace, t.get("podAffinityTerm") or {},
-            f"{where}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm",
-            int(t.get("weight") or 0))
-            for i, t in enumerate(section.get("preferredDuringSchedulingIgnoredDuringExecution")
-                                  or []))
-        return hard, soft
+        required_key = "requiredDuringSchedulingIgnoredDuringExecution"
+        preferred_key = "preferredDuringSchedulingIgnoredDuringExecution"
+        hard = [parsed(lambda t=t, i=i: _affinity_term(namespace, t,
+                                                       f"{where}.{required_key}[{i}]"))
+                for i, t in enumerate(section.get(required_key) or [])]
+        soft = [parsed(lambda t=t, i=i: _affinity_term(
+                    namespace, t.get("podAffinityTerm") or {},
+                    f"{where}.{preferred_key}[{i}].podAffinityTerm", int(t.get("weight") or 0)))
+                for i, t in enumerate(section.get(preferred_key) or [])]
+        return (tuple(t for t in hard if t is not None),
+                tuple(t for t in soft if t is not None))
 
     required_affinity, preferred_affinity = terms("podAffinity")
     required_anti, preferred_anti = terms("podAntiAffinity")
@@ -254,9 +273,10 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         required_anti_affinity=required_anti,
         preferred_affinity=preferred_affinity,
         preferred_anti_affinity=preferred_anti,
-        spread_constraints=tuple(
-            _spread(labels, c, f"spec.topologySpreadConstraints[{i}]", match_label_keys_in_spread)
-            for i, c in enumerate(spec.get("topologySpreadConstraints") or [])),
+        spread_constraints=tuple(c for c in (
+            parsed(lambda c=c, i=i: _spread(labels, c, f"spec.topologySpreadConstraints[{i}]",
+                                            match_label_keys_in_spread))
+            for i, c in enumerate(spec.get("topologySpreadConstraints") or [])) if c is not None),
         host_ports=_host_ports(spec),
         images=tuple(c.get("image") or "" for c in
                      [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]),
@@ -269,4 +289,5 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         phase=status.get("phase") or "",
         start_time=status.get("startTime"),
         owner=(owners[0].get("kind") or "", owners[0].get("name") or "") if owners else None,
+        parse_errors=tuple(errors),
     )

@@ -10,7 +10,15 @@ scheduled wrongly.
 
 from __future__ import annotations
 
-from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PostFilterPlugin, PreFilterPlugin
+from kaudit.framework.plugin import (
+    FilterPlugin,
+    NodeVerdicts,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+)
 from kaudit.framework.status import Code, Status
 from kaudit.plugins import names
 
@@ -22,8 +30,12 @@ def _uses_claims(pod) -> bool:  # type: ignore[no-untyped-def]
     return bool((pod.obj.get("spec") or {}).get("resourceClaims"))
 
 
-class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin):
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+                       ReservePlugin, PreBindPlugin):
     name = names.DYNAMIC_RESOURCES
+
+    def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
+        return Status.success()
 
     def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
         if not _uses_claims(pod):
@@ -35,3 +47,12 @@ class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin):
 
     def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
         return None, Status.of(Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)
+
+    def reserve(self, state, pod, node_name):  # type: ignore[no-untyped-def]
+        return Status.success()
+
+    def unreserve(self, state, pod, node_name):  # type: ignore[no-untyped-def]
+        return None
+
+    def pre_bind(self, state, pod, node_name):  # type: ignore[no-untyped-def]
+        return Status.success()

@@ -66,3 +66,14 @@ def read_snapshot(path: Path, ts_us: int) -> Iterator[WatchEvent | Rejected]:
             yield Rejected(None, reason, orjson.dumps(item)[:1000].decode(errors="replace"))
             continue
         yield WatchEvent(ts_us, "ADDED", kind, namespace, name, uid, item, position)
+
+
+def load_objects(path: Path) -> list[dict[str, Any]]:
+    """Every object of a List, object or multi-document file, validated; the first invalid
+    item raises :class:`TraceError` naming the file and the field."""
+    objects = []
+    for element in read_snapshot(path, 0):
+        if isinstance(element, Rejected):
+            raise TraceError(str(path), None, element.reason)
+        objects.append(element.object)
+    return objects

@@ -60,6 +60,14 @@ class ClusterState:
         self.pods_on: list[dict[str, PodInfo]] = []
         self.ports_on: list[list[HostPort]] = []
         self.pods: dict[str, PodInfo] = {}
+        #: Pods with any (anti-)affinity term, and with required anti-affinity, by uid
+        #: (upstream's ``PodsWithAffinity`` / ``PodsWithRequiredAntiAffinity``).
+        self.affinity_pods: dict[str, PodInfo] = {}
+        self.anti_affinity_pods: dict[str, PodInfo] = {}
+        #: Assigned pods by namespace, and a counter bumped whenever a namespace's pods change.
+        self.pods_by_namespace: dict[str, dict[str, PodInfo]] = {}
+        self.namespace_generation: dict[str, int] = defaultdict(int)
+        self._shared_namespaces: set[str] = set()
         self._zones: dict[str, list[int]] = {}
         self._order: list[int] | None = []
         self._order_array: np.ndarray | None = None
@@ -69,6 +77,8 @@ class ClusterState:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         self.generation = 0
+        #: Bumped when nodes are added, removed or changed.
+        self.node_generation = 0
 
     # ------------------------------------------------------------------ nodes
 
@@ -145,6 +155,7 @@ class ClusterState:
         if previous is None or previous.labels != node.labels:
             self._topology.clear()
         self.generation += 1
+        self.node_generation += 1
         return slot
 
     def _zone_remove(self, zone: str, slot: int) -> None:
@@ -168,6 +179,7 @@ class ClusterState:
         self._order = None
         self._topology.clear()
         self.generation += 1
+        self.node_generation += 1
 
     def node(self, slot: int) -> NodeInfo:
         node = self.nodes[slot]
@@ -226,6 +238,11 @@ class ClusterState:
         slot = self._slot(pod.node_name)
         self.pods[pod.uid] = pod
         self.pods_on[slot][pod.uid] = pod
+        if pod.has_affinity:
+            self.affinity_pods[pod.uid] = pod
+            if pod.required_anti_affinity:
+                self.anti_affinity_pods[pod.uid] = pod
+        self._namespace_pods(pod.namespace)[pod.uid] = pod
         self._account(slot, pod, 1)
         self.ports_on[slot].extend(pod.host_ports)
         self.generation += 1
@@ -236,12 +253,26 @@ class ClusterState:
             return None
         slot = self.slot_of[pod.node_name]
         self.pods_on[slot].pop(uid, None)
+        self.affinity_pods.pop(uid, None)
+        self.anti_affinity_pods.pop(uid, None)
+        self._namespace_pods(pod.namespace).pop(uid, None)
         self._account(slot, pod, -1)
         ports = self.ports_on[slot]
         for port in pod.host_ports:
             ports.remove(port)
         self.generation += 1
         return pod
+
+    def _namespace_pods(self, namespace: str) -> dict[str, PodInfo]:
+        """The namespace's pod map, ready to change (copied first in a fork)."""
+        self.namespace_generation[namespace] += 1
+        pods = self.pods_by_namespace.get(namespace)
+        if pods is None:
+            pods = self.pods_by_namespace[namespace] = {}
+        elif namespace in self._shared_namespaces:
+            pods = self.pods_by_namespace[namespace] = dict(pods)
+            self._shared_namespaces.discard(namespace)
+        return pods
 
     def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
         for resource, amount in pod.requests.items():
@@ -257,6 +288,11 @@ class ClusterState:
         clone.non_zero = self.non_zero.copy()
         clone.pod_count = self.pod_count.copy()
         clone.pods = dict(self.pods)
+        clone.affinity_pods = dict(self.affinity_pods)
+        clone.anti_affinity_pods = dict(self.anti_affinity_pods)
+        clone.pods_by_namespace = dict(self.pods_by_namespace)
+        clone.namespace_generation = defaultdict(int, self.namespace_generation)
+        clone._shared_namespaces = set(self.pods_by_namespace)
         clone.pods_on = list(self.pods_on)
         clone.pods_on[slot] = dict(self.pods_on[slot])
         clone.ports_on = list(self.ports_on)

@@ -1,0 +1,129 @@
+"""``kaudit whatif``: evaluate one pod against a cluster state, every plugin on every node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kaudit.cli.options import echo_json, table
+from kaudit.errors import InputError
+from kaudit.readers.snapshot import load_objects
+from kaudit.scheduler.build import build_scheduler, load
+from kaudit.scheduler.objects import cluster_from_objects, pod_info
+from kaudit.scheduler.schedule import attempt_json
+
+feature_gates_option = click.option(
+    "--feature-gates", metavar="A=true,B=false",
+    help="Feature gates that change in-tree plugin behaviour, as kube-scheduler takes them "
+         "(defaults as in Kubernetes v1.34).")
+plugin_option = click.option(
+    "--plugin", "plugins", multiple=True, metavar="MODULE:CLASS",
+    help="Register an out-of-tree plugin class (repeatable); enable it in --config.")
+
+
+def _load_pod(path: Path) -> dict[str, Any]:
+    objects = load_objects(path)
+    pods = [o for o in objects if o.get("kind") == "Pod"]
+    if len(pods) != 1:
+        raise InputError(f"{path}: expected exactly one Pod, found {len(pods)}")
+    return pods[0]
+
+
+@click.command()
+@click.option("--cluster", "cluster_path", required=True, metavar="STATE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Cluster state: a Kubernetes List (kubectl get nodes,pods,namespaces,"
+                   "services,replicasets -A -o json), JSON or YAML.")
+@click.option("--pod", "pod_path", required=True, metavar="POD",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The Pod manifest to evaluate (JSON or YAML).")
+@click.option("--config", "config_path", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A KubeSchedulerConfiguration [default: kube-scheduler's defaults].")
+@feature_gates_option
+@click.option("--candidates", metavar="NODE,...",
+              help="Evaluate only these nodes; the others stay in the cluster (for spreading "
+                   "and affinity) but count as having failed filtering.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the tie-break among top-scoring nodes.")
+@plugin_option
+@click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
+def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
+           feature_gates: str | None, candidates: str | None, seed: int,
+           plugins: tuple[str, ...], as_json: bool) -> None:
+    """Explain where POD would go in the cluster STATE, and why.
+
+    Unlike a real scheduling cycle, every filter plugin runs on every node (not only up to
+    the first failure), no nodes are sampled, and a single feasible node is still scored.
+    """
+    config, registry = load(config_path, feature_gates, plugins)
+    scheduler = build_scheduler(config, registry, seed=seed)
+    cluster, _pending = cluster_from_objects(load_objects(cluster_path))
+    pod = pod_info(cluster, _load_pod(pod_path))
+    framework = scheduler.framework_for(pod)
+    if framework is None:
+        raise InputError(f"{pod_path}: spec.schedulerName {pod.scheduler_name!r} has no profile "
+                         f"(profiles: {', '.join(config.profiles)})")
+    names = [n.strip() for n in candidates.split(",") if n.strip()] if candidates else None
+    if names:
+        unknown = [n for n in names if n not in cluster.slot_of]
+        if unknown:
+            raise InputError(f"--candidates: no such node(s): {', '.join(unknown)}")
+    attempt = scheduler.schedule(cluster, pod, exhaustive=True, candidates=names)
+    if attempt.error:
+        raise InputError(f"evaluation failed: {attempt.error}")
+    report = attempt_json(attempt, cluster, framework)
+    if as_json:
+        echo_json(report)
+        return
+    _print_report(report, len(cluster.order))
+    details = attempt.post_filter_result.details if attempt.post_filter_result else None
+    chosen = getattr(details, "chosen", None)
+    if chosen is not None:
+        click.echo(f"Preemption would nominate {chosen.node}, evicting "
+                   f"{', '.join(v.key for v in chosen.victims)} "
+                   f"({chosen.pdb_violations} PodDisruptionBudget violation(s)).")
+
+
+def _print_report(report: dict[str, Any], node_count: int) -> None:
+    click.echo(f"Pod {report['pod']}, profile {report['profile']}, {node_count} nodes\n")
+    if report["preFilter"]:
+        click.echo("PreFilter: " + ", ".join(
+            f"{name} {entry['code']}" + (f" ({'; '.join(entry['reasons'])})"
+                                         if entry["reasons"] else "")
+            for name, entry in report["preFilter"].items()))
+    rows = []
+    for name, node in report["nodes"].items():
+        failed = [f"{plugin}: {'; '.join(v['reasons']) or v['code']}"
+                  for plugin, v in node["filter"].items() if v["code"] != "Success"]
+        rows.append((name, "yes" if node["feasible"] else "no", node.get("total", ""),
+                     " | ".join(failed)))
+    rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))
+    click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
+    feasible = [(n, v) for n, v in report["nodes"].items() if v["feasible"] and "total" in v]
+    if feasible:
+        feasible.sort(key=lambda item: -item[1]["total"])
+        plugins = list(feasible[0][1]["score"])
+        click.echo("\nTop nodes, weighted score per plugin (normalized × weight):")
+        click.echo(table(
+            [(n, v["total"], *(v["score"][p]["weighted"] for p in plugins))
+             for n, v in feasible[:5]],
+            ["NODE", "TOTAL", *plugins], indent=2))
+        winner = feasible[0]
+        runner = next((item for item in feasible if item[1]["total"] < winner[1]["total"]), None)
+        if runner is not None:
+            deltas = sorted(((p, winner[1]["score"][p]["weighted"]
+                              - runner[1]["score"][p]["weighted"]) for p in plugins),
+                            key=lambda item: -abs(item[1]))
+            decided = ", ".join(f"{p} {d:+d}" for p, d in deltas if d)
+            click.echo(f"\n{winner[0]} ({winner[1]['total']}) over the runner-up {runner[0]} "
+                       f"({runner[1]['total']}): {decided}")
+    if report["selectedNode"]:
+        ties = [n for n in report["tiedNodes"] if n != report["selectedNode"]]
+        click.echo(f"\nSelected: {report['selectedNode']}"
+                   + (f" (tied with {', '.join(ties)}; chosen by the seeded tie-break)"
+                      if ties else ""))
+    else:
+        click.echo(f"\n{report['message']}")

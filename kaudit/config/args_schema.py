@@ -1,0 +1,52 @@
+"""Schemas of the v1 plugin-argument types, for strict decoding.
+
+Mirrors ``staging/src/k8s.io/kube-scheduler/config/v1/types_pluginargs.go`` at v1.34 (the
+``<Plugin>Args`` kinds and their JSON field names) and the ``k8s.io/api/core/v1`` types
+they embed (``NodeAffinity``, ``TopologySpreadConstraint``, ``LabelSelector``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from kaudit.config.schema import ListOf, MapOf, Obj
+
+_REQUIREMENT = Obj({"key": "string", "operator": "string", "values": ListOf("string")})
+_NODE_SELECTOR_TERM = Obj({"matchExpressions": ListOf(_REQUIREMENT),
+                           "matchFields": ListOf(_REQUIREMENT)})
+NODE_AFFINITY = Obj({
+    "requiredDuringSchedulingIgnoredDuringExecution":
+        Obj({"nodeSelectorTerms": ListOf(_NODE_SELECTOR_TERM)}),
+    "preferredDuringSchedulingIgnoredDuringExecution":
+        ListOf(Obj({"weight": "int32", "preference": _NODE_SELECTOR_TERM})),
+})
+LABEL_SELECTOR = Obj({"matchLabels": MapOf("string"), "matchExpressions": ListOf(_REQUIREMENT)})
+TOPOLOGY_SPREAD_CONSTRAINT = Obj({
+    "maxSkew": "int32", "topologyKey": "string", "whenUnsatisfiable": "string",
+    "labelSelector": LABEL_SELECTOR, "minDomains": "int32", "nodeAffinityPolicy": "string",
+    "nodeTaintsPolicy": "string", "matchLabelKeys": ListOf("string"),
+})
+_RESOURCE_SPEC = Obj({"name": "string", "weight": "int64"})
+_SHAPE = ListOf(Obj({"utilization": "int32", "score": "int32"}))
+_TYPE_META = {"apiVersion": "string", "kind": "string"}
+
+ARGS_SCHEMAS: Mapping[str, Obj] = MappingProxyType({
+    "DefaultPreemption": Obj({**_TYPE_META, "minCandidateNodesPercentage": "int32",
+                              "minCandidateNodesAbsolute": "int32"}),
+    "DynamicResources": Obj({**_TYPE_META, "filterTimeout": "duration"}),
+    "InterPodAffinity": Obj({**_TYPE_META, "hardPodAffinityWeight": "int32",
+                             "ignorePreferredTermsOfExistingPods": "bool"}),
+    "NodeAffinity": Obj({**_TYPE_META, "addedAffinity": NODE_AFFINITY}),
+    "NodeResourcesBalancedAllocation": Obj({**_TYPE_META, "resources": ListOf(_RESOURCE_SPEC)}),
+    "NodeResourcesFit": Obj({
+        **_TYPE_META, "ignoredResources": ListOf("string"),
+        "ignoredResourceGroups": ListOf("string"),
+        "scoringStrategy": Obj({"type": "string", "resources": ListOf(_RESOURCE_SPEC),
+                                "requestedToCapacityRatio": Obj({"shape": _SHAPE})}),
+    }),
+    "PodTopologySpread": Obj({**_TYPE_META,
+                              "defaultConstraints": ListOf(TOPOLOGY_SPREAD_CONSTRAINT),
+                              "defaultingType": "string"}),
+    "VolumeBinding": Obj({**_TYPE_META, "bindTimeoutSeconds": "int64", "shape": _SHAPE}),
+})

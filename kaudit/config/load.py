@@ -1,0 +1,116 @@
+"""``load_configuration``: file to effective :class:`SchedulerConfiguration`.
+
+Runs the stages kube-scheduler runs on ``--config``, in its order: strict decoding
+(``decode``), defaulting (``defaulting``, ``apis/config/v1/defaults.go``), validation
+(``validation``, ``apis/config/validation/validation.go``), then per profile the
+framework's plugin expansion (``framework``, ``framework/runtime/framework.go``) and the
+profile-map check that every profile uses the same queue sort plugin and args
+(``pkg/scheduler/profile/profile.go``). Every failure is a :class:`ConfigError` whose
+message starts with the file name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kaudit.config.decode import DecodeError, decode_configuration
+from kaudit.config.defaulting import default_configuration
+from kaudit.config.feature_gates import FeatureGates
+from kaudit.config.fielderrors import FieldError, child, format_errors, invalid
+from kaudit.config.framework import FrameworkError, expand_plugins, needed_plugins
+from kaudit.config.model import Profile, SchedulerConfiguration
+from kaudit.config.plugins import PluginSpec, Registry, build_registry
+from kaudit.config.source import read_file
+from kaudit.config.v1types import ConfigurationV1, ProfileV1
+from kaudit.config.validation import validate_configuration
+from kaudit.errors import ConfigError
+
+DEFAULTS_SOURCE = "<default configuration>"
+
+
+def _plugin_args(profile: ProfileV1, registry: Registry) -> dict[str, dict[str, Any]]:
+    """Args of every plugin the profile instantiates (enabled anywhere) that has args."""
+    needed = set(needed_plugins(profile.plugins or {}))
+    args: dict[str, dict[str, Any]] = {}
+    for config in profile.plugin_config:
+        if config.name in needed and config.name in registry.specs and config.args is not None:
+            args.setdefault(config.name, config.args)
+    return dict(sorted(args.items()))
+
+
+def _profile(profile: ProfileV1, registry: Registry) -> Profile:
+    name = profile.scheduler_name or ""
+    plugins = expand_plugins(profile.plugins or {}, registry, name, profile.origin)
+    return Profile(scheduler_name=name, plugins=plugins,
+                   plugin_args=_plugin_args(profile, registry),
+                   percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score)
+
+
+def _same_queue_sort(profiles: list[tuple[ProfileV1, Profile]]) -> list[FieldError]:
+    """``cfgValidator.validate`` of pkg/scheduler/profile: one queue sort for all."""
+    first = profiles[0][1]
+    sort = first.enabled("QueueSort")[0]
+    errors = []
+    for raw, profile in profiles[1:]:
+        mine = profile.enabled("QueueSort")[0]
+        path = child(raw.origin, "plugins.queueSort")
+        if mine != sort:
+            errors.append(invalid(path, mine, f'different queue sort plugins for profile '
+                                  f'"{profile.scheduler_name}": "{mine}", first: "{sort}"'))
+        elif profile.plugin_args.get(mine) != first.plugin_args.get(sort):
+            errors.append(invalid(path, mine, "different queue sort plugin args for profile "
+                                  f'"{profile.scheduler_name}"'))
+    return errors
+
+
+def build_configuration(config: ConfigurationV1, registry: Registry,
+                        source: str) -> SchedulerConfiguration:
+    """Default, validate and expand a decoded v1 configuration."""
+    config = default_configuration(config, registry)
+    errors = validate_configuration(config, registry)
+    if errors:
+        raise ConfigError(format_errors(source, errors))
+    built: list[tuple[ProfileV1, Profile]] = []
+    for raw in config.profiles:
+        try:
+            built.append((raw, _profile(raw, registry)))
+        except FrameworkError as exc:
+            raise ConfigError(format_errors(source, [exc.error])) from None
+    errors = _same_queue_sort(built)
+    if errors:
+        raise ConfigError(format_errors(source, errors))
+    return SchedulerConfiguration(
+        profiles={p.scheduler_name: p for _, p in built},
+        feature_gates=registry.gates,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
+        pod_initial_backoff_seconds=config.pod_initial_backoff_seconds or 1,
+        pod_max_backoff_seconds=config.pod_max_backoff_seconds or 10,
+        parallelism=config.parallelism or 16,
+        source=None if source == DEFAULTS_SOURCE else source,
+    )
+
+
+def load_object(obj: Any, source: str, *, feature_gates: FeatureGates | None = None,
+                extra_plugins: Mapping[str, PluginSpec] | None = None) -> SchedulerConfiguration:
+    """Like :func:`load_configuration` for an already parsed document."""
+    registry = build_registry(feature_gates or FeatureGates(), extra_plugins)
+    try:
+        decoded = decode_configuration(obj)
+    except DecodeError as exc:
+        raise ConfigError(format_errors(source, exc.errors)) from None
+    return build_configuration(decoded, registry, source)
+
+
+def load_configuration(path: Path | None = None, *, feature_gates: FeatureGates | None = None,
+                       extra_plugins: Mapping[str, PluginSpec] | None = None,
+                       ) -> SchedulerConfiguration:
+    """The effective configuration in the YAML or JSON file ``path``, or kube-scheduler's
+    defaults (one ``default-scheduler`` profile) when ``path`` is ``None``."""
+    if path is None:
+        registry = build_registry(feature_gates or FeatureGates(), extra_plugins)
+        return build_configuration(ConfigurationV1(), registry, DEFAULTS_SOURCE)
+    path = Path(path)
+    return load_object(read_file(path), str(path), feature_gates=feature_gates,
+                       extra_plugins=extra_plugins)

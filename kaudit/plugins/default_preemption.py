@@ -1,0 +1,277 @@
+"""DefaultPreemption: when no node fits, find a node where evicting lower-priority pods helps.
+
+Mirrors ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`` and
+``pkg/scheduler/framework/preemption/preemption.go`` (Kubernetes v1.34):
+
+1. eligibility (``preemptionPolicy: Never``; a terminating victim on the nominated node);
+2. potential nodes are those whose filter status is Unschedulable (never UU or absent);
+3. a dry run from a random offset over ``max(n * minCandidateNodesPercentage / 100,
+   minCandidateNodesAbsolute)`` candidates: remove every lower-priority pod, check the pod
+   fits, then reprieve victims (PDB-violating first, each group most important first) while it
+   still fits; stop once a non-violating candidate exists and enough candidates are found;
+4. ``pickOneNodeForPreemption``: fewest PDB violations, lowest highest-victim priority,
+   smallest sum of priorities, fewest victims, latest earliest start time, then the first.
+
+The random offset comes from the attempt's seeded RNG, so replays are reproducible. The plugin
+does not delete anything: its result names the node to nominate and the victims, and the
+replay engine applies them (deleting victims, clearing lower nominations) as upstream's
+``prepareCandidate`` does through the API server, with no delay, so the PreEnqueue check that
+holds a preemptor back while asynchronous preemption runs always passes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.diagnosis import Diagnosis, fit_error_message
+from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+from kaudit.model.selectors import LabelSelector, SelectorError
+from kaudit.plugins import names
+from kaudit.readers.timestamps import parse_timestamp
+from kaudit.scheduler.cluster import ClusterState
+
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MAX_INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Candidate:
+    node: str
+    victims: tuple[PodInfo, ...]
+    pdb_violations: int
+
+
+@dataclass
+class PreemptionDetails:
+    """What the dry run found: for the event log and ``kaudit explain``."""
+
+    potential_nodes: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+    chosen: Candidate | None = None
+    node_statuses: dict[str, Status] = field(default_factory=dict)
+
+
+def _terminating_by_preemption(pod: PodInfo) -> bool:
+    if not pod.terminating:
+        return False
+    for condition in (pod.obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and \
+                condition.get("reason") == "PreemptionByScheduler":
+            return True
+    return False
+
+
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
+    name = names.DEFAULT_PREEMPTION
+
+    def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
+        """Upstream blocks a preemptor while its asynchronous preemption API calls run
+        (``SchedulerAsyncPreemption``); in a replay the victims go at once, so never."""
+        return Status.success()
+
+    def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self.min_percentage = int(self.args.get("minCandidateNodesPercentage", 10))
+        self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _start_time(self, pod: PodInfo) -> int:
+        if pod.start_time:
+            try:
+                return parse_timestamp(pod.start_time)
+            except ValueError:
+                pass
+        now = getattr(self.handle, "now_us", None)
+        return now() if callable(now) else 2**62
+
+    def more_important(self, pod: PodInfo) -> tuple[int, int]:
+        """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``)."""
+        return (-pod.priority, self._start_time(pod))
+
+    def num_candidates(self, potential: int) -> int:
+        count = potential * self.min_percentage // 100
+        return min(max(count, self.min_absolute), potential)
+
+    def eligible(self, pod: PodInfo, cluster: ClusterState, diagnosis: Diagnosis
+                 ) -> tuple[bool, str]:
+        if pod.preemption_policy == "Never":
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pod.nominated_node_name
+        if nominated:
+            if diagnosis.status_of(nominated).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            slot = cluster.slot_of.get(nominated)
+            if slot is not None:
+                for other in cluster.pods_on[slot].values():
+                    if other.priority < pod.priority and _terminating_by_preemption(other):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
+        details = PreemptionDetails()
+        ok, message = self.eligible(pod, cluster, diagnosis)
+        if not ok:
+            return PostFilterResult(details=details), Status.of(Code.UNSCHEDULABLE,
+                                                                 "preemption: " + message)
+        potential = [slot for slot in cluster.order
+                     if diagnosis.status_of(cluster.node(slot).name).code == Code.UNSCHEDULABLE]
+        details.potential_nodes = len(potential)
+        rng = random.Random(f"preemption/{state.read('kaudit/decision-seed')}")
+        if potential:
+            offset = rng.randrange(len(potential))
+            self._dry_run(state, pod, cluster, potential, offset, details)
+        if not details.candidates:
+            fit = Diagnosis(node_statuses=details.node_statuses,
+                            absent_status=Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                                    NOT_HELPFUL))
+            text = fit_error_message(cluster.node_count, fit)
+            return (PostFilterResult(nominated_node_name="", details=details),
+                    Status.of(Code.UNSCHEDULABLE, "preemption: " + text))
+        details.chosen = self.select_candidate(details.candidates)
+        return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
+                Status.success())
+
+    def _dry_run(self, state, pod: PodInfo, cluster: ClusterState, potential: list[int],
+                 offset: int, details: PreemptionDetails) -> None:  # type: ignore[no-untyped-def]
+        wanted = self.num_candidates(len(potential))
+        pdbs = list(cluster.objects["PodDisruptionBudget"].values())
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        for i in range(len(potential)):
+            slot = potential[(offset + i) % len(potential)]
+            node_name = cluster.node(slot).name
+            victims, violations, status = self.select_victims_on_node(
+                state.clone(), pod, cluster, slot, pdbs)
+            if status.ok and victims:
+                candidate = Candidate(node_name, tuple(victims), violations)
+                (non_violating if violations == 0 else violating).append(candidate)
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    break
+                continue
+            if status.ok:
+                status = Status.of(Code.ERROR,
+                                   f"expected at least one victim pod on node {node_name!r}")
+            details.node_statuses[node_name] = status
+        details.candidates = non_violating + violating
+
+    def select_victims_on_node(self, state, pod: PodInfo, cluster: ClusterState, slot: int,
+                               pdbs: Sequence[dict[str, Any]]
+                               ) -> tuple[list[PodInfo], int, Status]:  # type: ignore[no-untyped-def]
+        framework = self.handle.framework
+        nominator = getattr(self.handle, "nominator", None)
+        forked = cluster.fork(slot)
+        potential = [p for p in cluster.pods_on[slot].values() if p.priority < pod.priority]
+        for victim in potential:
+            forked.remove_pod(victim.uid)
+            framework.run_pre_filter_remove_pod(state, pod, victim, slot, forked)
+        if not potential:
+            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        run = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
+                                                  nominator)
+        if not run.feasible.all():
+            return [], 0, run.status(0)
+        potential.sort(key=self.more_important)
+        violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+        violations = 0
+
+        def reprieve(candidate: PodInfo) -> bool:
+            forked.add_pod(candidate)
+            framework.run_pre_filter_add_pod(state, pod, candidate, slot, forked)
+            check = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
+                                                        nominator)
+            fits = bool(check.feasible.all())
+            if not fits:
+                forked.remove_pod(candidate.uid)
+                framework.run_pre_filter_remove_pod(state, pod, candidate, slot, forked)
+                victims.append(candidate)
+            return fits
+
+        for candidate in violating_pods:
+            if not reprieve(candidate):
+                violations += 1
+        for candidate in non_violating_pods:
+            reprieve(candidate)
+        if violating_pods and non_violating_pods:
+            victims.sort(key=self.more_important)
+        return victims, violations, Status.success()
+
+    # ------------------------------------------------------------------ choosing
+
+    def select_candidate(self, candidates: list[Candidate]) -> Candidate:
+        if len(candidates) == 1:
+            return candidates[0]
+        criteria = (
+            lambda c: -c.pdb_violations,
+            lambda c: -c.victims[0].priority,
+            lambda c: -sum(v.priority + MAX_INT32 + 1 for v in c.victims),
+            lambda c: -len(c.victims),
+            self._earliest_start_of_most_important,
+        )
+        remaining = list(candidates)
+        for criterion in criteria:
+            scores = [criterion(c) for c in remaining]
+            best = max(scores)
+            remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+            if len(remaining) == 1:
+                return remaining[0]
+        return remaining[0]
+
+    def _earliest_start_of_most_important(self, candidate: Candidate) -> int:
+        """``GetEarliestPodStartTime``: the earliest start among the highest-priority victims
+        (a later time scores higher)."""
+        top = candidate.victims[0].priority
+        earliest = self._start_time(candidate.victims[0])
+        for victim in candidate.victims:
+            if victim.priority == top:
+                earliest = min(earliest, self._start_time(victim))
+            elif victim.priority > top:
+                top, earliest = victim.priority, self._start_time(victim)
+        return earliest
+
+
+def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]]
+                                   ) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split pods into (violating, non-violating) against copies of the PDBs' budgets."""
+    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    selectors: list[LabelSelector | None] = []
+    for pdb in pdbs:
+        try:
+            selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
+        except SelectorError:
+            selector = None
+        selectors.append(None if selector is None or selector.nothing or selector.empty
+                         else selector)
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                metadata = pdb.get("metadata") or {}
+                selector = selectors[i]
+                if metadata.get("namespace") != pod.namespace or selector is None:
+                    continue
+                if not selector.matches(pod.labels):
+                    continue
+                disrupted = (pdb.get("status") or {}).get("disruptedPods") or {}
+                if pod.name in disrupted:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating

@@ -1,0 +1,345 @@
+"""NodeVolumeLimits: CSI volumes attached to a node must stay within the driver's limit.
+
+Mirrors ``pkg/scheduler/framework/plugins/nodevolumelimits/{csi.go,utils.go}`` and the parts
+of ``k8s.io/csi-translation-lib`` it relies on (Kubernetes v1.34):
+
+* **PreFilter** is skipped unless the pod has a PVC, a generic ephemeral volume or an
+  in-line volume of a migratable in-tree plugin.
+* **Filter** counts unique volumes (``<driver>/<volumeHandle>``) per CSI driver: those of the
+  pods on the node, plus VolumeAttachments to the node not used by those pods, plus the new
+  pod's volumes not already attached; more than the CSINode's
+  ``spec.drivers[].allocatable.count`` gives U ``node(s) exceed max volume count``. Nodes
+  without a CSINode, or whose drivers report no count, are not limited.
+* A claim resolves to its PV's ``spec.csi`` driver and handle; an unbound claim (or one whose
+  PV is missing) counts for its StorageClass's provisioner under a per-plugin handle. A new
+  pod's missing claim gives UU ``looking up PVC <ns>/<name>: persistentvolumeclaim "<name>"
+  not found``; an existing pod's is ignored.
+* In-tree AWS EBS, GCE PD, Azure Disk and Cinder volumes (PVs, in-line volumes, in-tree
+  provisioners) count for their CSI driver when the node has a CSINode (migration is GA);
+  Portworx also needs the CSINode's migrated-plugins annotation. Volume handles are
+  translated as csi-translation-lib does for these plugins (AWS ``aws://`` IDs, GCE zonal
+  and regional disk paths); Azure File and vSphere are never counted, as upstream.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+from kaudit.plugins import names
+from kaudit.plugins.volume_binding import (
+    CSINODE_KIND,
+    PV_KIND,
+    PVC_KIND,
+    PVC_RESOURCE,
+    SC_KIND,
+    annotations,
+    claim_class,
+    ephemeral_claim_name,
+    ephemeral_owner_error,
+    meta,
+    not_found,
+    objects_of,
+    spec,
+)
+from kaudit.scheduler.cluster import ClusterState
+
+REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+VOLUME_ATTACHMENT_KIND = "VolumeAttachment"
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
+UNBOUND_HANDLE_PREFIX = "kaudit-unbound-claim"
+
+AWS_EBS, GCE_PD = "kubernetes.io/aws-ebs", "kubernetes.io/gce-pd"
+AZURE_DISK, AZURE_FILE = "kubernetes.io/azure-disk", "kubernetes.io/azure-file"
+VSPHERE, CINDER = "kubernetes.io/vsphere-volume", "kubernetes.io/cinder"
+PORTWORX = "kubernetes.io/portworx-volume"
+#: In-tree plugin → (volume source field, CSI driver), as csi-translation-lib knows them.
+IN_TREE: Mapping[str, tuple[str, str]] = {
+    AWS_EBS: ("awsElasticBlockStore", "ebs.csi.aws.com"),
+    GCE_PD: ("gcePersistentDisk", "pd.csi.storage.gke.io"),
+    AZURE_DISK: ("azureDisk", "disk.csi.azure.com"),
+    AZURE_FILE: ("azureFile", "file.csi.azure.com"),
+    VSPHERE: ("vsphereVolume", "csi.vsphere.vmware.com"),
+    CINDER: ("cinder", "cinder.csi.openstack.org"),
+    PORTWORX: ("portworxVolume", "pxd.portworx.com"),
+}
+_ALWAYS_MIGRATED = frozenset({AWS_EBS, GCE_PD, AZURE_DISK, CINDER})
+
+Volumes = dict[str, str]  # unique volume name -> driver
+
+
+class _Failure(Exception):
+    """Counting a pod's volumes failed; ``code`` is UU for a missing claim, else Error."""
+
+    def __init__(self, code: Code, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def in_tree_plugin(source: Mapping[str, Any]) -> str | None:
+    """``GetInTreePluginNameFromSpec`` for a volume or PV spec."""
+    return next((plugin for plugin, (key, _) in IN_TREE.items()
+                 if source.get(key) is not None), None)
+
+
+def migration_on(csi_node: Mapping[str, Any] | None, plugin: str, portworx: bool) -> bool:
+    """``isCSIMigrationOn``."""
+    if csi_node is None or not plugin:
+        return False
+    if plugin in _ALWAYS_MIGRATED:
+        return True
+    if plugin != PORTWORX or not portworx:
+        return False
+    listed = annotations(csi_node).get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    return plugin in listed.split(",")
+
+
+def volume_limits(csi_node: Mapping[str, Any] | None) -> dict[str, int]:
+    """``getVolumeLimits``: ``allocatable.count`` of each driver on the CSINode."""
+    limits = {}
+    for driver in spec(csi_node).get("drivers") or []:
+        count = (driver.get("allocatable") or {}).get("count")
+        if count is not None:
+            limits[driver.get("name") or ""] = int(count)
+    return limits
+
+
+def _ebs_volume_id(kubernetes_id: str) -> str:
+    """``KubernetesVolumeIDToEBSVolumeID``."""
+    if not kubernetes_id.startswith("aws://"):
+        return kubernetes_id
+    path = kubernetes_id[len("aws://"):].partition("/")[2].strip("/")
+    if not path.startswith("vol-") or "/" in path:
+        raise ValueError("failed to translate Kubernetes ID to EBS Volume ID Invalid format "
+                         f"for AWS volume ({kubernetes_id})")
+    return path
+
+
+def _gce_handle(source: Mapping[str, Any], labels: Mapping[str, str] | None) -> str:
+    """The GCE PD handle: zonal, regional, or with an unspecified zone (in-line volumes)."""
+    disk = source.get("pdName") or ""
+    beta = (labels or {}).get("failure-domain.beta.kubernetes.io/zone") or ""
+    ga = (labels or {}).get("topology.kubernetes.io/zone") or ""
+    if beta and ga and beta != ga:
+        raise ValueError(f"labels {beta} and {ga} have different values")
+    zones = (beta or ga).split("__")
+    if len(zones) == 1 and zones[0]:
+        return f"projects/UNSPECIFIED/zones/{zones[0]}/disks/{disk}"
+    if len(zones) > 1:
+        regions = {zone.rpartition("-")[0] for zone in zones}
+        if len(regions) != 1 or "" in regions:
+            raise ValueError(f"zones {zones} are not in one region")
+        return f"projects/UNSPECIFIED/regions/{regions.pop()}/disks/{disk}"
+    return f"projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{disk}"
+
+
+def translated_handle(plugin: str, source: Mapping[str, Any],
+                      labels: Mapping[str, str] | None) -> str:
+    """The CSI volume handle csi-translation-lib gives an in-tree volume source."""
+    if plugin == AWS_EBS:
+        return _ebs_volume_id(source.get("volumeID") or "")
+    if plugin == GCE_PD:
+        return _gce_handle(source, labels)
+    if plugin == AZURE_DISK:
+        return source.get("diskURI") or ""
+    return source.get("volumeID") or ""
+
+
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+    name = names.NODE_VOLUME_LIMITS
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        gates = getattr(handle, "feature_gates", None)
+        self.portworx = True if gates is None else bool(gates.enabled("CSIMigrationPortworx"))
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
+        for volume in pod.volumes:
+            if (isinstance(volume.get("persistentVolumeClaim"), dict)
+                    or volume.get("ephemeral") is not None or in_tree_plugin(volume)):
+                return None, Status.success()
+        return None, Status.of(Code.SKIP)
+
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
+        if not pod.volumes:
+            return NodeVerdicts.passing(len(slots))
+        csi_nodes = {cluster.slot_of[name]: obj for name, obj in
+                     objects_of(cluster, CSINODE_KIND).items() if name in cluster.slot_of}
+        plain = self._new_volumes(pod, cluster, None)
+        verdicts = _Verdicts(len(slots), plain if isinstance(plain, Status) else None)
+        limited = np.isin(slots, np.fromiter(csi_nodes, dtype=np.int64, count=len(csi_nodes)))
+        variants: dict[bool, Volumes | Status] = {}
+        attachments: dict[str, Volumes] | None = None
+        for position in np.flatnonzero(limited).tolist():
+            slot = int(slots[position])
+            csi_node = csi_nodes[slot]
+            portworx = migration_on(csi_node, PORTWORX, self.portworx)
+            if portworx not in variants:
+                variants[portworx] = self._new_volumes(pod, cluster, csi_node)
+            new = variants[portworx]
+            if isinstance(new, Status):
+                verdicts.set(position, new)
+                continue
+            if attachments is None:
+                attachments = _attachments_by_node(cluster)
+            verdicts.set(position, self._node_status(cluster, slot, csi_node, dict(new),
+                                                     attachments))
+        return verdicts.result()
+
+    def _new_volumes(self, pod: PodInfo, cluster: ClusterState,
+                     csi_node: Mapping[str, Any] | None) -> Volumes | Status:
+        try:
+            return self._attachable(pod, cluster, csi_node, new_pod=True)
+        except _Failure as failure:
+            return Status.of(failure.code, str(failure))
+
+    def _node_status(self, cluster: ClusterState, slot: int, csi_node: Mapping[str, Any],
+                     new: Volumes, attachments: dict[str, Volumes]) -> Status:
+        """The limit check of one node with a CSINode, given the new pod's volumes."""
+        limits = volume_limits(csi_node)
+        if not new or not limits:
+            return Status.success()
+        attached: Volumes = {}
+        try:
+            for other in cluster.pods_on[slot].values():
+                attached.update(self._attachable(other, cluster, csi_node, new_pod=False))
+        except _Failure as failure:
+            return Status.of(Code.ERROR, str(failure))
+        counts: Counter[str] = Counter(attached.values())
+        for unique in attached:
+            new.pop(unique, None)
+        node_name = cluster.node(slot).name
+        for unique, driver in attachments.get(node_name, {}).items():
+            if unique not in attached:
+                counts[driver] += 1
+        for driver, count in Counter(new.values()).items():
+            if driver in limits and counts[driver] + count > limits[driver]:
+                return Status.of(Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
+        return Status.success()
+
+    # ----------------------------------------------------------------- volume resolution
+
+    def _attachable(self, pod: PodInfo, cluster: ClusterState,
+                    csi_node: Mapping[str, Any] | None, new_pod: bool) -> Volumes:
+        """``filterAttachableVolumes``: the pod's countable volumes."""
+        result: Volumes = {}
+        for volume in pod.volumes:
+            source = volume.get("persistentVolumeClaim")
+            if isinstance(source, dict):
+                claim_name, ephemeral = source.get("claimName") or "", False
+            elif volume.get("ephemeral") is not None:
+                claim_name, ephemeral = ephemeral_claim_name(pod, volume), True
+            else:
+                self._inline(volume, csi_node, result)
+                continue
+            if not claim_name:
+                raise _Failure(Code.ERROR, "PersistentVolumeClaim had no name")
+            pvc = objects_of(cluster, PVC_KIND).get(f"{pod.namespace}/{claim_name}")
+            if pvc is None:
+                if new_pod:
+                    raise _Failure(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                   f"looking up PVC {pod.namespace}/{claim_name}: "
+                                   + not_found(PVC_RESOURCE, claim_name))
+                continue
+            if ephemeral and (error := ephemeral_owner_error(pod, pvc)) is not None:
+                raise _Failure(Code.ERROR, error)
+            driver, handle = self._claim_driver(cluster, csi_node, pvc)
+            if driver and handle:
+                result[f"{driver}/{handle}"] = driver
+        return result
+
+    def _inline(self, volume: Mapping[str, Any], csi_node: Mapping[str, Any] | None,
+                result: Volumes) -> None:
+        """``checkAttachableInlineVolume``."""
+        plugin = in_tree_plugin(volume)
+        if plugin is None or not migration_on(csi_node, plugin, self.portworx):
+            return
+        key, driver = IN_TREE[plugin]
+        try:
+            handle = translated_handle(plugin, volume.get(key) or {}, None)
+        except ValueError as exc:
+            raise _Failure(Code.ERROR, f"converting volume({volume.get('name') or ''}) from "
+                                       f"inline to csi: {exc}") from None
+        result[f"{driver}/{handle}"] = driver
+
+    def _claim_driver(self, cluster: ClusterState, csi_node: Mapping[str, Any] | None,
+                      pvc: Mapping[str, Any]) -> tuple[str, str]:
+        """``getCSIDriverInfo``: the driver and handle of the claim's PV."""
+        volume_name = spec(pvc).get("volumeName") or ""
+        pv = objects_of(cluster, PV_KIND).get(volume_name) if volume_name else None
+        if pv is None:
+            return self._class_driver(cluster, csi_node, pvc)
+        csi = spec(pv).get("csi")
+        if csi is not None:
+            return csi.get("driver") or "", csi.get("volumeHandle") or ""
+        plugin = in_tree_plugin(spec(pv))
+        if plugin is None or not migration_on(csi_node, plugin, self.portworx):
+            return "", ""
+        key, driver = IN_TREE[plugin]
+        try:
+            return driver, translated_handle(plugin, spec(pv).get(key) or {},
+                                             meta(pv).get("labels"))
+        except ValueError:
+            return "", ""
+
+    def _class_driver(self, cluster: ClusterState, csi_node: Mapping[str, Any] | None,
+                      pvc: Mapping[str, Any]) -> tuple[str, str]:
+        """``getCSIDriverInfoFromSC``: the provisioner, with a handle unique to the claim."""
+        class_name = claim_class(pvc)
+        storage_class = objects_of(cluster, SC_KIND).get(class_name) if class_name else None
+        if storage_class is None:
+            return "", ""
+        handle = (f"{UNBOUND_HANDLE_PREFIX}-{meta(pvc).get('namespace') or ''}/"
+                  f"{meta(pvc).get('name') or ''}")
+        provisioner = storage_class.get("provisioner") or ""
+        if provisioner in IN_TREE:
+            if not migration_on(csi_node, provisioner, self.portworx):
+                return "", ""
+            return IN_TREE[provisioner][1], handle
+        return provisioner, handle
+
+
+class _Verdicts:
+    """Verdicts that share one status everywhere except at a few positions."""
+
+    def __init__(self, size: int, default: Status | None) -> None:
+        self.table: dict[tuple[str, ...], int] = {(): 0}
+        self.codes = np.zeros(size, dtype=np.int8)
+        self.ids = np.zeros(size, dtype=np.int32)
+        if default is not None and not default.ok:
+            self.codes[:] = default.code
+            self.ids[:] = self.table.setdefault(default.reasons, len(self.table))
+
+    def set(self, position: int, status: Status) -> None:
+        self.codes[position] = status.code
+        self.ids[position] = self.table.setdefault(status.reasons, len(self.table)) \
+            if not status.ok else 0
+
+    def result(self) -> NodeVerdicts:
+        return NodeVerdicts(self.codes, self.ids, list(self.table))
+
+
+def _attachments_by_node(cluster: ClusterState) -> dict[str, Volumes]:
+    """``getNodeVolumeAttachmentInfo`` for every node: CSI volumes VolumeAttachments attach."""
+    result: dict[str, Volumes] = defaultdict(dict)
+    for attachment in objects_of(cluster, VOLUME_ATTACHMENT_KIND).values():
+        attachment_spec = spec(attachment)
+        attacher = attachment_spec.get("attacher") or ""
+        pv_name = (attachment_spec.get("source") or {}).get("persistentVolumeName")
+        if not attacher or pv_name is None:
+            continue
+        csi = spec(objects_of(cluster, PV_KIND).get(pv_name)).get("csi")
+        if csi is None:
+            continue
+        node = attachment_spec.get("nodeName") or ""
+        result[node][f"{attacher}/{csi.get('volumeHandle') or ''}"] = attacher
+    return result

@@ -1,0 +1,47 @@
+"""Build a :class:`Scheduler` from a configuration file, feature gates and plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kaudit.config import (
+    IN_TREE_PLUGINS,
+    FeatureGates,
+    PluginSpec,
+    SchedulerConfiguration,
+    load_configuration,
+    parse_feature_gates,
+)
+from kaudit.framework.plugin import Handle, Plugin, extension_points
+from kaudit.framework.registry import build_registry
+from kaudit.framework.runtime import Framework
+from kaudit.scheduler.schedule import Scheduler
+
+
+def out_of_tree_specs(registry: dict[str, type[Plugin]]) -> dict[str, PluginSpec]:
+    """Config-layer specs for registered plugins that are not in-tree."""
+    return {name: PluginSpec(name=name, extension_points=extension_points(cls),
+                             default_args=None, default_weight=None)
+            for name, cls in registry.items() if name not in IN_TREE_PLUGINS}
+
+
+def load(config_path: Path | None = None, feature_gates: str | FeatureGates | None = None,
+         plugins: Sequence[str] = ()) -> tuple[SchedulerConfiguration, dict[str, type[Plugin]]]:
+    """Load the configuration (defaults when ``config_path`` is None) and the registry."""
+    gates = (feature_gates if isinstance(feature_gates, FeatureGates)
+             else parse_feature_gates(feature_gates or ""))
+    registry = build_registry(plugins)
+    config = load_configuration(config_path, feature_gates=gates,
+                                extra_plugins=out_of_tree_specs(registry))
+    return config, registry
+
+
+def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plugin]], *,
+                    seed: int = 0, now_us: Callable[[], int] | None = None) -> Scheduler:
+    frameworks = {}
+    for name, profile in config.profiles.items():
+        handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us)
+        frameworks[name] = Framework(profile, registry, handle)
+    return Scheduler(frameworks, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                     seed=seed)

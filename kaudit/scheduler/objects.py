@@ -1,0 +1,84 @@
+"""Apply Kubernetes objects to a :class:`ClusterState`, as the scheduler's informers would.
+
+Nodes become slots; pods bound to a node (``spec.nodeName``) and not terminal (phase
+Succeeded or Failed, which the scheduler's informer excludes) are accounted on it; other kinds
+the plugins read (namespaces, priority classes, volumes, owners, PodDisruptionBudgets) are
+stored by kind. Pod priority is resolved as the Priority admission plugin does: ``spec.priority``
+if set, else the value of ``priorityClassName``, else the global default class, else 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kaudit.model.pod import PodInfo, parse_pod
+from kaudit.scheduler.cluster import ClusterState
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+STORED_KINDS = frozenset({
+    "Namespace", "PriorityClass", "PodDisruptionBudget", "PersistentVolume",
+    "PersistentVolumeClaim", "StorageClass", "CSINode", "Service", "ReplicationController",
+    "ReplicaSet", "StatefulSet",
+})
+
+
+def resolve_priority(cluster: ClusterState, obj: dict[str, Any]) -> int:
+    spec = obj.get("spec") or {}
+    if spec.get("priority") is not None:
+        return int(spec["priority"])
+    class_name = spec.get("priorityClassName")
+    classes = cluster.objects["PriorityClass"]
+    if class_name and class_name in classes:
+        return int(classes[class_name].get("value") or 0)
+    for priority_class in classes.values():
+        if priority_class.get("globalDefault"):
+            return int(priority_class.get("value") or 0)
+    return 0
+
+
+def pod_info(cluster: ClusterState, obj: dict[str, Any]) -> PodInfo:
+    return parse_pod(obj, priority=resolve_priority(cluster, obj))
+
+
+def apply_pod(cluster: ClusterState, obj: dict[str, Any], deleted: bool = False
+              ) -> PodInfo | None:
+    """Account (or release) an assigned pod; returns the accounted PodInfo, if any."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    pod = pod_info(cluster, obj)
+    existing = cluster.pods.get(pod.uid) if uid else None
+    if existing is not None:
+        cluster.remove_pod(existing.uid)
+    if deleted or not pod.node_name or pod.phase in TERMINAL_PHASES:
+        return None
+    cluster.add_pod(pod)
+    return pod
+
+
+def apply_object(cluster: ClusterState, obj: dict[str, Any], deleted: bool = False) -> None:
+    """Apply one object of any kind (Pods only when bound: pending pods belong to the queue)."""
+    kind = obj.get("kind")
+    if kind == "Node":
+        if deleted:
+            cluster.remove_node((obj.get("metadata") or {}).get("name") or "")
+        else:
+            cluster.add_node(obj)
+    elif kind == "Pod":
+        apply_pod(cluster, obj, deleted)
+    elif kind in STORED_KINDS:
+        if deleted:
+            cluster.delete_object(kind, obj)
+        else:
+            cluster.set_object(kind, obj)
+
+
+def cluster_from_objects(objects: list[dict[str, Any]]) -> tuple[ClusterState, list[PodInfo]]:
+    """Build a cluster from a list of objects; returns it and the pods not bound to a node."""
+    cluster = ClusterState()
+    ordered = sorted(objects, key=lambda o: (o.get("kind") == "Pod", o.get("kind") == "Node"))
+    pending: list[PodInfo] = []
+    for obj in ordered:
+        if obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
+            pending.append(pod_info(cluster, obj))
+            continue
+        apply_object(cluster, obj)
+    return cluster, pending

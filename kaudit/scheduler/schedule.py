@@ -1,0 +1,317 @@
+"""Scheduling one pod: upstream's ``schedulePod``, recorded in full.
+
+Mirrors ``pkg/scheduler/schedule_one.go`` (Kubernetes v1.34): PreFilter; the nominated node
+first; ``numFeasibleNodesToFind`` (adaptive ``percentageOfNodesToScore``); nodes examined from
+the rotating start index in node-tree order, each stopping at its first failing filter, with
+nominated pods of equal or higher priority taken into account; the single-feasible-node
+shortcut; PreScore, Score, NormalizeScore and weights; ``selectHost`` among the top scores.
+
+Upstream filters nodes in parallel and stops once it has found enough feasible ones, so which
+nodes beyond that point were examined is nondeterministic; kaudit examines them in order, the
+natural deterministic model. Ties among the top-scored nodes are broken by an RNG seeded with
+(run seed, pod UID, attempt), and the whole tie set is recorded, so a replay is reproducible and
+a diff can tell a real change from a coin flip.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.diagnosis import Diagnosis, fit_error_message
+from kaudit.framework.plugin import PostFilterResult
+from kaudit.framework.runtime import (
+    FilterRun,
+    Framework,
+    Nominator,
+    PluginError,
+    PreFilterOutcome,
+    ScoreRun,
+    concat_runs,
+)
+from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
+from kaudit.scheduler.cluster import ClusterState
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+#: CycleState key of the per-decision RNG seed (run seed, pod UID, attempt).
+DECISION_SEED_KEY = "kaudit/decision-seed"
+
+def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int,
+                               num_all_nodes: int) -> int:
+    """``numFeasibleNodesToFind``: how many feasible nodes to look for before scoring."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage if percentage is not None else global_percentage
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class Attempt:
+    """Everything one scheduling attempt did, for explanations and the event log."""
+
+    pod: PodInfo
+    profile: str
+    num_all_nodes: int
+    pre_filter: PreFilterOutcome = field(default_factory=PreFilterOutcome)
+    filters: FilterRun | None = None
+    #: True when the nominated node passed and the full search was skipped.
+    nominated_node_used: bool = False
+    scores: ScoreRun | None = None
+    selected: str | None = None
+    tied: list[str] = field(default_factory=list)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    message: str | None = None
+    post_filter: Status | None = None
+    post_filter_result: PostFilterResult | None = None
+    error: str | None = None
+    state: CycleState | None = None
+
+    @property
+    def feasible(self) -> int:
+        return 0 if self.filters is None else int(self.filters.feasible.sum())
+
+    @property
+    def evaluated(self) -> int:
+        return 0 if self.filters is None else len(self.filters.slots)
+
+    @property
+    def scheduled(self) -> bool:
+        return self.selected is not None
+
+
+class Scheduler:
+    """The profiles' frameworks and the scheduler-wide rotating start index."""
+
+    def __init__(self, frameworks: Mapping[str, Framework], *,
+                 percentage_of_nodes_to_score: int = 0, seed: int = 0) -> None:
+        self.frameworks = dict(frameworks)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.seed = seed
+        self.next_start_node_index = 0
+
+    def framework_for(self, pod: PodInfo) -> Framework | None:
+        return self.frameworks.get(pod.scheduler_name)
+
+    def schedule(self, cluster: ClusterState, pod: PodInfo, *, attempt: int = 1,
+                 nominator: Nominator | None = None, exhaustive: bool = False,
+                 candidates: list[str] | None = None, run_post_filter: bool = True) -> Attempt:
+        """Run one scheduling cycle for ``pod`` (no side effects on ``cluster``).
+
+        ``exhaustive`` runs every filter on every node, samples nothing and scores even a
+        single feasible node (``kaudit whatif``); ``candidates`` limits evaluation to those
+        nodes, the others counting as failed.
+        """
+        framework = self.framework_for(pod)
+        if framework is None:
+            raise ValueError(f"no profile for schedulerName {pod.scheduler_name!r}")
+        order = cluster.order_array
+        result = Attempt(pod, framework.scheduler_name, len(order))
+        state = CycleState()
+        state.write(DECISION_SEED_KEY, f"{self.seed}/{pod.uid}/{attempt}")
+        result.state = state
+        if len(order) == 0:
+            result.error = NO_NODES_AVAILABLE
+            result.message = NO_NODES_AVAILABLE
+            return result
+        try:
+            self._find_feasible(framework, cluster, pod, state, result, nominator, exhaustive,
+                                candidates)
+            if result.filters is not None and result.feasible == 0 and result.error is None:
+                result.message = None
+                if run_post_filter and framework.plugins("PostFilter"):
+                    outcome, status = framework.run_post_filter(state, pod, cluster,
+                                                                result.diagnosis)
+                    result.post_filter, result.post_filter_result = status, outcome
+                    result.diagnosis.post_filter_message = status.message
+                result.message = fit_error_message(result.num_all_nodes, result.diagnosis)
+                return result
+            if result.filters is None:  # rejected at PreFilter
+                if run_post_filter and framework.plugins("PostFilter"):
+                    outcome, status = framework.run_post_filter(state, pod, cluster,
+                                                                result.diagnosis)
+                    result.post_filter, result.post_filter_result = status, outcome
+                    result.diagnosis.post_filter_message = status.message
+                result.message = fit_error_message(result.num_all_nodes, result.diagnosis)
+                return result
+            self._select(framework, cluster, pod, state, result, attempt, exhaustive)
+        except PluginError as exc:
+            result.error = str(exc)
+            result.message = str(exc)
+            result.selected = None
+        return result
+
+    # ------------------------------------------------------------------ filtering
+
+    def _find_feasible(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
+                       state: CycleState, result: Attempt, nominator: Nominator | None,
+                       exhaustive: bool, candidates: list[str] | None) -> None:
+        diagnosis = result.diagnosis
+        outcome = framework.run_pre_filter(state, pod, cluster)
+        result.pre_filter = outcome
+        if not outcome.status.ok:
+            status = outcome.status
+            if not status.rejected:
+                raise PluginError(status.message)
+            diagnosis.absent_status = status
+            diagnosis.pre_filter_message = status.message
+            diagnosis.add_plugin_status(status)
+            return
+
+        order = cluster.order_array
+        if pod.nominated_node_name and not exhaustive and candidates is None:
+            slot = cluster.slot_of.get(pod.nominated_node_name)
+            if slot is not None and cluster.live[slot]:
+                run = framework.run_filter_with_nominated(state, pod, cluster,
+                                                          np.asarray([slot]), nominator)
+                if run.feasible.all():
+                    result.filters = run
+                    result.nominated_node_used = True
+                    return
+                self._record_statuses(cluster, run, diagnosis)
+
+        nodes = order
+        if candidates is not None:
+            wanted = {cluster.slot_of[n] for n in candidates if n in cluster.slot_of}
+            nodes = order[np.isin(order, list(wanted))]
+        if outcome.allowed is not None:
+            allowed = [cluster.slot_of[n] for n in outcome.allowed if n in cluster.slot_of]
+            allowed_mask = np.isin(order, allowed)
+            nodes = nodes[np.isin(nodes, order[allowed_mask])]
+            names = sorted(outcome.node_names)
+            diagnosis.absent_status = Status.of(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]")
+        if len(nodes) == 0:
+            result.filters = framework.run_filter(state, pod, cluster, nodes)
+            return
+
+        if exhaustive:
+            run = framework.run_filter_with_nominated(state, pod, cluster, nodes, nominator,
+                                                      exhaustive=True)
+        else:
+            to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
+                                                 self.percentage_of_nodes_to_score, len(nodes))
+            if not framework.has_scoring:
+                to_find = 1
+            start = self.next_start_node_index % len(nodes)
+            rotation = np.concatenate([nodes[start:], nodes[:start]])
+            if not framework.has_filters:
+                run = framework.run_filter(state, pod, cluster, rotation[:to_find])
+            else:
+                run = self._filter_until(framework, cluster, pod, state, rotation, to_find,
+                                         nominator)
+            processed = len(run.slots)
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(order)
+        result.filters = run
+        self._record_statuses(cluster, run, diagnosis)
+
+    def _filter_until(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
+                      state: CycleState, rotation: np.ndarray, to_find: int,
+                      nominator: Nominator | None) -> FilterRun:
+        """Examine nodes in order until ``to_find`` are feasible (vectorised in chunks)."""
+        runs: list[FilterRun] = []
+        found = 0
+        position = 0
+        chunk = max(to_find, 64)
+        while position < len(rotation) and found < to_find:
+            block = rotation[position:position + chunk]
+            run = framework.run_filter_with_nominated(state, pod, cluster, block, nominator)
+            feasible_positions = np.flatnonzero(run.feasible)
+            needed = to_find - found
+            if len(feasible_positions) >= needed:
+                run = run.take(int(feasible_positions[needed - 1]) + 1)
+            found += int(run.feasible.sum())
+            runs.append(run)
+            position += len(block)
+            chunk *= 2
+        return concat_runs(runs)
+
+    @staticmethod
+    def _record_statuses(cluster: ClusterState, run: FilterRun, diagnosis: Diagnosis) -> None:
+        for position in np.flatnonzero(~run.feasible).tolist():
+            status = run.status(position)
+            diagnosis.node_statuses[cluster.node(int(run.slots[position])).name] = status
+            diagnosis.add_plugin_status(status)
+
+    # ------------------------------------------------------------------ scoring
+
+    def _select(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
+                state: CycleState, result: Attempt, attempt: int, exhaustive: bool) -> None:
+        assert result.filters is not None
+        feasible = result.filters.slots[result.filters.feasible]
+        names = cluster.names(feasible.tolist())
+        if len(feasible) == 1 and not exhaustive:
+            result.selected = names[0]
+            result.tied = [names[0]]
+            return
+        if not framework.has_scoring:
+            total = np.ones(len(feasible), dtype=np.int64)
+            result.scores = ScoreRun(feasible, {}, {}, {}, {}, total)
+        else:
+            pre_score = framework.run_pre_score(state, pod, cluster, feasible)
+            result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
+        total = result.scores.total
+        top = int(total.max())
+        tied_positions = np.flatnonzero(total == top).tolist()
+        result.tied = [names[i] for i in tied_positions]
+        rng = random.Random(state.read(DECISION_SEED_KEY))
+        result.selected = result.tied[rng.randrange(len(result.tied))]
+
+
+def attempt_json(attempt: Attempt, cluster: ClusterState, framework: Framework
+                 ) -> dict[str, Any]:
+    """The ``kaudit whatif --json`` shape (maps keep the configured plugin order)."""
+    pre_filter: dict[str, Any] = {}
+    for name, status in attempt.pre_filter.statuses.items():
+        entry: dict[str, Any] = status.as_json()
+        if name in attempt.pre_filter.node_names:
+            entry["nodeNames"] = sorted(attempt.pre_filter.node_names[name])
+        pre_filter[name] = entry
+    nodes: dict[str, Any] = {}
+    run = attempt.filters
+    score_index: dict[int, int] = {}
+    if attempt.scores is not None:
+        score_index = {int(s): i for i, s in enumerate(attempt.scores.slots.tolist())}
+    if run is not None:
+        for position, slot in enumerate(run.slots.tolist()):
+            filters: dict[str, Any] = {}
+            for p, plugin in enumerate(run.plugins):
+                if run.codes[p, position] == -1:
+                    continue
+                filters[plugin] = run.plugin_status(p, position).as_json()
+            node: dict[str, Any] = {"filter": filters,
+                                    "feasible": bool(run.feasible[position])}
+            if slot in score_index and attempt.scores is not None:
+                i = score_index[slot]
+                scores = attempt.scores
+                node["score"] = {
+                    plugin: {"raw": int(scores.raw[plugin][i]),
+                             "normalized": int(scores.normalized[plugin][i]),
+                             "weight": scores.weights[plugin],
+                             "weighted": int(scores.normalized[plugin][i])
+                             * scores.weights[plugin]}
+                    for plugin in scores.normalized}
+                node["total"] = int(scores.total[i])
+            nodes[cluster.node(slot).name] = node
+    pre_score = ({name: status.as_json() for name, status in attempt.scores.pre_score.items()}
+                 if attempt.scores is not None else {})
+    return {
+        "pod": attempt.pod.key,
+        "profile": attempt.profile,
+        "preFilter": pre_filter,
+        "preScore": pre_score,
+        "nodes": nodes,
+        "selectedNode": attempt.selected,
+        "tiedNodes": attempt.tied,
+        "message": None if attempt.selected is not None else attempt.message,
+    }

@@ -1,0 +1,128 @@
+"""``kaudit whatif`` on the sample trace's cluster, and ``kaudit config show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from kaudit.cli import cli
+from kaudit.resources import sample_trace
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def sample_state(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sample trace's cluster just before the business-critical pod arrives."""
+    objects: dict[tuple, dict] = {}
+    for line in sample_trace().read_bytes().splitlines():
+        event = orjson.loads(line)
+        obj = event["object"]
+        if event["ts"] >= "2026-01-05T09:04:00.050Z":
+            break
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if event["type"] == "DELETED":
+            objects.pop(key, None)
+        else:
+            objects[key] = obj
+    folder = tmp_path_factory.mktemp("state")
+    bound = [o for o in objects.values() if o["kind"] != "Pod" or o["spec"].get("nodeName")]
+    paths = {"state": folder / "state.json"}
+    paths["state"].write_bytes(orjson.dumps({"kind": "List", "items": bound}))
+    for key, obj in objects.items():
+        if key[0] == "Pod" and key[2] in ("payments-0", "ssd-cache"):
+            paths[key[2]] = folder / f"{key[2]}.json"
+            paths[key[2]].write_bytes(orjson.dumps(obj))
+    small = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "small", "namespace": "web"},
+             "spec": {"containers": [{"name": "c", "image": "registry.example.com/web/"
+                                      "frontend:1.4.2", "resources": {"requests": {
+                                          "cpu": "200m", "memory": "256Mi"}}}]}}
+    paths["small"] = folder / "small.yaml"
+    paths["small"].write_text(json.dumps(small))
+    return paths
+
+
+def test_unschedulable_pod_gets_upstreams_message(sample_state: dict[str, Path]) -> None:
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                 str(sample_state["ssd-cache"]), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["selectedNode"] is None
+    assert report["message"] == (
+        "0/11 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were "
+        "unschedulable, 9 node(s) didn't match Pod's node affinity/selector. no new claims to "
+        "deallocate, preemption: 0/11 nodes are available: 11 Preemption is not helpful for "
+        "scheduling.")
+    # Every filter ran on every node, not only up to the first failure.
+    cordoned = report["nodes"]["node-b4"]["filter"]
+    assert cordoned["NodeUnschedulable"]["code"] == "UnschedulableAndUnresolvable"
+    assert cordoned["NodeAffinity"]["code"] == "UnschedulableAndUnresolvable"
+    assert "score" not in report["nodes"]["node-b4"]
+
+
+def test_schedulable_pod_gets_a_per_plugin_breakdown(sample_state: dict[str, Path]) -> None:
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                 str(sample_state["small"]), "--json", "--seed", "3")
+    report = json.loads(result.output)
+    assert report["message"] is None and report["selectedNode"] in report["tiedNodes"]
+    winner = report["nodes"][report["selectedNode"]]
+    assert winner["total"] == sum(s["weighted"] for s in winner["score"].values())
+    configured = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+                  "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"]
+    scored = list(winner["score"])
+    assert scored == [p for p in configured if p in scored]  # configured order, skips left out
+    assert "NodeAffinity" not in scored  # its PreScore skipped: no preferred terms
+    assert all(n["total"] <= winner["total"] for n in report["nodes"].values() if "total" in n)
+    text = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+               str(sample_state["small"]), "--seed", "3")
+    assert "over the runner-up" in text.output and "Selected:" in text.output
+
+
+def test_candidates_restrict_evaluation(sample_state: dict[str, Path]) -> None:
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                 str(sample_state["small"]), "--candidates", "node-c3,node-b3", "--json")
+    report = json.loads(result.output)
+    assert set(report["nodes"]) == {"node-c3", "node-b3"}
+    bad = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+              str(sample_state["small"]), "--candidates", "nope")
+    assert bad.exit_code == 2 and "no such node(s): nope" in bad.output
+
+
+def test_preemption_is_reported(sample_state: dict[str, Path]) -> None:
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                 str(sample_state["payments-0"]))
+    assert result.exit_code == 0
+    assert "0/11 nodes are available:" in result.output
+    assert "Preemption would nominate" in result.output
+
+
+def test_bad_inputs_exit_2_naming_the_file(sample_state: dict[str, Path], tmp_path: Path) -> None:
+    bad_pod = tmp_path / "pod.json"
+    bad_pod.write_text('{"kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": '
+                       '[{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}}')
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod", str(bad_pod))
+    assert result.exit_code == 2
+    assert f"{bad_pod}: " in result.output and "requests.cpu: invalid quantity" in result.output
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: "
+                      "KubeSchedulerConfiguration\npercentageOfNodesToScore: 120\n")
+    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                 str(sample_state["small"]), "--config", str(config))
+    assert result.exit_code == 2 and "percentageOfNodesToScore" in result.output
+    gates = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
+                str(sample_state["small"]), "--feature-gates", "NoSuchGate=true")
+    assert gates.exit_code == 2
+
+
+def test_config_show_prints_the_effective_defaults() -> None:
+    result = run("config", "show", "--json")
+    assert result.exit_code == 0
+    config = json.loads(result.output)
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert config["profiles"][0]["schedulerName"] == "default-scheduler"
