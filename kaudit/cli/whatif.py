@@ -101,7 +101,10 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
         rows.append((name, "yes" if node["feasible"] else "no", node.get("total", ""),
                      " | ".join(failed)))
     rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))
-    click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
+    if rows:
+        click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
+    else:
+        click.echo("No node was evaluated: PreFilter rejected the pod for every node.")
     feasible = [(n, v) for n, v in report["nodes"].items() if v["feasible"] and "total" in v]
     if feasible:
         feasible.sort(key=lambda item: -item[1]["total"])
