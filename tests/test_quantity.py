@@ -87,7 +87,8 @@ def test_rounding_away_from_zero(text: str, milli: int, value: int) -> None:
     assert (quantity.milli_value(), quantity.value()) == (milli, value)
 
 
-@given(st.integers(min_value=-(10**15), max_value=10**15),
+# Within the suffix tables: v1.34 prints exponents beyond them (1e21) without a suffix.
+@given(st.integers(min_value=-(10**6), max_value=10**6),
        st.sampled_from(["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "e3", "e-3"]))
 def test_canonical_round_trip(number: int, suffix: str) -> None:
     quantity = parse_quantity(f"{number}{suffix}")

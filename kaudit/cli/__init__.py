@@ -48,7 +48,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kaudit.cli import config, db, demo, ingest, traces, whatif
+    from kaudit.cli import config, db, demo, ingest, replay, traces, whatif
 
     cli.add_command(config.config)
     cli.add_command(whatif.whatif)
@@ -56,6 +56,10 @@ def _register() -> None:
     cli.add_command(ingest.ingest)
     cli.add_command(traces.traces)
     cli.add_command(demo.demo)
+    cli.add_command(replay.replay)
+    cli.add_command(replay.runs)
+    cli.add_command(replay.explain)
+    cli.add_command(replay.events)
 
 
 _register()

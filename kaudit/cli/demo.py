@@ -7,9 +7,12 @@ import click
 from kaudit.cli.options import db_option, echo_json, human_duration, json_option, plural, table
 from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.overview import trace_overview
+from kaudit.queries.runs import get_run
 from kaudit.queries.traces import get_trace
 from kaudit.readers.timestamps import format_timestamp
+from kaudit.replay.run import replay_trace
 from kaudit.resources import sample_trace
+from kaudit.scheduler.build import load
 from kaudit.store.engine import display_url, resolve_url
 from kaudit.store.schema import open_database
 
@@ -22,17 +25,21 @@ def _gib(value: int) -> str:
 @db_option
 @json_option
 def demo(db: str | None, as_json: bool) -> None:
-    """Ingest the sample trace shipped with kaudit and show what is in it."""
+    """Ingest the sample trace shipped with kaudit, show what is in it, and replay it."""
     engine = open_database(db)
     try:
         result = ingest_trace(engine, [TraceInput(sample_trace())])
         summary = get_trace(engine, result.trace_id)
         overview = trace_overview(engine, result.trace_id)
+        config, registry = load()
+        run_id, replayed = replay_trace(engine, summary, config, registry)
+        run = get_run(engine, str(run_id))
     finally:
         engine.dispose()
     if as_json:
         echo_json({"database": display_url(resolve_url(db)), "trace": summary.as_json(),
-                   "newlyIngested": not result.duplicate, **overview.as_json()})
+                   "newlyIngested": not result.duplicate, **overview.as_json(),
+                   "run": run.as_json()})
         return
 
     click.echo(f"kaudit demo, database {display_url(resolve_url(db))}\n")
@@ -74,7 +81,18 @@ def demo(db: str | None, as_json: bool) -> None:
     if overview.pods_never_bound:
         click.echo(f"  never scheduled: {', '.join(overview.pods_never_bound)}")
 
+    s = replayed.as_json()
+    click.echo(f"\nReplayed it with kube-scheduler's default configuration as run '{run.name}': "
+               f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsUnschedulable']} left "
+               f"unschedulable, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
+               f"{s['wallSeconds']:.2f}s.")
     click.echo("\nExplore further:")
-    click.echo(f"  kaudit traces {summary.name}          the trace's sources and event kinds")
-    click.echo("  kaudit traces --json           every stored trace, machine-readable")
-    click.echo("  kaudit ingest FILE --name N    store your own recorded trace")
+    for command, what in (
+        (f"kaudit explain {run.name} web/payments-0", "a pod that preempted others"),
+        (f"kaudit explain {run.name} web/ssd-cache", "a pod no node accepts, and why"),
+        (f"kaudit events {run.name} --kind preempt", "the event log as JSON Lines"),
+        ("kaudit runs", "every replay, with its summary"),
+        (f"kaudit traces {summary.name}", "the trace's sources and event kinds"),
+        ("kaudit ingest FILE --name N", "store your own recorded trace"),
+    ):
+        click.echo(f"  {command:<42} {what}")

@@ -159,6 +159,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         super().__init__(args, handle)
         gates = getattr(handle, "feature_gates", None)
         self.portworx = True if gates is None else bool(gates.enabled("CSIMigrationPortworx"))
+        #: pod uid -> (pod object, has countable volumes)
+        self._countable: dict[str, tuple[dict[str, Any], bool]] = {}
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
                    ) -> tuple[PreFilterResult | None, Status]:
@@ -177,8 +179,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         plain = self._new_volumes(pod, cluster, None)
         verdicts = _Verdicts(len(slots), plain if isinstance(plain, Status) else None)
         limited = np.isin(slots, np.fromiter(csi_nodes, dtype=np.int64, count=len(csi_nodes)))
+        if not limited.any():
+            return verdicts.result()
+        attachments = _attachments_by_node(cluster)
+        busy = self._busy_slots(cluster) | {
+            cluster.slot_of[name] for name in attachments if name in cluster.slot_of}
         variants: dict[bool, Volumes | Status] = {}
-        attachments: dict[str, Volumes] | None = None
         for position in np.flatnonzero(limited).tolist():
             slot = int(slots[position])
             csi_node = csi_nodes[slot]
@@ -188,12 +194,28 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             new = variants[portworx]
             if isinstance(new, Status):
                 verdicts.set(position, new)
-                continue
-            if attachments is None:
-                attachments = _attachments_by_node(cluster)
-            verdicts.set(position, self._node_status(cluster, slot, csi_node, dict(new),
-                                                     attachments))
+            elif slot in busy:
+                verdicts.set(position, self._node_status(cluster, slot, csi_node, dict(new),
+                                                         attachments))
+            else:
+                verdicts.set(position, _within_limits(new, Counter(), volume_limits(csi_node)))
         return verdicts.result()
+
+    def _busy_slots(self, cluster: ClusterState) -> set[int]:
+        """Slots of the pods that have volumes this plugin may count."""
+        return {cluster.slot_of[other.node_name] for other in cluster.pods.values()
+                if self._may_count(other) and other.node_name in cluster.slot_of}
+
+    def _may_count(self, pod: PodInfo) -> bool:
+        """Whether the pod has a PVC, ephemeral or in-tree volume (memoised per pod object)."""
+        cached = self._countable.get(pod.uid)
+        if cached is not None and cached[0] is pod.obj:
+            return cached[1]
+        countable = any(isinstance(v.get("persistentVolumeClaim"), dict)
+                        or v.get("ephemeral") is not None or in_tree_plugin(v) is not None
+                        for v in pod.volumes)
+        self._countable[pod.uid] = (pod.obj, countable)
+        return countable
 
     def _new_volumes(self, pod: PodInfo, cluster: ClusterState,
                      csi_node: Mapping[str, Any] | None) -> Volumes | Status:
@@ -221,10 +243,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         for unique, driver in attachments.get(node_name, {}).items():
             if unique not in attached:
                 counts[driver] += 1
-        for driver, count in Counter(new.values()).items():
-            if driver in limits and counts[driver] + count > limits[driver]:
-                return Status.of(Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
-        return Status.success()
+        return _within_limits(new, counts, limits)
 
     # ----------------------------------------------------------------- volume resolution
 
@@ -306,6 +325,14 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 return "", ""
             return IN_TREE[provisioner][1], handle
         return provisioner, handle
+
+
+def _within_limits(new: Volumes, attached: Counter[str], limits: Mapping[str, int]) -> Status:
+    """The final comparison of ``CSILimits.Filter``, per driver of the new volumes."""
+    for driver, count in Counter(new.values()).items():
+        if driver in limits and attached[driver] + count > limits[driver]:
+            return Status.of(Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
+    return Status.success()
 
 
 class _Verdicts:

@@ -195,6 +195,56 @@ def pv_affinity_mask(cluster: ClusterState, slots: np.ndarray,
     return mask
 
 
+class SlotIndex:
+    """Positions of ``slots`` by label value, so that ``In`` node-affinity terms (local and
+    zonal PVs) are evaluated on the matching nodes only, not as full masks."""
+
+    def __init__(self, cluster: ClusterState, slots: np.ndarray) -> None:
+        self.cluster = cluster
+        self.slots = slots
+        self._keys: dict[str, tuple[dict[str, int], np.ndarray, np.ndarray]] = {}
+
+    def with_label(self, key: str, values: Iterable[str]) -> np.ndarray:
+        """Sorted positions whose node has label ``key`` with one of ``values``."""
+        entry = self._keys.get(key)
+        if entry is None:
+            topology = self.cluster.topology_codes(key)
+            codes = topology.codes[self.slots]
+            order = np.argsort(codes, kind="stable")
+            entry = self._keys[key] = (topology.index, order, codes[order])
+        index, order, ordered = entry
+        parts = []
+        for value in values:
+            code = index.get(value)
+            if code is not None:
+                low, high = np.searchsorted(ordered, [code, code + 1])
+                parts.append(order[low:high])
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+    def matching(self, selector: NodeSelector | None) -> np.ndarray:
+        """Sorted positions where ``pv_affinity_mask`` is true."""
+        if selector is None:
+            return np.arange(len(self.slots))
+        found: list[np.ndarray] = []
+        for term in selector.terms:
+            if term.error is not None or (not term.expressions and not term.fields):
+                continue
+            if not all(r.matches({"metadata.name": ""}) for r in term.fields):
+                continue
+            if term.expressions and all(r.operator == "In" for r in term.expressions):
+                positions = self.with_label(term.expressions[0].key, term.expressions[0].values)
+                for requirement in term.expressions[1:]:
+                    positions = np.intersect1d(
+                        positions, self.with_label(requirement.key, requirement.values))
+            else:
+                single = NodeSelector((term,))
+                positions = np.flatnonzero(pv_affinity_mask(self.cluster, self.slots, single))
+            found.append(positions)
+        if not found:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(found))
+
+
 def topology_terms_mask(cluster: ClusterState, slots: np.ndarray,
                         terms: Sequence[Mapping[str, Any]] | None) -> np.ndarray:
     """``v1helper.MatchTopologySelectorTerms`` (a StorageClass's ``allowedTopologies``)."""
@@ -326,13 +376,17 @@ class Volume:
                    storage_nanos(spec(obj).get("capacity")), pv_node_selector(obj))
 
     def bound_to(self, claim: Claim) -> bool:
-        """``IsVolumeBoundToClaim``."""
-        ref = spec(self.obj).get("claimRef")
-        if not ref:
-            return False
-        if ref.get("name") != claim.name or ref.get("namespace") != claim.namespace:
-            return False
-        return not ref.get("uid") or ref.get("uid") == claim.uid
+        return volume_bound_to(self.obj, claim)
+
+
+def volume_bound_to(pv: Mapping[str, Any], claim: Claim) -> bool:
+    """``IsVolumeBoundToClaim``: the PV's ``claimRef`` names the claim (and its UID, if set)."""
+    ref = spec(pv).get("claimRef")
+    if not ref:
+        return False
+    if ref.get("name") != claim.name or ref.get("namespace") != claim.namespace:
+        return False
+    return not ref.get("uid") or ref.get("uid") == claim.uid
 
 
 # --------------------------------------------------------------------------- cycle state
@@ -399,11 +453,26 @@ class BindingState:
         for record in reversed(self.records):
             positions = np.flatnonzero(record.slots == slot)
             if len(positions):
-                position = int(positions[0])
-                if not record.passed[position]:
-                    return None
-                return record.pod_volumes(position, self.selected)
+                return self._at(record, int(positions[0]))
         return None
+
+    def pod_volumes_by_slot(self) -> dict[int, tuple[list[tuple[Volume, Claim]], list[Claim]]]:
+        """``pod_volumes`` of every slot Filter passed, from the latest record of each."""
+        latest: dict[int, tuple[FilterRecord, int]] = {}
+        for record in self.records:
+            latest.update((slot, (record, i)) for i, slot in enumerate(record.slots.tolist()))
+        result = {}
+        for slot, (record, position) in latest.items():
+            found = self._at(record, position)
+            if found is not None:
+                result[slot] = found
+        return result
+
+    def _at(self, record: FilterRecord, position: int
+            ) -> tuple[list[tuple[Volume, Claim]], list[Claim]] | None:
+        if not record.passed[position]:
+            return None
+        return record.pod_volumes(position, self.selected)
 
 
 @dataclass
@@ -574,7 +643,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                 index.setdefault(volume.name, len(volumes))
                 if index[volume.name] == len(volumes):
                     volumes.append(volume)
-        masks: dict[int, np.ndarray] = {}
+        slot_index = SlotIndex(cluster, slots)
+        fitting: dict[int, np.ndarray] = {}
         choices = np.full((len(matching), len(slots)), -1, dtype=np.int64)
         for i, claim in enumerate(matching):
             try:
@@ -584,8 +654,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                 outcome.error(reached, f"error creating internal label selector for claim: "
                               f"{claim.key}: {exc}")
                 continue
-            choices[i] = _choose(cluster, slots, [(index[v.name], v, pre) for v, pre in
-                                                  candidates], choices[:i], masks)
+            choices[i] = _choose(slot_index, [(index[v.name], v, pre) for v, pre in candidates],
+                                 choices[:i], fitting)
         return FilterRecord(slots, matching, volumes, choices, np.zeros(len(slots), dtype=bool))
 
     def _candidates(self, claim: Claim, volumes: list[Volume]) -> list[tuple[Volume, bool]]:
@@ -653,10 +723,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         scores = np.zeros(len(slots), dtype=np.int64)
         if self.shape is None or not isinstance(binding, BindingState):
             return scores
+        found = binding.pod_volumes_by_slot()
         for position, slot in enumerate(slots.tolist()):
-            found = binding.pod_volumes(cluster.node(slot).name)
-            if found is not None:
-                scores[position] = _capacity_score(self.shape, found[0])
+            if slot in found:
+                scores[position] = _capacity_score(self.shape, found[slot][0])
         return scores
 
     # ----------------------------------------------------------------- Reserve, PreBind
@@ -778,30 +848,34 @@ def _free_volume_fits(volume: Volume, claim: Claim, selector: LabelSelector | No
     return claim.modes <= frozenset(spec(volume.obj).get("accessModes") or [])
 
 
-def _choose(cluster: ClusterState, slots: np.ndarray,
-            candidates: list[tuple[int, Volume, bool]], earlier: np.ndarray,
-            masks: dict[int, np.ndarray]) -> np.ndarray:
+def _choose(index: SlotIndex, candidates: list[tuple[int, Volume, bool]],
+            earlier: np.ndarray, fitting: dict[int, np.ndarray]) -> np.ndarray:
     """Per node, the PV ``FindMatchingVolume`` returns: the first available pre-bound PV
     (none at all if it does not fit the node), else the smallest fitting one."""
-    size = len(slots)
+    size = len(index.slots)
     ranks = {i: r for r, (i, _, _) in enumerate(
         sorted((c for c in candidates if not c[2]), key=lambda c: c[1].capacity))}
     resolved = np.zeros(size, dtype=bool)
     result = np.full(size, -1, dtype=np.int64)
     best = np.full(size, -1, dtype=np.int64)
     best_rank = np.full(size, len(candidates) + 1, dtype=np.int64)
-    for index, volume, prebound in candidates:
-        available = ~(earlier == index).any(axis=0) & ~resolved
-        if index not in masks:
-            masks[index] = pv_affinity_mask(cluster, slots, volume.selector)
-        fits = masks[index]
+    for volume_index, volume, prebound in candidates:
+        if volume_index not in fitting:
+            fitting[volume_index] = index.matching(volume.selector)
+        positions = fitting[volume_index]
         if prebound:
-            result[available & fits] = index
+            available = ~(earlier == volume_index).any(axis=0) & ~resolved
+            fits = np.zeros(size, dtype=bool)
+            fits[positions] = True
+            result[available & fits] = volume_index
             resolved |= available
             continue
-        better = available & fits & (ranks[index] < best_rank)
-        best[better] = index
-        best_rank[better] = ranks[index]
+        better = ~resolved[positions] & (ranks[volume_index] < best_rank[positions])
+        if len(earlier):
+            better &= ~(earlier[:, positions] == volume_index).any(axis=0)
+        chosen = positions[better]
+        best[chosen] = volume_index
+        best_rank[chosen] = ranks[volume_index]
     return np.where(resolved, result, best)
 
 
@@ -824,8 +898,7 @@ def _bind_volume_to_claim(pv: JSON, claim: Claim) -> JSON | None:
     ref = spec(pv).get("claimRef") or {}
     rebind = (ref.get("name") != claim.name or ref.get("namespace") != claim.namespace
               or (ref.get("uid") or "") != claim.uid)
-    volume = Volume(pv, pv, "", 0, None)
-    mark = not volume.bound_to(claim) and ANN_BOUND_BY_CONTROLLER not in annotations(pv)
+    mark = not volume_bound_to(pv, claim) and ANN_BOUND_BY_CONTROLLER not in annotations(pv)
     if not rebind and not mark:
         return None
     clone = copy.deepcopy(pv)

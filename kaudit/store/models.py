@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -98,3 +99,49 @@ class RejectedLine(Base):
     reason: Mapped[str] = mapped_column(Text)
     #: The start of the offending line (at most 1,000 characters).
     text: Mapped[str | None] = mapped_column(Text)
+
+
+class Run(Base):
+    """One replay of a trace under one scheduler configuration and seed."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"),
+                                          index=True)
+    #: running, complete or failed.
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    lifetime: Mapped[str] = mapped_column(String(16))
+    #: The effective KubeSchedulerConfiguration (JSON) and where it came from.
+    config: Mapped[str] = mapped_column(Text)
+    config_source: Mapped[str | None] = mapped_column(Text)
+    options: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    kaudit_version: Mapped[str] = mapped_column(String(32))
+    #: JSON summary: pods scheduled, unschedulable, preempted, attempts, spans, timings.
+    summary: Mapped[str | None] = mapped_column(Text)
+
+
+class RunEvent(Base):
+    """One entry of a run's event log, in order (``seq``); see ``kaudit.replay.sink``."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq"),
+        Index("ix_run_events_run_pod", "run_id", "pod"),
+        Index("ix_run_events_run_kind", "run_id", "kind"),
+    )
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    ts_us: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(16))
+    pod: Mapped[str | None] = mapped_column(String(320))
+    node: Mapped[str | None] = mapped_column(String(253))
+    data: Mapped[str] = mapped_column(Text)
+    blob: Mapped[bytes | None] = mapped_column(LargeBinary)

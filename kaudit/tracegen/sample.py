@@ -135,6 +135,7 @@ def storage() -> list[JSON]:
                        "resources": {"requests": {"storage": size}}, "volumeMode": "Filesystem"}
         if volume is not None:
             pvc["spec"]["volumeName"] = volume
+            pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
             pvc["status"] = {"phase": "Bound", "capacity": {"storage": size}}
         else:
             pvc["status"] = {"phase": "Pending"}

@@ -634,8 +634,8 @@ def test_csi_limits(case: LimitsCase) -> None:
 def test_csi_limits_vectorised_over_nodes() -> None:
     """Only nodes with a CSINode count; each node counts its own pods."""
     nodes = [make_node(n).obj() for n in ("full", "free", "unlimited", "no-csinode")]
-    objects = _csi_objects([EBS]) + [csi_node("full", {EBS: 2}), csi_node("free", {EBS: 2}),
-                                     csi_node("unlimited", {EBS: None})]
+    objects = [*_csi_objects([EBS]), csi_node("full", {EBS: 2}), csi_node("free", {EBS: 2}),
+               csi_node("unlimited", {EBS: None})]
     existing = [_limits_pod("csiEBSTwoVolPod", f"p-{n}", n) for n in ("full", "unlimited")]
     run = Run.of(NodeVolumeLimits(), cluster_of(nodes, objects, existing),
                  _limits_pod("csiEBSOneVolPod"))
@@ -645,7 +645,7 @@ def test_csi_limits_vectorised_over_nodes() -> None:
 
 def test_csi_limits_shared_volume_counts_once() -> None:
     """A volume already attached to the node through another pod takes no new slot."""
-    objects = _csi_objects([EBS]) + [csi_node(LIMIT_NODE, {EBS: 2})]
+    objects = [*_csi_objects([EBS]), csi_node(LIMIT_NODE, {EBS: 2})]
     existing = [_limits_pod("csiEBSTwoVolPod", "two", LIMIT_NODE)]
     cluster = cluster_of([make_node(LIMIT_NODE).obj()], objects, existing)
     run = Run.of(NodeVolumeLimits(), cluster, pod("new", "csi-ebs.csi.aws.com-1"))
@@ -820,12 +820,12 @@ def test_volume_binding_ephemeral_claims() -> None:
            'waiting for ephemeral volume controller to create the persistentvolumeclaim '
            '"abc-xyz"')
     stranger = pvc("abc-xyz", WAIT, namespace="test")
-    expect(Run.of(binding_plugin(), cluster_of(nodes, CLASSES + [stranger]), new).prefilter,
+    expect(Run.of(binding_plugin(), cluster_of(nodes, [*CLASSES, stranger]), new).prefilter,
            UU, "PVC test/abc-xyz was not created for pod test/abc (pod is not owner)")
     owned = pvc("abc-xyz", WAIT, namespace="test", owner_uid="12345")
     provisioned = storage_class("ephemeral", "WaitForFirstConsumer", "ebs.csi.aws.com")
     owned["spec"]["storageClassName"] = "ephemeral"
-    run = Run.of(binding_plugin(), cluster_of(nodes, CLASSES + [owned, provisioned]), new)
+    run = Run.of(binding_plugin(), cluster_of(nodes, [*CLASSES, owned, provisioned]), new)
     expect(run.prefilter, SUCCESS)
     expect(run.filter()[0], SUCCESS)
 
@@ -871,7 +871,11 @@ def test_prebound_volume_wins_and_must_fit_the_node() -> None:
     expect(statuses[0], SUCCESS)
     expect(statuses[1], *BIND)
     assert plugin.reserve(run.state, run.pod, "node-a").ok
-    assert plugin.assumed.volumes == {}  # already bound to the claim: nothing to assume
+    # GetBindVolumeToClaim fills in the claim's UID; the user pre-bound it, so the PV does
+    # not get pv.kubernetes.io/bound-by-controller.
+    assumed = plugin.assumed.volumes["reserved"].obj
+    assert assumed["spec"]["claimRef"]["uid"] == "uid-default-claim"
+    assert "annotations" not in assumed["metadata"]
 
 
 def test_two_claims_do_not_share_a_volume_on_a_node() -> None:

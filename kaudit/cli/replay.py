@@ -1,0 +1,193 @@
+"""``kaudit replay``, ``kaudit runs``, ``kaudit explain`` and ``kaudit events``."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from kaudit.cli.options import (
+    db_option,
+    echo_json,
+    human_duration,
+    interactive,
+    json_option,
+    table,
+)
+from kaudit.cli.whatif import feature_gates_option, plugin_option
+from kaudit.errors import InputError
+from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs
+from kaudit.queries.traces import get_trace
+from kaudit.readers.timestamps import parse_timestamp
+from kaudit.replay.run import replay_trace
+from kaudit.scheduler.build import load
+from kaudit.store.schema import open_database
+
+
+@click.command()
+@click.argument("trace")
+@click.option("--config", "config_path", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A KubeSchedulerConfiguration [default: kube-scheduler's defaults].")
+@feature_gates_option
+@plugin_option
+@click.option("--name", help="Name of the run [default: TRACE-N].")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of tie-breaks and preemption offsets: same seed, same run.")
+@click.option("--lifetime", type=click.Choice(["recorded", "relative"]), default="recorded",
+              show_default=True,
+              help="recorded: pods are deleted when the trace deletes them; relative: each "
+                   "pod keeps its recorded run time from the moment kaudit binds it.")
+@click.option("--recreate-preempted/--no-recreate-preempted", default=True, show_default=True,
+              help="A preempted pod owned by a ReplicaSet, Job or StatefulSet comes back as "
+                   "a new pending pod, as its controller would create one.")
+@db_option
+@json_option
+def replay(trace: str, config_path: Path | None, feature_gates: str | None,
+           plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
+           recreate_preempted: bool, db: str | None, as_json: bool) -> None:
+    """Replay a stored TRACE through the scheduler and log every decision."""
+    config, registry = load(config_path, feature_gates, plugins)
+    engine = open_database(db)
+    try:
+        summary_trace = get_trace(engine, trace)
+        bar = (click.progressbar(length=summary_trace.events, label="replaying",
+                                 file=click.get_text_stream("stderr"))
+               if interactive() and not as_json else nullcontext())
+        with bar as progress:
+            run_id, summary = replay_trace(
+                engine, summary_trace, config, registry, name=name, seed=seed,
+                lifetime=lifetime, recreate_preempted=recreate_preempted,
+                progress=progress.update if progress is not None else None)
+        run = get_run(engine, str(run_id))
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(run.as_json())
+        return
+    s = summary.as_json()
+    click.echo(f"run '{run.name}' of trace '{summary_trace.name}': {s['podsScheduled']} pods "
+               f"scheduled, {s['podsUnschedulable']} left unschedulable, {s['podsPreempted']} "
+               f"preempted, {s['attempts']} attempts")
+    click.echo(f"  virtual time {human_duration(s['virtualSpanSeconds'])} replayed in "
+               f"{s['wallSeconds']:.2f}s ({s['podsPerSecond'] or 0:,.0f} pods/s)")
+    click.echo(f"  explore: kaudit explain {run.name} POD | kaudit events {run.name}")
+
+
+@click.command()
+@db_option
+@json_option
+def runs(db: str | None, as_json: bool) -> None:
+    """List replay runs with their summaries."""
+    engine = open_database(db)
+    try:
+        found = list_runs(engine)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json([r.as_json() for r in found])
+        return
+    if not found:
+        click.echo("no runs yet: `kaudit replay TRACE` makes one")
+        return
+    rows = []
+    for r in found:
+        s = r.summary or {}
+        rows.append((r.id, r.name, r.trace, r.status, r.seed, s.get("podsScheduled", ""),
+                     s.get("podsUnschedulable", ""), s.get("podsPreempted", ""),
+                     s.get("attempts", ""), r.config_source or "(defaults)"))
+    click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "SCHEDULED",
+                            "UNSCHEDULABLE", "PREEMPTED", "ATTEMPTS", "CONFIG"]))
+
+
+@click.command()
+@click.argument("run")
+@click.argument("pod")
+@db_option
+@json_option
+def explain(run: str, pod: str, db: str | None, as_json: bool) -> None:
+    """The whole story of POD (NAMESPACE/NAME, or NAME when unique) in RUN."""
+    engine = open_database(db)
+    try:
+        story = explain_pod(engine, run, pod)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({k: v for k, v in story.items() if k != "events"})
+        return
+    _print_story(story)
+
+
+def _print_story(story: dict[str, Any]) -> None:
+    click.echo(f"Pod {story['pod']} in run {story['run']}")
+    bound = story["boundNode"]
+    click.echo(f"  bound to {bound} at {story['boundTime']}" if bound else "  never bound")
+    if story["recordedNode"]:
+        same = "same as kaudit" if story["recordedNode"] == bound else "differs"
+        click.echo(f"  recorded cluster placed it on {story['recordedNode']} ({same})")
+    click.echo("\nQueue:")
+    click.echo(table([(q["time"], q["from"], q["to"], q["event"]) for q in story["queue"]],
+                     ["TIME", "FROM", "TO", "EVENT"], indent=2))
+    for attempt in story["attempts"]:
+        click.echo(f"\nAttempt (cycle {attempt['cycle']}) at {attempt['time']}: "
+                   f"{attempt['evaluatedNodes']} nodes evaluated, "
+                   f"{attempt['feasibleNodes']} feasible")
+        if attempt["selectedNode"]:
+            ties = [n for n in attempt["tiedNodes"] if n != attempt["selectedNode"]]
+            click.echo(f"  selected {attempt['selectedNode']}"
+                       + (f" (tied with {len(ties)} other node(s))" if ties else ""))
+            scored = [(n, v) for n, v in attempt["nodes"].items() if "total" in v]
+            scored.sort(key=lambda item: -item[1]["total"])
+            if scored:
+                plugins = list(scored[0][1]["score"])
+                click.echo(table([(n, v["total"], *(v["score"][p]["weighted"] for p in plugins))
+                                  for n, v in scored[:5]],
+                                 ["NODE", "TOTAL", *plugins], indent=2))
+        else:
+            click.echo(f"  {attempt['message']}")
+        if "preemption" in attempt and attempt["preemption"]["nominatedNode"]:
+            click.echo(f"  preemption nominated {attempt['preemption']['nominatedNode']}, "
+                       f"evicting {', '.join(attempt['preemption']['victims'])}")
+    others = [e for e in story["events"] if e["kind"] not in ("watch",)]
+    if others:
+        click.echo("\nOther events:")
+        for event in others:
+            detail = {k: v for k, v in event.items() if k not in ("time", "kind", "node")}
+            click.echo(f"  {event['time']} {event['kind']} {event['node'] or ''} "
+                       f"{orjson.dumps(detail).decode() if detail else ''}".rstrip())
+
+
+@click.command()
+@click.argument("run")
+@click.option("--pod", help="Only this pod (NAMESPACE/NAME).")
+@click.option("--node", help="Only this node.")
+@click.option("--kind", help="Only this kind of record (attempt, queue, bind, preempt, ...).")
+@click.option("--since", metavar="TIME", help="From this time (RFC 3339 or seconds).")
+@click.option("--until", metavar="TIME", help="Up to this time (RFC 3339 or seconds).")
+@db_option
+def events(run: str, pod: str | None, node: str | None, kind: str | None, since: str | None,
+           until: str | None, db: str | None) -> None:
+    """Stream RUN's event log as JSON Lines."""
+    def when(value: str | None, option: str) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_timestamp(float(value) if value.replace(".", "", 1).isdigit()
+                                   else value)
+        except ValueError as exc:
+            raise InputError(f"{option}: {exc}") from None
+
+    engine = open_database(db)
+    try:
+        found = get_run(engine, run)
+        out = sys.stdout
+        for record in iter_run_events(engine, found.id, pod=pod, node=node, kind=kind,
+                                      since_us=when(since, "--since"),
+                                      until_us=when(until, "--until")):
+            out.write(orjson.dumps(record).decode() + "\n")
+    finally:
+        engine.dispose()

@@ -1,0 +1,152 @@
+"""Queries over replay runs: listing, a pod's whole story, and the raw event stream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.errors import UnknownObjectError
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.replay.packing import unpack_attempt
+from kaudit.store.models import Run, RunEvent, Trace
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    id: int
+    name: str
+    trace: str
+    status: str
+    seed: int
+    lifetime: str
+    config_source: str | None
+    created_at: str
+    summary: dict[str, Any] | None
+    error: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "trace": self.trace, "status": self.status,
+                "seed": self.seed, "lifetime": self.lifetime, "config": self.config_source,
+                "createdAt": self.created_at, "summary": self.summary, "error": self.error}
+
+
+def _utc(moment: datetime) -> str:
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return moment.isoformat(timespec="seconds")
+
+
+def _summary(row: Any) -> RunSummary:
+    return RunSummary(row.id, row.name, row.trace_name, row.status, row.seed, row.lifetime,
+                      row.config_source, _utc(row.created_at),
+                      orjson.loads(row.summary) if row.summary else None, row.error)
+
+
+_RUN_COLUMNS = (Run.id, Run.name, Trace.name.label("trace_name"), Run.status, Run.seed,
+                Run.lifetime, Run.config_source, Run.created_at, Run.summary, Run.error)
+
+
+def list_runs(engine: Engine) -> list[RunSummary]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(*_RUN_COLUMNS).join(Trace, Trace.id == Run.trace_id)
+                                  .order_by(Run.id)).all()
+    return [_summary(r) for r in rows]
+
+
+def get_run(engine: Engine, ref: str) -> RunSummary:
+    with engine.connect() as connection:
+        query = select(*_RUN_COLUMNS).join(Trace, Trace.id == Run.trace_id)
+        row = connection.execute(query.where(Run.name == ref)).first()
+        if row is None and ref.isdigit():
+            row = connection.execute(query.where(Run.id == int(ref))).first()
+    if row is None:
+        raise UnknownObjectError(f"no run named {ref!r}; `kaudit runs` lists them")
+    return _summary(row)
+
+
+def node_names(engine: Engine, run_id: int) -> dict[int, str]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(RunEvent.node, RunEvent.data).where(
+            RunEvent.run_id == run_id, RunEvent.kind == "node")).all()
+    return {orjson.loads(data)["slot"]: node for node, data in rows}
+
+
+def _pod_key(engine: Engine, run_id: int, ref: str) -> str:
+    if "/" in ref:
+        return ref
+    with engine.connect() as connection:
+        keys = connection.scalars(select(RunEvent.pod).where(
+            RunEvent.run_id == run_id, RunEvent.pod.like(f"%/{ref}")).distinct()).all()
+    if len(keys) == 1:
+        return keys[0]
+    if not keys:
+        raise UnknownObjectError(f"no pod named {ref!r} in this run")
+    raise UnknownObjectError(f"pod name {ref!r} is ambiguous: {', '.join(sorted(keys))}; "
+                             "use NAMESPACE/NAME")
+
+
+def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
+    """A pod's whole story in a run (the ``kaudit explain --json`` shape)."""
+    run = get_run(engine, run_ref)
+    key = _pod_key(engine, run.id, pod_ref)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data,
+                   RunEvent.blob)
+            .where(RunEvent.run_id == run.id, RunEvent.pod == key).order_by(RunEvent.seq)).all()
+    if not rows:
+        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    names = node_names(engine, run.id)
+    story: dict[str, Any] = {"run": run.name, "pod": key, "uid": None, "recordedNode": None,
+                             "boundNode": None, "boundTime": None, "queue": [],
+                             "attempts": [], "events": []}
+    for _seq, ts_us, kind, node, data, blob in rows:
+        document = orjson.loads(data)
+        when = format_timestamp(ts_us)
+        if kind == "queue":
+            story["queue"].append({"time": when, "from": document["from"],
+                                   "to": document["to"], "event": document["event"]})
+        elif kind == "attempt":
+            attempt = unpack_attempt(document, blob, names)
+            story["attempts"].append({"pod": key, **attempt, "time": when})
+        elif kind == "recorded":
+            story["recordedNode"] = node
+        elif kind == "bind":
+            story["boundNode"], story["boundTime"] = node, when
+        if kind not in ("queue", "attempt"):
+            story["events"].append({"time": when, "kind": kind, "node": node, **document})
+    return story
+
+
+def iter_run_events(engine: Engine, run_id: int, *, pod: str | None = None,
+                    node: str | None = None, kind: str | None = None,
+                    since_us: int | None = None, until_us: int | None = None,
+                    batch: int = 2000) -> Iterator[dict[str, Any]]:
+    """The run's log in order, filtered, streamed in batches."""
+    last = -1
+    while True:
+        query = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
+                        RunEvent.node, RunEvent.data)
+                 .where(RunEvent.run_id == run_id, RunEvent.seq > last))
+        if pod is not None:
+            query = query.where(RunEvent.pod == pod)
+        if node is not None:
+            query = query.where(RunEvent.node == node)
+        if kind is not None:
+            query = query.where(RunEvent.kind == kind)
+        if since_us is not None:
+            query = query.where(RunEvent.ts_us >= since_us)
+        if until_us is not None:
+            query = query.where(RunEvent.ts_us <= until_us)
+        with engine.connect() as connection:
+            rows = connection.execute(query.order_by(RunEvent.seq).limit(batch)).all()
+        if not rows:
+            return
+        for seq, ts_us, kind_, pod_, node_, data in rows:
+            yield {"seq": seq, "time": format_timestamp(ts_us), "kind": kind_, "pod": pod_,
+                   "node": node_, **orjson.loads(data)}
+        last = rows[-1][0]

@@ -1,0 +1,407 @@
+"""The replay engine: a trace's events, a scheduling queue and the scheduler, on a virtual clock.
+
+Trace events are applied at their timestamps; pending pods whose ``schedulerName`` has a profile
+go through the queue and are scheduled by kaudit (zero virtual time per cycle; binding is
+immediate unless a bind latency is set); every other pod keeps the trace's placement. For pods
+kaudit schedules, the trace's own binding (a later event setting ``spec.nodeName``) is kept as
+the *recorded placement*, not applied. Preemption deletes the victims at once (and, with
+``recreate_preempted``, their ReplicaSet, Job or StatefulSet brings a new pending pod back) and
+nominates the node for the preemptor, which is retried after its backoff.
+
+Same-instant order (see :mod:`kaudit.replay.clock`): trace events first, then bindings, timers
+and completions, then the scheduler drains activeQ. The replay ends with the trace's last event
+(plus ``settle_us``): pods still waiting then are reported unschedulable.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kaudit.model.pod import PodInfo
+from kaudit.queries.traces import StoredEvent
+from kaudit.replay.clock import EventLoop, Priority
+from kaudit.replay.events import PLUGIN_EVENTS, interested_plugins
+from kaudit.replay.packing import pack_attempt
+from kaudit.replay.queue import QueuedPod, SchedulingQueue
+from kaudit.replay.sink import EventSink
+from kaudit.scheduler.cluster import ClusterState
+from kaudit.scheduler.objects import STORED_KINDS, TERMINAL_PHASES, apply_object, pod_info
+from kaudit.scheduler.schedule import Scheduler
+from kaudit.tracegen.builders import stable_uid
+
+SECOND = 1_000_000
+BACKOFF_FLUSH_US = 1 * SECOND
+UNSCHEDULABLE_FLUSH_US = 30 * SECOND
+RECREATED_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
+
+
+@dataclass
+class ReplayOptions:
+    seed: int = 0
+    lifetime: str = "recorded"  # or "relative"
+    recreate_preempted: bool = True
+    bind_latency_us: int = 0
+    initial_backoff_us: int = 1 * SECOND
+    max_backoff_us: int = 10 * SECOND
+    max_in_unschedulable_us: int = 300 * SECOND
+    #: How long after the trace's last event queue timers keep running (retries, flushes).
+    settle_us: int = 0
+
+
+@dataclass
+class ReplaySummary:
+    pods_scheduled: int = 0
+    pods_unschedulable: int = 0
+    pods_preempted: int = 0
+    pods_recreated: int = 0
+    attempts: int = 0
+    trace_events: int = 0
+    start_us: int | None = None
+    end_us: int | None = None
+    wall_seconds: float = 0.0
+    scheduling_seconds: float = 0.0
+    log_bytes: dict[str, int] = field(default_factory=dict)
+    log_records: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        attempts_bytes = self.log_bytes.get("attempt", 0)
+        return {
+            "podsScheduled": self.pods_scheduled, "podsUnschedulable": self.pods_unschedulable,
+            "podsPreempted": self.pods_preempted, "podsRecreated": self.pods_recreated,
+            "attempts": self.attempts, "traceEvents": self.trace_events,
+            "virtualSpanSeconds": ((self.end_us - self.start_us) / 1e6
+                                   if self.start_us is not None and self.end_us is not None
+                                   else 0.0),
+            "wallSeconds": round(self.wall_seconds, 3),
+            "podsPerSecond": (round(self.pods_scheduled / self.wall_seconds, 1)
+                              if self.wall_seconds else None),
+            "bytesPerAttempt": (round(attempts_bytes / self.attempts) if self.attempts else None),
+            "logRecords": self.log_records,
+        }
+
+
+class Replay:
+    def __init__(self, scheduler: Scheduler, sink: EventSink, options: ReplayOptions,
+                 lifetimes: dict[str, tuple[int | None, int | None]] | None = None) -> None:
+        self.scheduler = scheduler
+        self.sink = sink
+        self.options = options
+        self.cluster = ClusterState()
+        self.loop = EventLoop()
+        self.summary = ReplaySummary()
+        first = next(iter(scheduler.frameworks.values()))
+        sort = first.queue_sort
+        self.queue = SchedulingQueue(
+            sort_key=(lambda q: sort.key(q)) if sort is not None and hasattr(sort, "key")
+            else (lambda q: (-q.pod.priority, q.timestamp)),
+            initial_backoff_us=options.initial_backoff_us,
+            max_backoff_us=options.max_backoff_us,
+            max_in_unschedulable_us=options.max_in_unschedulable_us,
+            transition=self._transition)
+        self.nominated: dict[str, dict[str, PodInfo]] = {}
+        self.kaudit_pods: set[str] = set()
+        self.recorded: dict[str, str] = {}
+        self.unschedulable_once: set[str] = set()
+        self.lifetimes = lifetimes or {}
+        self.known_slots = 0
+        self.start_us: int | None = None
+        for framework in scheduler.frameworks.values():
+            for plugin in framework.instances.values():
+                if plugin.handle is not None:
+                    plugin.handle.nominator = self.nominated_for
+                    plugin.handle.now_us = self._now
+
+    def _now(self) -> int:
+        return self.loop.now_us
+
+    # ------------------------------------------------------------------ logging helpers
+
+    def _transition(self, now: int, pod: PodInfo, source: str, target: str, event: str
+                    ) -> None:
+        self.sink.record(now, "queue", pod.key, None, {"from": source, "to": target,
+                                                       "event": event})
+
+    def _log_new_slots(self) -> None:
+        while self.known_slots < len(self.cluster.nodes):
+            node = self.cluster.nodes[self.known_slots]
+            name = node.name if node is not None else next(
+                n for n, s in self.cluster.slot_of.items() if s == self.known_slots)
+            self.sink.record(self.loop.now_us, "node", None, name, {"slot": self.known_slots})
+            self.known_slots += 1
+
+    def nominated_for(self, node: str) -> list[PodInfo]:
+        return list(self.nominated.get(node, {}).values())
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self, events: Iterable[StoredEvent],
+            progress: Callable[[int], None] | None = None) -> ReplaySummary:
+        began = time.perf_counter()
+        iterator = iter(events)
+        pending = next(iterator, None)
+        last_trace_us: int | None = None
+        while pending is not None or self.loop:
+            next_trace = pending.ts_us if pending is not None else None
+            next_timer = self.loop.peek_time()
+            now = min(t for t in (next_trace, next_timer) if t is not None)
+            if pending is None and last_trace_us is not None and \
+                    now > last_trace_us + self.options.settle_us:
+                break  # the trace is over: pods still waiting stay unscheduled
+            if self.start_us is None:
+                self.start_us = now
+                self.summary.start_us = now
+            self.loop.now_us = max(self.loop.now_us, now)
+            while pending is not None and pending.ts_us == now:
+                self._apply(pending)
+                last_trace_us = now
+                self.summary.trace_events += 1
+                if progress is not None:
+                    progress(1)
+                pending = next(iterator, None)
+            while self.loop and self.loop.peek_time() == now:
+                self.loop.step()
+            self._drain()
+            self.summary.end_us = self.loop.now_us
+        for queued in self.queue.pods.values():
+            if queued.attempts:
+                self.summary.pods_unschedulable += 1
+        self.sink.flush()
+        self.summary.wall_seconds = time.perf_counter() - began
+        self.summary.log_bytes = dict(self.sink.bytes_by_kind)
+        self.summary.log_records = dict(self.sink.count_by_kind)
+        return self.summary
+
+    # ------------------------------------------------------------------ trace events
+
+    def _apply(self, event: StoredEvent) -> None:
+        now = self.loop.now_us
+        key = f"{event.namespace}/{event.name}" if event.namespace else event.name
+        self.sink.record(now, "watch", key if event.kind == "Pod" else None,
+                         event.name if event.kind == "Node" else None,
+                         {"traceSeq": event.seq, "type": event.type, "resource": event.kind})
+        deleted = event.type == "DELETED"
+        if event.kind == "Pod":
+            self._apply_pod(event.object, deleted)
+        elif event.kind == "Node":
+            apply_object(self.cluster, event.object, deleted)
+            self._log_new_slots()
+            action = "Delete" if deleted else ("Update" if event.type == "MODIFIED" else "Add")
+            self._cluster_event("Node", action)
+        elif event.kind in STORED_KINDS:
+            apply_object(self.cluster, event.object, deleted)
+            if event.kind in ("PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+                              "CSINode"):
+                self._cluster_event(event.kind, "Delete" if deleted else "Add")
+
+    def _cluster_event(self, resource: str, action: str) -> None:
+        plugins = interested_plugins(resource, action)
+        label = f"{resource}{action}"
+
+        def interested(queued: QueuedPod) -> bool:
+            rejecting = queued.unschedulable_plugins
+            return (not rejecting or bool(rejecting & plugins)
+                    or bool(rejecting - PLUGIN_EVENTS.keys()))
+
+        self.queue.move_for_event(self.loop.now_us, label, interested)
+
+    def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:
+        now = self.loop.now_us
+        pod = pod_info(self.cluster, obj)
+        uid = pod.uid
+        if deleted:
+            self._delete_pod(uid, pod, "trace")
+            return
+        phase = (obj.get("status") or {}).get("phase")
+        if phase in TERMINAL_PHASES:
+            self._delete_pod(uid, pod, "completed")
+            return
+        if uid in self.kaudit_pods:
+            if pod.node_name and self.recorded.get(uid) != pod.node_name:
+                self.recorded[uid] = pod.node_name
+                self.sink.record(now, "recorded", pod.key, pod.node_name)
+            return
+        if uid in self.queue.pods:
+            if pod.node_name:
+                if self.recorded.get(uid) != pod.node_name:
+                    self.recorded[uid] = pod.node_name
+                    self.sink.record(now, "recorded", pod.key, pod.node_name)
+                return
+            self.queue.update(now, self._keep_nomination(pod), self._gate(pod))
+            return
+        if uid in self.cluster.pods or pod.node_name:
+            # The trace placed it (created bound, or bound by another scheduler).
+            apply_object(self.cluster, obj)
+            self._log_new_slots()
+            self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
+            self._cluster_event("Pod", "Add")
+            return
+        if self.scheduler.framework_for(pod) is None:
+            return  # another scheduler's pod: wait for its binding in the trace
+        self.kaudit_pods.add(uid)
+        self.queue.add(now, pod, self._gate(pod))
+
+    def _keep_nomination(self, pod: PodInfo) -> PodInfo:
+        queued = self.queue.pods.get(pod.uid)
+        if queued is not None and queued.pod.nominated_node_name and \
+                not pod.nominated_node_name:
+            return replace(pod, nominated_node_name=queued.pod.nominated_node_name)
+        return pod
+
+    def _gate(self, pod: PodInfo) -> str | None:
+        framework = self.scheduler.framework_for(pod)
+        if framework is None:
+            return None
+        status = framework.run_pre_enqueue(pod)
+        return None if status.ok else (status.plugin or "PreEnqueue")
+
+    def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
+        now = self.loop.now_us
+        self._clear_nomination(uid)
+        if uid in self.queue.pods:
+            self.queue.delete(now, uid)
+        bound = self.cluster.remove_pod(uid)
+        if bound is not None:
+            self.sink.record(now, "delete", bound.key, bound.node_name, {"reason": reason})
+            self._cluster_event("Pod", "Delete")
+
+    def _clear_nomination(self, uid: str) -> None:
+        for pods in self.nominated.values():
+            pods.pop(uid, None)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _drain(self) -> None:
+        while True:
+            queued = self.queue.pop(self.loop.now_us)
+            if queued is None:
+                return
+            self._schedule(queued)
+
+    def _schedule(self, queued: QueuedPod) -> None:
+        now = self.loop.now_us
+        pod = queued.pod
+        framework = self.scheduler.framework_for(pod)
+        assert framework is not None
+        started = time.perf_counter()
+        attempt = self.scheduler.schedule(self.cluster, pod, attempt=queued.attempts,
+                                          nominator=self.nominated_for)
+        self.summary.scheduling_seconds += time.perf_counter() - started
+        self.summary.attempts += 1
+        document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,
+                                      queued.attempts)
+        self.sink.record(now, "attempt", pod.key, attempt.selected, document, blob)
+        if attempt.selected is not None:
+            self._bind(queued, attempt.selected, attempt.state)
+            return
+        result = attempt.post_filter_result
+        if result is not None and result.nominated_node_name is not None:
+            self._nominate(queued, result.nominated_node_name, result.details)
+        rejecting = set(attempt.diagnosis.unschedulable_plugins)
+        self.queue.requeue(now, queued, rejecting, error=attempt.error is not None)
+        self._arm_timers(queued)
+
+    def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
+        now = self.loop.now_us
+        pod = queued.pod
+        framework = self.scheduler.framework_for(pod)
+        assert framework is not None
+        placed = replace(pod, node_name=node, nominated_node_name="")
+        self.cluster.add_pod(placed)  # assume
+        for step in (framework.run_reserve, framework.run_permit, framework.run_pre_bind,
+                     framework.run_bind):
+            status = step(state, placed, node)
+            if not status.ok:
+                framework.run_unreserve(state, placed, node)
+                self.cluster.remove_pod(placed.uid)  # forget
+                self.sink.record(now, "bindfail", pod.key, node, status.as_json())
+                self.queue.requeue(now, queued, {status.plugin} if status.plugin else set(),
+                                   error=True)
+                self._arm_timers(queued)
+                return
+        framework.run_post_bind(state, placed, node)
+        self._clear_nomination(pod.uid)
+        self.queue.done(now, queued)
+        self.summary.pods_scheduled += 1
+        self.sink.record(now, "bind", pod.key, node, {"by": "kaudit"})
+        self._cluster_event("Pod", "Add")
+        if self.options.lifetime == "relative":
+            recorded_bind, recorded_delete = self.lifetimes.get(pod.uid, (None, None))
+            if recorded_bind is not None and recorded_delete is not None:
+                runtime = max(recorded_delete - recorded_bind, 0)
+                self.loop.at(now + runtime, Priority.COMPLETION,
+                             lambda uid=pod.uid, p=placed: self._delete_pod(uid, p, "lifetime"))
+
+    def _nominate(self, queued: QueuedPod, node: str, details: Any) -> None:
+        now = self.loop.now_us
+        self._clear_nomination(queued.pod.uid)
+        queued.pod = replace(queued.pod, nominated_node_name=node)
+        if not node:
+            return
+        self.nominated.setdefault(node, {})[queued.pod.uid] = queued.pod
+        self.sink.record(now, "nominate", queued.pod.key, node)
+        chosen = getattr(details, "chosen", None)
+        for victim in chosen.victims if chosen is not None else ():
+            if victim.uid not in self.cluster.pods:
+                continue
+            self.sink.record(now, "preempt", victim.key, victim.node_name,
+                             {"preemptor": queued.pod.key})
+            self.summary.pods_preempted += 1
+            self._delete_pod(victim.uid, victim, "preempted")
+            if self.options.recreate_preempted and victim.owner is not None and \
+                    victim.owner[0] in RECREATED_OWNERS:
+                self._recreate(victim)
+        # Lower-priority pods nominated to the same node lose their nomination.
+        for uid, other in list(self.nominated.get(node, {}).items()):
+            if other.priority < queued.pod.priority:
+                del self.nominated[node][uid]
+                if uid in self.queue.pods:
+                    self.queue.pods[uid].pod = replace(other, nominated_node_name="")
+
+    def _recreate(self, victim: PodInfo) -> None:
+        now = self.loop.now_us
+        obj = copy.deepcopy(victim.obj)
+        metadata = obj.setdefault("metadata", {})
+        kind = victim.owner[0] if victim.owner else ""
+        if kind != "StatefulSet":
+            stem = victim.name.rsplit("-", 1)[0] if "-" in victim.name else victim.name
+            metadata["name"] = f"{stem}-r{self.summary.pods_recreated + 1}"
+        metadata["uid"] = stable_uid("recreated", victim.uid, str(now))
+        metadata.pop("deletionTimestamp", None)
+        obj.setdefault("spec", {}).pop("nodeName", None)
+        obj["status"] = {"phase": "Pending"}
+        pod = pod_info(self.cluster, obj)
+        self.summary.pods_recreated += 1
+        self.kaudit_pods.add(pod.uid)
+        self.sink.record(now, "create", pod.key, None, {"replaces": victim.key})
+        self.queue.add(now, pod, self._gate(pod))
+
+    def _arm_timers(self, queued: QueuedPod) -> None:
+        start = self.start_us or 0
+        expiry = queued.backoff_expiry
+        tick = start + -(-(expiry - start) // BACKOFF_FLUSH_US) * BACKOFF_FLUSH_US
+        self.loop.at(tick, Priority.TIMER, lambda: self.queue.flush_backoff(self.loop.now_us))
+        due = queued.timestamp + self.options.max_in_unschedulable_us + 1
+        tick = start + -(-(due - start) // UNSCHEDULABLE_FLUSH_US) * UNSCHEDULABLE_FLUSH_US
+        self.loop.at(tick, Priority.TIMER,
+                     lambda: self.queue.flush_unschedulable(self.loop.now_us))
+
+
+def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | None, int | None]]:
+    """Per pod uid: the trace's bind time and deletion (or completion) time."""
+    lifetimes: dict[str, tuple[int | None, int | None]] = {}
+    for event in events:
+        if event.kind != "Pod":
+            continue
+        uid = (event.object.get("metadata") or {}).get("uid") or f"{event.namespace}/{event.name}"
+        bound, gone = lifetimes.get(uid, (None, None))
+        if bound is None and (event.object.get("spec") or {}).get("nodeName"):
+            bound = event.ts_us
+        phase = (event.object.get("status") or {}).get("phase")
+        if gone is None and (event.type == "DELETED" or phase in TERMINAL_PHASES):
+            gone = event.ts_us
+        lifetimes[uid] = (bound, gone)
+    return lifetimes

@@ -1,0 +1,179 @@
+"""Compact storage of one scheduling attempt: a small JSON document plus a packed array blob.
+
+At 5,000 nodes upstream evaluates about 500 nodes with a dozen filters and seven scores per
+attempt; one row per (node, plugin) would be millions of rows per replay second. Instead each
+attempt keeps its scalar facts (result, node, message, PreFilter and PreScore statuses, reason
+tables) as JSON, readable from SQL, and its per-node arrays as one zlib-compressed blob:
+
+* ``evaluated``: the slots (node ids of the run) examined, in order;
+* ``filterCodes`` / ``filterReasons``: per filter plugin and node, the status code (-1 where
+  the plugin did not run because the node had already failed) and the index of its reasons in
+  the plugin's reason table;
+* ``scored``, ``tied``: the feasible slots that were scored, and the top-scoring ones;
+* ``norm:<plugin>`` (0..100, uint8) and ``raw:<plugin>`` (only where it differs) per score
+  plugin. Weighted scores and totals are derived (normalized × weight).
+
+Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...] | data ).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+from kaudit.framework.runtime import Framework
+from kaudit.scheduler.cluster import ClusterState
+from kaudit.scheduler.schedule import Attempt
+
+
+def pack_arrays(arrays: dict[str, np.ndarray]) -> bytes:
+    header = json.dumps([[name, array.dtype.str, list(array.shape)]
+                         for name, array in arrays.items()], separators=(",", ":")).encode()
+    body = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
+    return zlib.compress(struct.pack("<I", len(header)) + header + body, 6)
+
+
+def unpack_arrays(blob: bytes) -> dict[str, np.ndarray]:
+    raw = zlib.decompress(blob)
+    (length,) = struct.unpack_from("<I", raw)
+    header = json.loads(raw[4:4 + length])
+    offset = 4 + length
+    arrays = {}
+    for name, dtype, shape in header:
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape)) if shape else 1
+        arrays[name] = np.frombuffer(raw, dt, count, offset).reshape(shape)
+        offset += count * dt.itemsize
+    return arrays
+
+
+def _smallest_int(values: np.ndarray) -> np.ndarray:
+    if len(values) == 0:
+        return values.astype(np.int8)
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return values.astype(dtype)
+    return values.astype(np.int64)
+
+
+def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
+                 cycle: int, number: int) -> tuple[dict[str, Any], bytes]:
+    """(JSON document, blob) for an attempt."""
+    pre_filter: dict[str, Any] = {}
+    for name, status in attempt.pre_filter.statuses.items():
+        entry: dict[str, Any] = status.as_json()
+        if name in attempt.pre_filter.node_names:
+            entry["nodeNames"] = sorted(attempt.pre_filter.node_names[name])
+        pre_filter[name] = entry
+    result = ("error" if attempt.error else "scheduled" if attempt.selected is not None
+              else "unschedulable")
+    document: dict[str, Any] = {
+        "cycle": cycle, "attempt": number, "profile": attempt.profile, "result": result,
+        "selectedNode": attempt.selected, "message": attempt.message,
+        "evaluatedNodes": attempt.evaluated, "feasibleNodes": attempt.feasible,
+        "allNodes": attempt.num_all_nodes, "nominatedNodeUsed": attempt.nominated_node_used,
+        "preFilter": pre_filter,
+    }
+    arrays: dict[str, np.ndarray] = {}
+    run = attempt.filters
+    if run is not None:
+        arrays["evaluated"] = run.slots.astype(np.int32)
+        document["filterPlugins"] = run.plugins
+        document["reasonTables"] = [[list(r) for r in table] for table in run.reason_tables]
+        arrays["filterCodes"] = run.codes.astype(np.int8)
+        arrays["filterReasons"] = _smallest_int(run.reason_ids)
+    if attempt.scores is not None:
+        scores = attempt.scores
+        document["preScore"] = {n: s.as_json() for n, s in scores.pre_score.items()}
+        document["scorePlugins"] = list(scores.normalized)
+        document["weights"] = {n: scores.weights[n] for n in scores.normalized}
+        arrays["scored"] = scores.slots.astype(np.int32)
+        for name, normalized in scores.normalized.items():
+            arrays[f"norm:{name}"] = normalized.astype(np.uint8)
+            raw = scores.raw[name]
+            if not np.array_equal(raw, normalized):
+                arrays[f"raw:{name}"] = _smallest_int(raw)
+        tied = np.asarray([cluster.slot_of[n] for n in attempt.tied], dtype=np.int32)
+        arrays["tied"] = tied
+    elif attempt.tied:
+        arrays["tied"] = np.asarray([cluster.slot_of[n] for n in attempt.tied], dtype=np.int32)
+    details = attempt.post_filter_result.details if attempt.post_filter_result else None
+    if attempt.post_filter is not None:
+        document["postFilter"] = attempt.post_filter.as_json()
+    if details is not None and hasattr(details, "candidates"):
+        document["preemption"] = {
+            "potentialNodes": details.potential_nodes,
+            "candidates": [{"node": c.node, "victims": [v.key for v in c.victims],
+                            "pdbViolations": c.pdb_violations} for c in details.candidates],
+            "nominatedNode": details.chosen.node if details.chosen else None,
+            "victims": [v.key for v in details.chosen.victims] if details.chosen else [],
+        }
+    if attempt.error:
+        document["error"] = attempt.error
+    return document, pack_arrays(arrays) if arrays else b""
+
+
+def unpack_attempt(document: dict[str, Any], blob: bytes | None,
+                   node_names: dict[int, str]) -> dict[str, Any]:
+    """The ``kaudit whatif --json`` shape of a stored attempt (plus replay fields)."""
+    arrays = unpack_arrays(blob) if blob else {}
+    nodes: dict[str, Any] = {}
+    plugins = document.get("filterPlugins") or []
+    tables = document.get("reasonTables") or []
+    codes = arrays.get("filterCodes")
+    reasons = arrays.get("filterReasons")
+    labels = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
+              "Skip", "Pending"]
+    for position, slot in enumerate(arrays.get("evaluated", np.zeros(0, np.int32)).tolist()):
+        filters: dict[str, Any] = {}
+        feasible = True
+        for p, plugin in enumerate(plugins):
+            assert codes is not None and reasons is not None
+            code = int(codes[p, position])
+            if code < 0:
+                continue
+            filters[plugin] = {"code": labels[code],
+                               "reasons": list(tables[p][int(reasons[p, position])])}
+            feasible = feasible and code == 0
+        nodes[node_names.get(slot, str(slot))] = {"filter": filters, "feasible": feasible}
+    scored = arrays.get("scored")
+    if scored is not None:
+        weights = document.get("weights") or {}
+        for i, slot in enumerate(scored.tolist()):
+            entry = nodes.setdefault(node_names.get(slot, str(slot)),
+                                     {"filter": {}, "feasible": True})
+            total = 0
+            score: dict[str, Any] = {}
+            for plugin in document.get("scorePlugins") or []:
+                normalized = int(arrays[f"norm:{plugin}"][i])
+                raw_array = arrays.get(f"raw:{plugin}")
+                raw = int(raw_array[i]) if raw_array is not None else normalized
+                weighted = normalized * int(weights[plugin])
+                score[plugin] = {"raw": raw, "normalized": normalized,
+                                 "weight": int(weights[plugin]), "weighted": weighted}
+                total += weighted
+            entry["score"] = score
+            entry["total"] = total
+    tied = [node_names.get(s, str(s)) for s in arrays.get("tied", np.zeros(0, np.int32)).tolist()]
+    shaped: dict[str, Any] = {
+        "profile": document.get("profile"),
+        "preFilter": document.get("preFilter") or {},
+        "preScore": document.get("preScore") or {},
+        "nodes": nodes,
+        "selectedNode": document.get("selectedNode"),
+        "tiedNodes": tied,
+        "message": None if document.get("selectedNode") else document.get("message"),
+        "cycle": document.get("cycle"),
+        "evaluatedNodes": document.get("evaluatedNodes"),
+        "feasibleNodes": document.get("feasibleNodes"),
+    }
+    if "preemption" in document:
+        shaped["preemption"] = {"nominatedNode": document["preemption"]["nominatedNode"],
+                                "victims": document["preemption"]["victims"]}
+    return shaped

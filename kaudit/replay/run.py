@@ -1,0 +1,86 @@
+"""Replay a stored trace into a new run of the event log (``kaudit replay``).
+
+The run row is written first (status ``running``); events are written in batches as the
+replay goes; at the end the run is marked ``complete`` with its summary, or ``failed`` with the
+error, so a run that broke midway never looks complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, insert, select, update
+
+from kaudit import __version__
+from kaudit.config import SchedulerConfiguration
+from kaudit.errors import InputError
+from kaudit.framework.plugin import Plugin
+from kaudit.queries.traces import TraceSummary, iter_events
+from kaudit.replay.engine import Replay, ReplayOptions, ReplaySummary, recorded_lifetimes
+from kaudit.replay.sink import EventSink, SqlSink
+from kaudit.scheduler.build import build_scheduler
+from kaudit.store.models import Run
+
+RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
+
+
+def _unique_run_name(engine: Engine, wanted: str | None, trace: TraceSummary) -> str:
+    with engine.connect() as connection:
+        taken = set(connection.scalars(select(Run.name)))
+    if wanted is not None:
+        if wanted in taken or wanted == "recorded":
+            raise InputError(f"a run named {wanted!r} already exists; choose another --name")
+        return wanted
+    counter = 1
+    while f"{trace.name}-{counter}" in taken:
+        counter += 1
+    return f"{trace.name}-{counter}"
+
+
+def options_for(config: SchedulerConfiguration, **overrides: Any) -> ReplayOptions:
+    return ReplayOptions(
+        initial_backoff_us=config.pod_initial_backoff_seconds * 1_000_000,
+        max_backoff_us=config.pod_max_backoff_seconds * 1_000_000,
+        max_in_unschedulable_us=config.pod_max_in_unschedulable_pods_duration_seconds
+        * 1_000_000,
+        **overrides)
+
+
+def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfiguration,
+                 registry: dict[str, type[Plugin]], *, name: str | None = None,
+                 seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
+                 bind_latency_us: int = 0, sink: EventSink | None = None,
+                 progress: Callable[[int], None] | None = None) -> tuple[int, ReplaySummary]:
+    """Replay ``trace``; returns the run id and its summary."""
+    run_name = _unique_run_name(engine, name, trace)
+    options = options_for(config, seed=seed, lifetime=lifetime,
+                          recreate_preempted=recreate_preempted,
+                          bind_latency_us=bind_latency_us)
+    with engine.begin() as connection:
+        run_id = connection.execute(insert(Run).values(
+            name=run_name, trace_id=trace.id, status=RUNNING, seed=seed, lifetime=lifetime,
+            config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
+            options=orjson.dumps(asdict(options)).decode(), created_at=datetime.now(UTC),
+            kaudit_version=__version__,
+        ).returning(Run.id)).scalar_one()
+    try:
+        scheduler = build_scheduler(config, registry, seed=seed)
+        lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))
+                     if lifetime == "relative" else None)
+        replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes)
+        summary = replay.run(iter_events(engine, trace.id), progress)
+    except BaseException as exc:
+        with engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(
+                status=FAILED, error=f"{type(exc).__name__}: {exc}",
+                finished_at=datetime.now(UTC)))
+        raise
+    with engine.begin() as connection:
+        connection.execute(update(Run).where(Run.id == run_id).values(
+            status=COMPLETE, finished_at=datetime.now(UTC),
+            summary=orjson.dumps(summary.as_json()).decode()))
+    return run_id, summary

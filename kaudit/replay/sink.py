@@ -1,0 +1,106 @@
+"""Where a replay writes down what happened: the event log.
+
+The engine reports facts to an :class:`EventSink`; the sink turns them into ordered records
+``(seq, ts_us, kind, pod, node, data, blob)``. :class:`MemorySink` keeps them in a list (tests),
+:class:`SqlSink` writes them to ``run_events`` in batches, each batch in its own transaction, so
+the dashboard can read a run while it is being replayed.
+
+Record kinds and their ``data``:
+
+* ``node`` — a node got a slot: ``{"slot"}`` (slots are how attempts refer to nodes);
+* ``watch`` — a trace event applied: ``{"traceSeq", "type", "resource"}``;
+* ``queue`` — a queue transition: ``{"from", "to", "event"}``;
+* ``attempt`` — a scheduling attempt (see :mod:`kaudit.replay.packing`, JSON + blob);
+* ``bind`` — the pod bound to ``node``; ``recorded`` — the trace's own placement;
+* ``nominate`` — preemption nominated ``node`` for the pod;
+* ``preempt`` — the pod was evicted by ``{"preemptor"}``;
+* ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
+* ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine
+
+Record = tuple[int, int, str, str | None, str | None, str, bytes | None]
+
+_COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
+
+
+class EventSink:
+    """Numbers records in order and hands them to :meth:`emit`."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.bytes_by_kind: dict[str, int] = {}
+        self.count_by_kind: dict[str, int] = {}
+
+    def record(self, ts_us: int, kind: str, pod: str | None = None, node: str | None = None,
+               data: dict[str, Any] | None = None, blob: bytes | None = None) -> None:
+        text = orjson.dumps(data or {}, option=orjson.OPT_SORT_KEYS).decode()
+        record: Record = (self.seq, ts_us, kind, pod, node, text, blob or None)
+        self.seq += 1
+        size = len(text) + (len(blob) if blob else 0) + len(pod or "") + len(node or "") + 24
+        self.bytes_by_kind[kind] = self.bytes_by_kind.get(kind, 0) + size
+        self.count_by_kind[kind] = self.count_by_kind.get(kind, 0) + 1
+        self.emit(record)
+
+    def emit(self, record: Record) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Write whatever is buffered."""
+
+
+class MemorySink(EventSink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[Record] = []
+
+    def emit(self, record: Record) -> None:
+        self.records.append(record)
+
+
+class NullSink(EventSink):
+    """Logging off (for measuring the cost of the event log)."""
+
+    def emit(self, record: Record) -> None:
+        return None
+
+
+class SqlSink(EventSink):
+    def __init__(self, engine: Engine, run_id: int, batch_size: int = 5000) -> None:
+        super().__init__()
+        self.engine = engine
+        self.run_id = run_id
+        self.batch_size = batch_size
+        self.buffer: list[tuple[Any, ...]] = []
+
+    def emit(self, record: Record) -> None:
+        self.buffer.append((self.run_id, *record))
+        if len(self.buffer) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        with self.engine.begin() as connection:
+            style = connection.dialect.paramstyle
+            marks = ", ".join("?" if style == "qmark" else "%s" for _ in _COLUMNS)
+            connection.exec_driver_sql(
+                f"INSERT INTO run_events ({', '.join(_COLUMNS)}) VALUES ({marks})", self.buffer)
+        self.buffer = []
+
+
+def digest(records: Iterator[Record]) -> str:
+    """sha256 over the records, identical whichever database they were read back from."""
+    hasher = hashlib.sha256()
+    for seq, ts_us, kind, pod, node, data, blob in records:
+        hasher.update(orjson.dumps([seq, ts_us, kind, pod, node, data]))
+        hasher.update(bytes(blob) if blob else b"-")
+    return hasher.hexdigest()
