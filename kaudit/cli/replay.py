@@ -45,12 +45,18 @@ from kaudit.store.schema import open_database
 @click.option("--recreate-preempted/--no-recreate-preempted", default=True, show_default=True,
               help="A preempted pod owned by a ReplicaSet, Job or StatefulSet comes back as "
                    "a new pending pod, as its controller would create one.")
+@click.option("--bind-latency", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="Virtual time a binding takes; the pod's resources are held (assumed) "
+                   "meanwhile.")
 @db_option
 @json_option
 def replay(trace: str, config_path: Path | None, feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
-           recreate_preempted: bool, db: str | None, as_json: bool) -> None:
+           recreate_preempted: bool, bind_latency: float, db: str | None,
+           as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision."""
+    if bind_latency < 0:
+        raise InputError("--bind-latency must not be negative")
     config, registry = load(config_path, feature_gates, plugins)
     engine = open_database(db)
     try:
@@ -62,6 +68,7 @@ def replay(trace: str, config_path: Path | None, feature_gates: str | None,
             run_id, summary = replay_trace(
                 engine, summary_trace, config, registry, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,
+                bind_latency_us=round(bind_latency * 1_000_000),
                 progress=progress.update if progress is not None else None)
         run = get_run(engine, str(run_id))
     finally:

@@ -47,7 +47,8 @@ from kaudit.scheduler.cluster import ClusterState
 
 NOT_RUN = -1
 
-#: Nominated pods by node name: pods that preemption placed there but are not bound yet.
+#: Nominated pods by node name: pods that preemption placed there but are not bound yet. A
+#: nominator may also have ``nodes()``, the names of nodes with nominations, to skip the rest.
 Nominator = Callable[[str], list[PodInfo]]
 
 
@@ -318,7 +319,14 @@ class Framework:
         run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
         if nominator is None:
             return run
-        for position, slot in enumerate(slots.tolist()):
+        nominated_nodes = getattr(nominator, "nodes", None)
+        if nominated_nodes is not None:  # only nodes that have nominated pods need pass 1
+            wanted = [cluster.slot_of[n] for n in nominated_nodes() if n in cluster.slot_of]
+            positions = np.flatnonzero(np.isin(slots, wanted)).tolist() if wanted else []
+        else:
+            positions = list(range(len(slots)))
+        for position in positions:
+            slot = int(slots[position])
             node_name = cluster.node(slot).name
             nominated = [p for p in nominator(node_name)
                          if p.uid != pod.uid and p.priority >= pod.priority]

@@ -84,6 +84,19 @@ class ReplaySummary:
         }
 
 
+@dataclass(frozen=True)
+class _Nominator:
+    """Nominated pods by node, for the nominated-pods filter pass."""
+
+    by_node: dict[str, dict[str, PodInfo]]
+
+    def __call__(self, node: str) -> list[PodInfo]:
+        return list(self.by_node.get(node, {}).values())
+
+    def nodes(self) -> list[str]:
+        return [node for node, pods in self.by_node.items() if pods]
+
+
 class Replay:
     def __init__(self, scheduler: Scheduler, sink: EventSink, options: ReplayOptions,
                  lifetimes: dict[str, tuple[int | None, int | None]] | None = None) -> None:
@@ -133,8 +146,9 @@ class Replay:
             self.sink.record(self.loop.now_us, "node", None, name, {"slot": self.known_slots})
             self.known_slots += 1
 
-    def nominated_for(self, node: str) -> list[PodInfo]:
-        return list(self.nominated.get(node, {}).values())
+    @property
+    def nominated_for(self) -> _Nominator:
+        return _Nominator(self.nominated)
 
     # ------------------------------------------------------------------ the run
 
@@ -212,12 +226,15 @@ class Replay:
         now = self.loop.now_us
         pod = pod_info(self.cluster, obj)
         uid = pod.uid
+        relative = self.options.lifetime == "relative" and uid in self.kaudit_pods
         if deleted:
-            self._delete_pod(uid, pod, "trace")
+            if not (relative and uid in self.cluster.pods):
+                self._delete_pod(uid, pod, "trace")
             return
         phase = (obj.get("status") or {}).get("phase")
         if phase in TERMINAL_PHASES:
-            self._delete_pod(uid, pod, "completed")
+            if not (relative and uid in self.cluster.pods):
+                self._delete_pod(uid, pod, "completed")
             return
         if uid in self.kaudit_pods:
             if pod.node_name and self.recorded.get(uid) != pod.node_name:
@@ -322,18 +339,31 @@ class Replay:
                                    error=True)
                 self._arm_timers(queued)
                 return
-        framework.run_post_bind(state, placed, node)
         self._clear_nomination(pod.uid)
         self.queue.done(now, queued)
         self.summary.pods_scheduled += 1
-        self.sink.record(now, "bind", pod.key, node, {"by": "kaudit"})
+        if self.options.bind_latency_us > 0:
+            # Assumed now (its resources are taken); bound when the API call would complete.
+            self.loop.at(now + self.options.bind_latency_us, Priority.BIND,
+                         lambda: self._finish_binding(framework, state, placed))
+        else:
+            self._finish_binding(framework, state, placed)
+
+    def _finish_binding(self, framework: Any, state: Any, placed: PodInfo) -> None:
+        now = self.loop.now_us
+        node = placed.node_name
+        if placed.uid not in self.cluster.pods:
+            return  # deleted while binding
+        framework.run_post_bind(state, placed, node)
+        self.sink.record(now, "bind", placed.key, node, {"by": "kaudit"})
         self._cluster_event("Pod", "Add")
         if self.options.lifetime == "relative":
-            recorded_bind, recorded_delete = self.lifetimes.get(pod.uid, (None, None))
+            recorded_bind, recorded_delete = self.lifetimes.get(placed.uid, (None, None))
             if recorded_bind is not None and recorded_delete is not None:
                 runtime = max(recorded_delete - recorded_bind, 0)
                 self.loop.at(now + runtime, Priority.COMPLETION,
-                             lambda uid=pod.uid, p=placed: self._delete_pod(uid, p, "lifetime"))
+                             lambda uid=placed.uid, p=placed: self._delete_pod(uid, p,
+                                                                               "lifetime"))
 
     def _nominate(self, queued: QueuedPod, node: str, details: Any) -> None:
         now = self.loop.now_us

@@ -34,7 +34,7 @@ def pack_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     header = json.dumps([[name, array.dtype.str, list(array.shape)]
                          for name, array in arrays.items()], separators=(",", ":")).encode()
     body = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
-    return zlib.compress(struct.pack("<I", len(header)) + header + body, 6)
+    return zlib.compress(struct.pack("<I", len(header)) + header + body, 1)
 
 
 def unpack_arrays(blob: bytes) -> dict[str, np.ndarray]:
@@ -99,10 +99,9 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
             raw = scores.raw[name]
             if not np.array_equal(raw, normalized):
                 arrays[f"raw:{name}"] = _smallest_int(raw)
-        tied = np.asarray([cluster.slot_of[n] for n in attempt.tied], dtype=np.int32)
-        arrays["tied"] = tied
-    elif attempt.tied:
-        arrays["tied"] = np.asarray([cluster.slot_of[n] for n in attempt.tied], dtype=np.int32)
+        arrays["tied"] = attempt.tied_slots.astype(np.int32)
+    elif len(attempt.tied_slots):
+        arrays["tied"] = attempt.tied_slots.astype(np.int32)
     details = attempt.post_filter_result.details if attempt.post_filter_result else None
     if attempt.post_filter is not None:
         document["postFilter"] = attempt.post_filter.as_json()

@@ -61,6 +61,8 @@ class SchedulingQueue:
         self.max_in_unschedulable_us = max_in_unschedulable_us
         self.transition = transition
         self.pods: dict[str, QueuedPod] = {}
+        #: The pods in unschedulablePods, so cluster events touch only them.
+        self.unschedulable: dict[str, QueuedPod] = {}
         self._active: list[tuple[tuple[int, int], int, str, int]] = []
         self._backoff: list[tuple[int, int, str, int]] = []
         self._seq = itertools.count()
@@ -71,6 +73,10 @@ class SchedulingQueue:
 
     def _move(self, now: int, queued: QueuedPod, where: str, event: str) -> None:
         previous = queued.where
+        if previous == UNSCHEDULABLE:
+            self.unschedulable.pop(queued.pod.uid, None)
+        if where == UNSCHEDULABLE:
+            self.unschedulable[queued.pod.uid] = queued
         queued.where = where
         queued.version += 1
         if where == ACTIVE:
@@ -123,6 +129,7 @@ class SchedulingQueue:
 
     def delete(self, now: int, uid: str, event: str = "PodDelete") -> QueuedPod | None:
         queued = self.pods.pop(uid, None)
+        self.unschedulable.pop(uid, None)
         if queued is not None and queued.where != NONE:
             previous = queued.where
             queued.where = NONE
@@ -187,8 +194,8 @@ class SchedulingQueue:
                        interested: Callable[[QueuedPod], bool]) -> None:
         """``MoveAllToActiveOrBackoffQueue`` for a cluster event."""
         self.move_request_cycle = self.scheduling_cycle
-        for queued in list(self.pods.values()):
-            if queued.where == UNSCHEDULABLE and interested(queued):
+        for queued in list(self.unschedulable.values()):
+            if interested(queued):
                 self._activate_or_backoff(now, queued, event)
 
     def flush_backoff(self, now: int) -> None:
@@ -200,9 +207,8 @@ class SchedulingQueue:
             self._move(now, queued, ACTIVE, "BackoffComplete")
 
     def flush_unschedulable(self, now: int) -> None:
-        for queued in list(self.pods.values()):
-            if queued.where == UNSCHEDULABLE and \
-                    now - queued.timestamp > self.max_in_unschedulable_us:
+        for queued in list(self.unschedulable.values()):
+            if now - queued.timestamp > self.max_in_unschedulable_us:
                 self._activate_or_backoff(now, queued, "UnschedulableTimeout")
 
     def next_backoff_expiry(self) -> int | None:

@@ -68,13 +68,19 @@ class Attempt:
     nominated_node_used: bool = False
     scores: ScoreRun | None = None
     selected: str | None = None
-    tied: list[str] = field(default_factory=list)
+    #: The top-scoring nodes' slots (the tie set), and a function naming a slot.
+    tied_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    node_name: Any = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     message: str | None = None
     post_filter: Status | None = None
     post_filter_result: PostFilterResult | None = None
     error: str | None = None
     state: CycleState | None = None
+
+    @property
+    def tied(self) -> list[str]:
+        return [self.node_name(int(s)) for s in self.tied_slots] if self.node_name else []
 
     @property
     def feasible(self) -> int:
@@ -116,6 +122,7 @@ class Scheduler:
             raise ValueError(f"no profile for schedulerName {pod.scheduler_name!r}")
         order = cluster.order_array
         result = Attempt(pod, framework.scheduler_name, len(order))
+        result.node_name = lambda slot: cluster.node(slot).name
         state = CycleState()
         state.write(DECISION_SEED_KEY, f"{self.seed}/{pod.uid}/{attempt}")
         result.state = state
@@ -249,10 +256,9 @@ class Scheduler:
                 state: CycleState, result: Attempt, attempt: int, exhaustive: bool) -> None:
         assert result.filters is not None
         feasible = result.filters.slots[result.filters.feasible]
-        names = cluster.names(feasible.tolist())
         if len(feasible) == 1 and not exhaustive:
-            result.selected = names[0]
-            result.tied = [names[0]]
+            result.selected = cluster.node(int(feasible[0])).name
+            result.tied_slots = feasible
             return
         if not framework.has_scoring:
             total = np.ones(len(feasible), dtype=np.int64)
@@ -261,11 +267,10 @@ class Scheduler:
             pre_score = framework.run_pre_score(state, pod, cluster, feasible)
             result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
         total = result.scores.total
-        top = int(total.max())
-        tied_positions = np.flatnonzero(total == top).tolist()
-        result.tied = [names[i] for i in tied_positions]
+        result.tied_slots = feasible[total == total.max()]
         rng = random.Random(state.read(DECISION_SEED_KEY))
-        result.selected = result.tied[rng.randrange(len(result.tied))]
+        chosen = int(result.tied_slots[rng.randrange(len(result.tied_slots))])
+        result.selected = cluster.node(chosen).name
 
 
 def attempt_json(attempt: Attempt, cluster: ClusterState, framework: Framework

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import Result
 from sqlalchemy import Engine, select
@@ -105,3 +106,66 @@ def test_failed_replays_are_marked_failed(sample: Engine, monkeypatch) -> None: 
         replay_trace(sample, trace, config, registry, name="broken")
     run = get_run(sample, "broken")
     assert run.status == "failed" and "disk full" in (run.error or "")
+
+
+def _run_in_memory(engine: Engine, **options) -> tuple[MemorySink, Replay]:  # type: ignore[no-untyped-def]
+    config, registry = load()
+    sink = MemorySink()
+    trace = get_trace(engine, "sample")
+    lifetimes = None
+    if options.get("lifetime") == "relative":
+        from kaudit.replay.engine import recorded_lifetimes
+        lifetimes = recorded_lifetimes(iter_events(engine, trace.id))
+    replay = Replay(build_scheduler(config, registry), sink, options_for(config, **options),
+                    lifetimes)
+    replay.run(iter_events(engine, trace.id))
+    return sink, replay
+
+
+def test_bind_latency_holds_resources_until_bound(sample: Engine) -> None:
+    sink, _ = _run_in_memory(sample, bind_latency_us=500_000)
+    attempts = {r[3]: r[1] for r in sink.records if r[2] == "attempt" and r[4]}
+    binds = {r[3]: r[1] for r in sink.records if r[2] == "bind" and '"kaudit"' in r[5]}
+    assert binds and all(binds[pod] - attempts[pod] == 500_000 for pod in binds)
+
+
+def test_relative_lifetimes_keep_recorded_run_times(sample: Engine) -> None:
+    sink, _ = _run_in_memory(sample, lifetime="relative")
+    reasons = [orjson_loads(r[5]).get("reason") for r in sink.records if r[2] == "delete"]
+    assert "lifetime" in reasons
+    recorded = [orjson_loads(r[5]).get("reason") for r in
+                _run_in_memory(sample)[0].records if r[2] == "delete"]
+    assert "lifetime" not in recorded
+
+
+def orjson_loads(text: str) -> dict:
+    return orjson.loads(text)
+
+
+def test_replayed_attempt_matches_whatif_on_the_same_state(sample: Engine) -> None:
+    """The first attempt of the preemptor, and whatif on the cluster kaudit had then."""
+    from kaudit.scheduler.objects import cluster_from_objects, pod_info
+
+    config, registry = load()
+    trace = get_trace(sample, "sample")
+    captured: dict = {}
+
+    class Capturing(Replay):
+        def _schedule(self, queued):  # type: ignore[no-untyped-def]
+            if queued.pod.name == "payments-0" and "objects" not in captured:
+                nodes = [self.cluster.node(s).obj for s in self.cluster.order]
+                pods = [{**p.obj, "spec": {**p.obj["spec"], "nodeName": p.node_name}}
+                        for p in self.cluster.pods.values()]
+                others = [o for kind, objs in self.cluster.objects.items() for o in objs.values()]
+                captured["objects"] = [*others, *nodes, *pods]
+                captured["pod"] = queued.pod.obj
+            super()._schedule(queued)
+
+    sink = MemorySink()
+    Capturing(build_scheduler(config, registry), sink, options_for(config)).run(
+        iter_events(sample, trace.id))
+    replayed = next(r for r in sink.records if r[2] == "attempt" and r[3] == "web/payments-0")
+    cluster, _ = cluster_from_objects(captured["objects"])
+    whatif = build_scheduler(config, registry).schedule(
+        cluster, pod_info(cluster, captured["pod"]), exhaustive=True)
+    assert orjson_loads(replayed[5])["message"] == whatif.message

@@ -1,0 +1,167 @@
+"""Benchmark ``kaudit replay`` on traces shaped like upstream's scheduler_perf workloads.
+
+    python -m benchmarks.replay                          # SchedulingBasic on SQLite
+    python -m benchmarks.replay --workload SchedulingPodAntiAffinity --nodes 500 --pods 1000
+    python -m benchmarks.replay --postgres postgresql://postgres@127.0.0.1/test
+
+Workloads (``test/integration/scheduler_perf/config/performance-config.yaml`` upstream):
+SchedulingBasic (5,000 nodes, 1,000 initial and 10,000 measured pods, 100m CPU / 500Mi),
+SchedulingPodAntiAffinity (pods with required anti-affinity on hostname, per group),
+SchedulingNodeAffinity (nodes labelled by zone, pods with required node affinity),
+TopologySpreading (zone-labelled nodes, pods spread by zone with DoNotSchedule) and
+PreemptionBasic (low-priority pods fill the cluster, high-priority pods preempt them).
+
+Each run ingests the generated trace and replays it twice: with the full event log, and with
+logging off; it reports pods/s, the audit overhead (full ÷ off), bytes of database per attempt
+and the peak memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import func, select
+
+from benchmarks.ingest import fresh_postgres_database
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.traces import get_trace
+from kaudit.replay.run import replay_trace
+from kaudit.replay.sink import NullSink
+from kaudit.scheduler.build import load
+from kaudit.store.models import RunEvent
+from kaudit.store.schema import open_database
+from kaudit.tracegen.builders import make_node, make_pod
+
+WORKLOADS = ("SchedulingBasic", "SchedulingPodAntiAffinity", "SchedulingNodeAffinity",
+             "TopologySpreading", "PreemptionBasic")
+DEFAULTS = {"SchedulingBasic": (5000, 1000, 10000),
+            "SchedulingPodAntiAffinity": (5000, 1000, 1000),
+            "SchedulingNodeAffinity": (5000, 1000, 5000),
+            "TopologySpreading": (5000, 1000, 5000),
+            "PreemptionBasic": (500, 2000, 500)}
+ZONES = ("zone1", "zone2", "zone3")
+
+
+def _node(i: int, workload: str) -> dict[str, Any]:
+    builder = make_node(f"node-{i:05d}").capacity(cpu="4", memory="32Gi", pods="110")
+    if workload in ("SchedulingNodeAffinity", "TopologySpreading"):
+        builder.zone(ZONES[i % 3])
+    return builder.obj()
+
+
+def _pod(i: int, workload: str, measured: bool) -> dict[str, Any]:
+    namespace = "measured" if measured else "init"
+    builder = make_pod(f"pod-{namespace}-{i:06d}", namespace).req(cpu="100m", memory="500Mi")
+    if workload == "SchedulingPodAntiAffinity":
+        group = f"g{i // 1}"  # every pod in its own group, as upstream's template does
+        builder.label("color", group).pod_affinity("podAntiAffinity", "kubernetes.io/hostname",
+                                                   {"color": group})
+    elif workload == "SchedulingNodeAffinity":
+        builder.required_node_affinity("topology.kubernetes.io/zone", "In", ["zone1", "zone2"])
+    elif workload == "TopologySpreading":
+        builder.label("app", "spread").spread("topology.kubernetes.io/zone", 1, "DoNotSchedule",
+                                              {"app": "spread"})
+    elif workload == "PreemptionBasic":
+        if measured:
+            builder.priority(10).req(cpu="900m", memory="500Mi")
+        else:
+            builder.priority(1).req(cpu="900m", memory="500Mi")
+    return builder.obj()
+
+
+def events(workload: str, nodes: int, initial: int, measured: int) -> Iterator[bytes]:
+    for i in range(nodes):
+        yield orjson.dumps({"ts": 0, "type": "ADDED", "object": _node(i, workload)})
+    for i in range(initial):
+        yield orjson.dumps({"ts": 1, "type": "ADDED", "object": _pod(i, workload, False)})
+    for i in range(measured):
+        yield orjson.dumps({"ts": 2, "type": "ADDED", "object": _pod(i, workload, True)})
+
+
+def run(workload: str, nodes: int, initial: int, measured: int, db: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="kaudit-bench-") as tmp:
+        path = Path(tmp) / f"{workload}.jsonl"
+        with path.open("wb") as handle:
+            for line in events(workload, nodes, initial, measured):
+                handle.write(line + b"\n")
+        engine = open_database(db)
+        result = ingest_trace(engine, [TraceInput(path)], name=f"{workload}-{time.time_ns()}")
+    trace = get_trace(engine, result.trace_id)
+    config, registry = load()
+    def timed(**kwargs: Any) -> tuple[float, Any, Any]:
+        began = time.perf_counter()
+        run_id, summary = replay_trace(engine, trace, config, registry, **kwargs)
+        return time.perf_counter() - began, run_id, summary
+
+    # Logging off before and after the full log, so warm-up does not bias the ratio.
+    first_off, _, off = timed(sink=NullSink())
+    full_seconds, run_id, full = timed()
+    second_off, _, _ = timed(sink=NullSink())
+    off_seconds = min(first_off, second_off)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            select(func.count(), func.sum(func.length(RunEvent.data)),
+                   func.sum(func.coalesce(func.length(RunEvent.blob), 0)))
+            .where(RunEvent.run_id == run_id, RunEvent.kind == "attempt")).one()
+    engine.dispose()
+    attempts, json_bytes, blob_bytes = stored
+    pods = full.pods_scheduled
+    return {
+        "workload": workload, "nodes": nodes, "initialPods": initial, "measuredPods": measured,
+        "database": db.split(":", 1)[0],
+        "podsScheduled": pods, "attempts": full.attempts,
+        "podsPerSecondFullLog": round(pods / full_seconds, 1),
+        "podsPerSecondLogOff": round(off.pods_scheduled / off_seconds, 1),
+        "auditOverhead": round(full_seconds / off_seconds, 2),
+        "bytesPerAttempt": round(((json_bytes or 0) + (blob_bytes or 0)) / max(attempts, 1)),
+        "peakRSSMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=WORKLOADS, action="append")
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--initial", type=int)
+    parser.add_argument("--pods", type=int, help="measured pods")
+    parser.add_argument("--postgres", metavar="SERVER_URL",
+                        help="benchmark PostgreSQL (a database is created for the run)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results = []
+    for workload in args.workload or ["SchedulingBasic"]:
+        nodes, initial, measured = DEFAULTS[workload]
+        nodes, initial = args.nodes or nodes, args.initial if args.initial is not None else initial
+        measured = args.pods or measured
+        print(f"{workload}: {nodes} nodes, {initial} + {measured} pods ...", file=sys.stderr)
+        if args.postgres:
+            with fresh_postgres_database(args.postgres) as url:
+                results.append(run(workload, nodes, initial, measured, url))
+        else:
+            with tempfile.TemporaryDirectory(prefix="kaudit-bench-db-") as tmp:
+                results.append(run(workload, nodes, initial, measured,
+                                   f"sqlite:///{os.path.join(tmp, 'bench.db')}"))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for r in results:
+            print(f"{r['workload']} ({r['database']}, {r['nodes']} nodes): "
+                  f"{r['podsPerSecondFullLog']:.0f} pods/s with the full event log, "
+                  f"{r['podsPerSecondLogOff']:.0f} with logging off (overhead "
+                  f"{r['auditOverhead']}x), {r['bytesPerAttempt']} bytes/attempt, "
+                  f"peak {r['peakRSSMiB']} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
