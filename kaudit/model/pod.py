@@ -163,8 +163,10 @@ class PodInfo:
                     or self.preferred_anti_affinity or self.required_anti_affinity)
 
 
-def _spread(pod_labels: Mapping[str, str], raw: Mapping[str, Any], where: str,
-            match_label_keys: bool) -> SpreadConstraint:
+def parse_spread_constraint(pod_labels: Mapping[str, str], raw: Mapping[str, Any], where: str,
+                            match_label_keys: bool) -> SpreadConstraint:
+    """One ``topologySpreadConstraints`` entry: ``labelSelector`` ANDed with ``key In [value]``
+    for each ``matchLabelKeys`` key the pod has (when enabled); raises SelectorError."""
     selector = LabelSelector.parse(raw.get("labelSelector"), f"{where}.labelSelector")
     if match_label_keys:
         for key in raw.get("matchLabelKeys") or []:
@@ -274,8 +276,8 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         preferred_affinity=preferred_affinity,
         preferred_anti_affinity=preferred_anti,
         spread_constraints=tuple(c for c in (
-            parsed(lambda c=c, i=i: _spread(labels, c, f"spec.topologySpreadConstraints[{i}]",
-                                            match_label_keys_in_spread))
+            parsed(lambda c=c, i=i: parse_spread_constraint(
+                labels, c, f"spec.topologySpreadConstraints[{i}]", match_label_keys_in_spread))
             for i, c in enumerate(spec.get("topologySpreadConstraints") or [])) if c is not None),
         host_ports=_host_ports(spec),
         images=tuple(c.get("image") or "" for c in

@@ -57,7 +57,7 @@ from kaudit.framework.plugin import (
     ScorePlugin,
 )
 from kaudit.framework.status import Code, Status
-from kaudit.model.pod import PodInfo, SpreadConstraint
+from kaudit.model.pod import PodInfo, SpreadConstraint, parse_spread_constraint
 from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
 from kaudit.plugins import names
 from kaudit.plugins.taint_toleration import untolerated_taint
@@ -129,14 +129,7 @@ def parse_pod_constraint(raw: Mapping[str, Any], pod_labels: Mapping[str, str], 
     """One of the pod's constraints: its ``labelSelector``, ANDed with ``key In [value]`` for
     each ``matchLabelKeys`` key the pod has when ``match_label_keys``; raises
     :class:`SelectorError` for a malformed selector."""
-    selector = LabelSelector.parse(raw.get("labelSelector"), f"{where}.labelSelector")
-    if match_label_keys:
-        for key in raw.get("matchLabelKeys") or []:
-            if key in pod_labels:
-                selector = selector.with_requirement(
-                    Requirement(key, "In", frozenset([pod_labels[key]])))
-    return replace(parse_constraint(raw), selector=selector,
-                   when_unsatisfiable=raw.get("whenUnsatisfiable") or DO_NOT_SCHEDULE)
+    return parse_spread_constraint(pod_labels, raw, where, match_label_keys)
 
 
 def _controller(pod: PodInfo) -> tuple[str, str, str, str] | None:

@@ -133,16 +133,8 @@ class Scheduler:
         try:
             self._find_feasible(framework, cluster, pod, state, result, nominator, exhaustive,
                                 candidates)
-            if result.filters is not None and result.feasible == 0 and result.error is None:
-                result.message = None
-                if run_post_filter and framework.plugins("PostFilter"):
-                    outcome, status = framework.run_post_filter(state, pod, cluster,
-                                                                result.diagnosis)
-                    result.post_filter, result.post_filter_result = status, outcome
-                    result.diagnosis.post_filter_message = status.message
-                result.message = fit_error_message(result.num_all_nodes, result.diagnosis)
-                return result
-            if result.filters is None:  # rejected at PreFilter
+            # Rejected at PreFilter (no filters ran), or no node passed the filters: a FitError.
+            if result.filters is None or result.feasible == 0:
                 if run_post_filter and framework.plugins("PostFilter"):
                     outcome, status = framework.run_post_filter(state, pod, cluster,
                                                                 result.diagnosis)
