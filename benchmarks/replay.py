@@ -45,8 +45,8 @@ from kaudit.tracegen.builders import make_node, make_pod
 WORKLOADS = ("SchedulingBasic", "SchedulingPodAntiAffinity", "SchedulingNodeAffinity",
              "TopologySpreading", "PreemptionBasic")
 DEFAULTS = {"SchedulingBasic": (5000, 1000, 10000),
-            "SchedulingPodAntiAffinity": (5000, 1000, 1000),
-            "SchedulingNodeAffinity": (5000, 1000, 5000),
+            "SchedulingPodAntiAffinity": (5000, 1000, 2000),
+            "SchedulingNodeAffinity": (5000, 5000, 10000),
             "TopologySpreading": (5000, 1000, 5000),
             "PreemptionBasic": (500, 2000, 500)}
 ZONES = ("zone1", "zone2", "zone3")
@@ -54,23 +54,31 @@ ZONES = ("zone1", "zone2", "zone3")
 
 def _node(i: int, workload: str) -> dict[str, Any]:
     builder = make_node(f"node-{i:05d}").capacity(cpu="4", memory="32Gi", pods="110")
-    if workload in ("SchedulingNodeAffinity", "TopologySpreading"):
+    if workload == "SchedulingNodeAffinity":
+        builder.zone("zone1")  # upstream labels every node zone1
+    elif workload == "TopologySpreading":
         builder.zone(ZONES[i % 3])
     return builder.obj()
 
 
 def _pod(i: int, workload: str, measured: bool) -> dict[str, Any]:
-    namespace = "measured" if measured else "init"
+    namespace = "sched-1" if measured else "sched-0"
     builder = make_pod(f"pod-{namespace}-{i:06d}", namespace).req(cpu="100m", memory="500Mi")
+    # The pod templates of upstream's scheduler_perf (config/pod-with-*.yaml).
     if workload == "SchedulingPodAntiAffinity":
-        group = f"g{i // 1}"  # every pod in its own group, as upstream's template does
-        builder.label("color", group).pod_affinity("podAntiAffinity", "kubernetes.io/hostname",
-                                                   {"color": group})
-    elif workload == "SchedulingNodeAffinity":
+        builder.label("color", "green")
+        obj = builder.obj()
+        obj["spec"]["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"color": "green"}},
+                "topologyKey": "kubernetes.io/hostname",
+                "namespaces": ["sched-test", "sched-setup"]}]}}
+        return obj
+    if workload == "SchedulingNodeAffinity":
         builder.required_node_affinity("topology.kubernetes.io/zone", "In", ["zone1", "zone2"])
     elif workload == "TopologySpreading":
-        builder.label("app", "spread").spread("topology.kubernetes.io/zone", 1, "DoNotSchedule",
-                                              {"app": "spread"})
+        builder.label("color", "blue").spread("topology.kubernetes.io/zone", 5, "DoNotSchedule",
+                                              {"color": "blue"})
     elif workload == "PreemptionBasic":
         if measured:
             builder.priority(10).req(cpu="900m", memory="500Mi")

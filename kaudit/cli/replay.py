@@ -156,6 +156,13 @@ def _print_story(story: dict[str, Any]) -> None:
                                  ["NODE", "TOTAL", *plugins], indent=2))
         else:
             click.echo(f"  {attempt['message']}")
+            failing = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
+                       for name, node in attempt["nodes"].items()
+                       for plugin, v in node["filter"].items() if v["code"] != "Success"]
+            if failing:
+                click.echo(table(failing[:12], ["NODE", "REJECTED BY", "REASONS"], indent=2))
+                if len(failing) > 12:
+                    click.echo(f"  ... and {len(failing) - 12} more (--json has them all)")
         if "preemption" in attempt and attempt["preemption"]["nominatedNode"]:
             click.echo(f"  preemption nominated {attempt['preemption']['nominatedNode']}, "
                        f"evicting {', '.join(attempt['preemption']['victims'])}")

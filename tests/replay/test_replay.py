@@ -169,3 +169,19 @@ def test_replayed_attempt_matches_whatif_on_the_same_state(sample: Engine) -> No
     whatif = build_scheduler(config, registry).schedule(
         cluster, pod_info(cluster, captured["pod"]), exhaustive=True)
     assert orjson_loads(replayed[5])["message"] == whatif.message
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_sqlite_and_postgresql_hold_the_same_log(sample: Engine, tmp_path: Path) -> None:
+    """The same replay written to PostgreSQL (this test's database) and to SQLite."""
+    from kaudit.store.schema import open_database
+
+    config, registry = load()
+    lite = open_database(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        ingest_trace(lite, [TraceInput(Path(get_trace(sample, "sample").sources[0]["path"]))])
+        pg_run, _ = replay_trace(sample, get_trace(sample, "sample"), config, registry, seed=9)
+        lite_run, _ = replay_trace(lite, get_trace(lite, "sample"), config, registry, seed=9)
+        assert _stored_digest(sample, pg_run) == _stored_digest(lite, lite_run)
+    finally:
+        lite.dispose()
