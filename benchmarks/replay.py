@@ -48,7 +48,7 @@ DEFAULTS = {"SchedulingBasic": (5000, 1000, 10000),
             "SchedulingPodAntiAffinity": (5000, 1000, 2000),
             "SchedulingNodeAffinity": (5000, 5000, 10000),
             "TopologySpreading": (5000, 1000, 5000),
-            "PreemptionBasic": (500, 2000, 500)}
+            "PreemptionBasic": (1000, 4000, 1000)}
 ZONES = ("zone1", "zone2", "zone3")
 
 
@@ -80,8 +80,10 @@ def _pod(i: int, workload: str, measured: bool) -> dict[str, Any]:
         builder.label("color", "blue").spread("topology.kubernetes.io/zone", 5, "DoNotSchedule",
                                               {"color": "blue"})
     elif workload == "PreemptionBasic":
+        # pod-low-priority / pod-high-priority: four low pods fill a node (3.6 of 4 CPU), a
+        # high-priority pod needs 3 CPU, so it must preempt three of them.
         if measured:
-            builder.priority(10).req(cpu="900m", memory="500Mi")
+            builder.priority(10).req(cpu="3", memory="500Mi")
         else:
             builder.priority(1).req(cpu="900m", memory="500Mi")
     return builder.obj()

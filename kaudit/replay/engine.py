@@ -9,8 +9,9 @@ the *recorded placement*, not applied. Preemption deletes the victims at once (a
 nominates the node for the preemptor, which is retried after its backoff.
 
 Same-instant order (see :mod:`kaudit.replay.clock`): trace events first, then bindings, timers
-and completions, then the scheduler drains activeQ. The replay ends with the trace's last event
-(plus ``settle_us``): pods still waiting then are reported unschedulable.
+and completions, then the scheduler drains activeQ. After the trace's last event (plus
+``settle_us``) the replay goes on only while pods wait in activeQ or backoffQ: pods left in
+unschedulablePods are reported unschedulable.
 """
 
 from __future__ import annotations
@@ -163,8 +164,8 @@ class Replay:
             next_timer = self.loop.peek_time()
             now = min(t for t in (next_trace, next_timer) if t is not None)
             if pending is None and last_trace_us is not None and \
-                    now > last_trace_us + self.options.settle_us:
-                break  # the trace is over: pods still waiting stay unscheduled
+                    now > last_trace_us + self.options.settle_us and not self._retries_pending():
+                break  # the trace is over and only unschedulable pods wait: they stay so
             if self.start_us is None:
                 self.start_us = now
                 self.summary.start_us = now
@@ -188,6 +189,13 @@ class Replay:
         self.summary.log_bytes = dict(self.sink.bytes_by_kind)
         self.summary.log_records = dict(self.sink.count_by_kind)
         return self.summary
+
+    def _retries_pending(self) -> bool:
+        """Pods in activeQ or backoffQ will be tried again soon (a preemptor waiting for its
+        backoff, say); pods in unschedulablePods would only be retried by their periodic flush,
+        forever, so they do not keep a finished trace going."""
+        counts = self.queue.counts()
+        return bool(counts["active"] or counts["backoff"])
 
     # ------------------------------------------------------------------ trace events
 

@@ -212,7 +212,10 @@ class Scheduler:
             processed = len(run.slots)
             self.next_start_node_index = (self.next_start_node_index + processed) % len(order)
         result.filters = run
-        self._record_statuses(cluster, run, diagnosis)
+        if exhaustive or not run.feasible.any():
+            # Only a failed attempt reads per-node statuses (the FitError message, preemption,
+            # the rejecting plugins); the FilterRun keeps every verdict either way.
+            self._record_statuses(cluster, run, diagnosis)
 
     def _filter_until(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
                       state: CycleState, rotation: np.ndarray, to_find: int,

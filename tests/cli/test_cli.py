@@ -20,7 +20,8 @@ def test_version_names_the_mirrored_kubernetes_release() -> None:
 
 def test_every_command_has_help_and_a_db_option() -> None:
     runner = CliRunner()
-    for command in (["ingest"], ["traces"], ["demo"], ["db", "upgrade"], ["db", "current"]):
+    for command in (["ingest"], ["traces"], ["demo"], ["db", "upgrade"], ["db", "current"],
+                    ["replay"], ["runs"], ["explain"], ["events"]):
         result = runner.invoke(cli, [*command, "--help"])
         assert result.exit_code == 0, command
         assert "--db URL" in result.output and "KAUDIT_DB" in result.output, command
@@ -59,3 +60,11 @@ def test_db_from_environment(run_kaudit: Callable[..., Result], db_url: str,
     result = run_kaudit("demo", db=False)
     assert result.exit_code == 0
     assert json.loads(run_kaudit("traces", "--json").output)[0]["name"] == "sample"
+
+
+def test_pure_computations_take_no_database() -> None:
+    """whatif and config show evaluate files; they neither need nor accept --db."""
+    runner = CliRunner()
+    for command in (["whatif"], ["config", "show"]):
+        result = runner.invoke(cli, [*command, "--help"])
+        assert result.exit_code == 0 and "--db" not in result.output
