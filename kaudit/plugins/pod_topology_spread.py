@@ -199,45 +199,26 @@ def default_selector(pod: PodInfo, cluster: ClusterState) -> LabelSelector:
 # --------------------------------------------------------------------------- pod counting
 
 class PodTable:
-    """The cluster's non-terminating pods as arrays: slot, namespace code, and, built on
-    demand, one interned column per label key, so selectors are evaluated over all pods at
-    once."""
+    """The cluster's non-terminating assigned pods as arrays (slot, namespace code, interned
+    label columns), so selectors are evaluated over all pods at once. A view over the pod
+    columns :class:`ClusterState` keeps up to date as pods come and go."""
 
-    def __init__(self, slots: np.ndarray, namespaces: np.ndarray,
-                 namespace_index: dict[str, int], labels: list[Mapping[str, str]]) -> None:
-        self.slots = slots
-        self.namespaces = namespaces
-        self.namespace_index = namespace_index
-        self.labels = labels
-        self._columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
+    def __init__(self, cluster: ClusterState) -> None:
+        rows = cluster.pod_rows
+        self.cluster = cluster
+        self.slots = cluster.pod_row_slot[:rows]
+        self.namespaces = cluster.pod_row_namespace[:rows]
+        self.namespace_index = cluster.namespace_codes
+        self.labels = cluster.pod_row_labels
 
     @classmethod
     def build(cls, cluster: ClusterState) -> PodTable:
-        slots: list[int] = []
-        namespaces: list[int] = []
-        namespace_index: dict[str, int] = {}
-        labels: list[Mapping[str, str]] = []
-        for pod in cluster.pods.values():
-            slot = cluster.slot_of.get(pod.node_name)
-            if slot is None or pod.terminating:
-                continue
-            slots.append(slot)
-            namespaces.append(namespace_index.setdefault(pod.namespace, len(namespace_index)))
-            labels.append(pod.labels)
-        return cls(np.asarray(slots, np.int64), np.asarray(namespaces, np.int32),
-                   namespace_index, labels)
+        return cls(cluster)
 
     def column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
         """Interned values of label ``key`` per pod (-1 without the label)."""
-        cached = self._columns.get(key)
-        if cached is None:
-            index: dict[str, int] = {}
-            codes = np.fromiter(
-                (-1 if (value := labels.get(key)) is None
-                 else index.setdefault(value, len(index)) for labels in self.labels),
-                np.int64, len(self.labels))
-            cached = self._columns[key] = (codes, index)
-        return cached
+        codes, index = self.cluster.pod_label_column(key)
+        return codes[:len(self.slots)], index
 
     def requirement_mask(self, requirement: Requirement, rows: np.ndarray) -> np.ndarray:
         op = requirement.operator

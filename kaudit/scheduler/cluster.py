@@ -68,6 +68,15 @@ class ClusterState:
         self.pods_by_namespace: dict[str, dict[str, PodInfo]] = {}
         self.namespace_generation: dict[str, int] = defaultdict(int)
         self._shared_namespaces: set[str] = set()
+        #: Assigned pods as rows of columns (for plugins that count pods by selector, such as
+        #: PodTopologySpread): slot, namespace code (-1 for removed or terminating pods) and
+        #: labels; label values are interned per key on demand and kept up to date.
+        self.pod_row: dict[str, int] = {}
+        self.pod_row_slot = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
+        self.pod_row_namespace = np.full(_INITIAL_CAPACITY, -1, dtype=np.int32)
+        self.pod_row_labels: list[dict[str, str]] = []
+        self.namespace_codes: dict[str, int] = {}
+        self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._zones: dict[str, list[int]] = {}
         self._order: list[int] | None = []
         self._order_array: np.ndarray | None = None
@@ -243,6 +252,7 @@ class ClusterState:
             if pod.required_anti_affinity:
                 self.anti_affinity_pods[pod.uid] = pod
         self._namespace_pods(pod.namespace)[pod.uid] = pod
+        self._add_pod_row(pod, slot)
         self._account(slot, pod, 1)
         self.ports_on[slot].extend(pod.host_ports)
         self.generation += 1
@@ -256,12 +266,53 @@ class ClusterState:
         self.affinity_pods.pop(uid, None)
         self.anti_affinity_pods.pop(uid, None)
         self._namespace_pods(pod.namespace).pop(uid, None)
+        row = self.pod_row.pop(uid, None)
+        if row is not None:
+            self.pod_row_namespace[row] = -1
         self._account(slot, pod, -1)
         ports = self.ports_on[slot]
         for port in pod.host_ports:
             ports.remove(port)
         self.generation += 1
         return pod
+
+    @property
+    def pod_rows(self) -> int:
+        """How many rows the pod columns hold (removed pods keep theirs, marked -1)."""
+        return len(self.pod_row_labels)
+
+    def _add_pod_row(self, pod: PodInfo, slot: int) -> None:
+        row = len(self.pod_row_labels)
+        if row >= len(self.pod_row_slot):
+            extra = len(self.pod_row_slot)
+            self.pod_row_slot = np.concatenate([self.pod_row_slot, np.zeros(extra, np.int64)])
+            self.pod_row_namespace = np.concatenate(
+                [self.pod_row_namespace, np.full(extra, -1, np.int32)])
+            for key, (codes, index) in list(self._label_columns.items()):
+                self._label_columns[key] = (
+                    np.concatenate([codes, np.full(extra, -1, np.int64)]), index)
+        self.pod_row[pod.uid] = row
+        self.pod_row_slot[row] = slot
+        code = -1 if pod.terminating else self.namespace_codes.setdefault(
+            pod.namespace, len(self.namespace_codes))
+        self.pod_row_namespace[row] = code
+        self.pod_row_labels.append(pod.labels)
+        for key, (codes, index) in self._label_columns.items():
+            value = pod.labels.get(key)
+            codes[row] = -1 if value is None else index.setdefault(value, len(index))
+
+    def pod_label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Interned values of pod label ``key`` per pod row (-1 without it), kept current."""
+        column = self._label_columns.get(key)
+        if column is None:
+            index: dict[str, int] = {}
+            codes = np.full(len(self.pod_row_slot), -1, dtype=np.int64)
+            for row, labels in enumerate(self.pod_row_labels):
+                value = labels.get(key)
+                if value is not None:
+                    codes[row] = index.setdefault(value, len(index))
+            column = self._label_columns[key] = (codes, index)
+        return column
 
     def _namespace_pods(self, namespace: str) -> dict[str, PodInfo]:
         """The namespace's pod map, ready to change (copied first in a fork)."""
@@ -293,6 +344,13 @@ class ClusterState:
         clone.pods_by_namespace = dict(self.pods_by_namespace)
         clone.namespace_generation = defaultdict(int, self.namespace_generation)
         clone._shared_namespaces = set(self.pods_by_namespace)
+        clone.pod_row = dict(self.pod_row)
+        clone.pod_row_slot = self.pod_row_slot.copy()
+        clone.pod_row_namespace = self.pod_row_namespace.copy()
+        clone.pod_row_labels = list(self.pod_row_labels)
+        clone.namespace_codes = dict(self.namespace_codes)
+        clone._label_columns = {key: (codes.copy(), dict(index))
+                                for key, (codes, index) in self._label_columns.items()}
         clone.pods_on = list(self.pods_on)
         clone.pods_on[slot] = dict(self.pods_on[slot])
         clone.ports_on = list(self.ports_on)
