@@ -64,7 +64,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         run_id = connection.execute(insert(Run).values(
             name=run_name, trace_id=trace.id, status=RUNNING, seed=seed, lifetime=lifetime,
             config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
-            options=orjson.dumps(asdict(options)).decode(), created_at=datetime.now(UTC),
+            options=orjson.dumps({**asdict(options),
+                                  "featureGates": dict(config.feature_gates)}).decode(),
+            created_at=datetime.now(UTC),
             kaudit_version=__version__,
         ).returning(Run.id)).scalar_one()
     try:

@@ -1,0 +1,186 @@
+"""Compare two runs of one trace (either may be ``recorded``), pod by pod, with reasons.
+
+A pod that landed on different nodes is a *tie flip* when the other run's node was among the
+top-scoring nodes of the binding attempt (a coin flip, not a change); otherwise the reason is
+read from the binding attempt of run B (or A): which plugins' weighted scores put the winner
+ahead of the other run's node, or which filter rejected that node. When both runs used the same
+configuration, every other difference follows from earlier tie-breaks (the cluster drifted
+apart) and is reported as a *tie consequence*, not as a change.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.queries.outcomes import Outcomes, PodOutcome
+from kaudit.queries.runs import node_names
+from kaudit.replay.packing import unpack_attempt
+from kaudit.store.models import RunEvent
+
+#: A pending-time difference smaller than this is not a change.
+PENDING_TOLERANCE_US = 1_000_000
+
+
+@dataclass
+class PodChange:
+    pod: str
+    change: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    reason: str = ""
+    deltas: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pod": self.pod, "change": self.change, "a": self.a, "b": self.b,
+                "reason": self.reason, "scoreDeltas": self.deltas}
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def aggregates(outcomes: Outcomes) -> dict[str, Any]:
+    pods = outcomes.pods.values()
+    pending = [p.pending_us / 1e6 for p in pods if p.pending_us is not None]
+    return {
+        "pods": len(outcomes.pods),
+        "scheduled": sum(1 for p in pods if p.node is not None),
+        "unschedulable": sum(1 for p in pods if p.node is None and not p.preempted),
+        "preempted": sum(1 for p in pods if p.preempted),
+        "attempts": sum(p.attempts for p in pods) if outcomes.run_id is not None else None,
+        "pendingSeconds": {"p50": statistics.median(pending) if pending else None,
+                           "p95": _percentile(pending, 0.95),
+                           "max": max(pending) if pending else None},
+        "nodesInUse": len({p.node for p in pods if p.node is not None}),
+    }
+
+
+def _attempt(engine: Engine, outcomes: Outcomes, outcome: PodOutcome,
+             names_cache: dict[int, dict[int, str]]) -> dict[str, Any] | None:
+    if outcomes.run_id is None or outcome.binding_attempt is None:
+        return None
+    with engine.connect() as connection:
+        row = connection.execute(select(RunEvent.data, RunEvent.blob).where(
+            RunEvent.run_id == outcomes.run_id, RunEvent.seq == outcome.binding_attempt)).one()
+    if outcomes.run_id not in names_cache:
+        names_cache[outcomes.run_id] = node_names(engine, outcomes.run_id)
+    return unpack_attempt(orjson.loads(row.data), row.blob, names_cache[outcomes.run_id])
+
+
+def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
+                 ) -> tuple[str, dict[str, int]]:
+    """Why ``attempt`` (of run ``label``) chose ``winner`` rather than ``other``."""
+    nodes = attempt["nodes"]
+    won, lost = nodes.get(winner, {}), nodes.get(other)
+    if lost is None:
+        return (f"{label} did not evaluate {other} (it examined "
+                f"{attempt['evaluatedNodes']} nodes from its rotating start)", {})
+    if not lost.get("feasible"):
+        failed = [(p, v) for p, v in lost["filter"].items() if v["code"] != "Success"]
+        plugin, verdict = failed[0]
+        return (f"{label} rejected {other}: {plugin} "
+                f"({'; '.join(verdict['reasons']) or verdict['code']})", {})
+    if "score" not in lost or "score" not in won:
+        return f"{label} had one feasible node or did not score", {}
+    deltas = {p: won["score"][p]["weighted"] - lost["score"][p]["weighted"]
+              for p in won["score"]}
+    ordered = sorted(((p, d) for p, d in deltas.items() if d), key=lambda kv: -abs(kv[1]))
+    words = ", ".join(f"{p} {d:+d}" for p, d in ordered)
+    return (f"{label} chose {winner} ({won['total']}) over {other} ({lost['total']}): "
+            f"{words or 'equal scores'}"), dict(ordered)
+
+
+def _differs(pa: PodOutcome, pb: PodOutcome) -> bool:
+    pending = (pa.pending_us is not None and pb.pending_us is not None
+               and abs(pa.pending_us - pb.pending_us) >= PENDING_TOLERANCE_US)
+    return pa.node != pb.node or pa.preempted != pb.preempted or pending
+
+
+def _tie_flip(pa: PodOutcome, pb: PodOutcome, attempt_a: dict[str, Any] | None,
+              attempt_b: dict[str, Any] | None) -> bool:
+    """The other run's node was among this run's top-scoring nodes (either way round)."""
+    if pa.node is None or pb.node is None or pa.node == pb.node:
+        return False
+    tied_b = attempt_b["tiedNodes"] if attempt_b else []
+    tied_a = attempt_a["tiedNodes"] if attempt_a else []
+    return pa.node in tied_b or pb.node in tied_a
+
+
+def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
+    """The changed pods with reasons, and both sides' aggregates."""
+    names_cache: dict[int, dict[int, str]] = {}
+    changes: list[PodChange] = []
+    counts = {"same": 0, "moved": 0, "tieFlips": 0, "tieConsequences": 0,
+              "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
+              "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
+    same_config = a.config is not None and a.config == b.config
+    common = sorted(set(a.pods) & set(b.pods))
+    for key in common:
+        if same_config and _differs(a.pods[key], b.pods[key]):
+            attempt_b = _attempt(engine, b, b.pods[key], names_cache)
+            attempt_a = _attempt(engine, a, a.pods[key], names_cache)
+            flip = _tie_flip(a.pods[key], b.pods[key], attempt_a, attempt_b)
+            counts["tieFlips" if flip else "tieConsequences"] += 1
+            changes.append(PodChange(
+                key, "tie-flip" if flip else "tie-consequence", a.pods[key].as_json(),
+                b.pods[key].as_json(),
+                "both nodes were among the top scores: a coin flip" if flip else
+                "same configuration: follows from earlier tie-breaks"))
+            continue
+        pa, pb = a.pods[key], b.pods[key]
+        sides = pa.as_json(), pb.as_json()
+        if pa.preempted != pb.preempted:
+            change = "preempted-only-in-a" if pa.preempted else "preempted-only-in-b"
+            counts["preemptedOnlyInA" if pa.preempted else "preemptedOnlyInB"] += 1
+            changes.append(PodChange(key, change, *sides))
+            continue
+        if (pa.node is None) != (pb.node is None):
+            only = "a" if pa.node is not None else "b"
+            counts["scheduledOnlyInA" if only == "a" else "scheduledOnlyInB"] += 1
+            reason = ""
+            failed_side = b if only == "a" else a
+            failed = failed_side.pods[key]
+            if failed_side.run_id is not None and failed.attempts:
+                reason = f"never bound in {failed_side.name}"
+            changes.append(PodChange(key, f"scheduled-only-in-{only}", *sides, reason))
+            continue
+        if pa.node != pb.node and pa.node is not None and pb.node is not None:
+            attempt_b = _attempt(engine, b, pb, names_cache)
+            attempt_a = _attempt(engine, a, pa, names_cache)
+            if _tie_flip(pa, pb, attempt_a, attempt_b):
+                counts["tieFlips"] += 1
+                changes.append(PodChange(key, "tie-flip", *sides,
+                                         "both nodes were among the top scores: a coin flip"))
+                continue
+            counts["moved"] += 1
+            if attempt_b is not None:
+                reason, deltas = explain_move(attempt_b, pb.node, pa.node, b.name)
+            elif attempt_a is not None:
+                reason, deltas = explain_move(attempt_a, pa.node, pb.node, a.name)
+                deltas = {p: -d for p, d in deltas.items()}
+            else:
+                reason, deltas = "", {}
+            changes.append(PodChange(key, "moved", *sides, reason, deltas))
+            continue
+        if pa.pending_us is not None and pb.pending_us is not None and \
+                abs(pa.pending_us - pb.pending_us) >= PENDING_TOLERANCE_US:
+            counts["pendingTimeChanged"] += 1
+            changes.append(PodChange(key, "pending-time", *sides))
+            continue
+        counts["same"] += 1
+    return {
+        "a": a.name, "b": b.name, "compared": len(common), "sameConfiguration": same_config,
+        "onlyInA": sorted(set(a.pods) - set(b.pods)),
+        "onlyInB": sorted(set(b.pods) - set(a.pods)),
+        "counts": counts,
+        "aggregates": {"a": aggregates(a), "b": aggregates(b)},
+        "changes": [c.as_json() for c in changes],
+    }

@@ -1,0 +1,119 @@
+"""What became of each pod in a run, or in the recorded cluster (the ``recorded`` pseudo-run).
+
+For a replay run the outcome is read from its event log; for ``recorded`` it is folded from the
+trace itself: the first event that sets ``spec.nodeName`` of a pod created without one is the
+recorded placement, and a pod whose conditions say ``PreemptionByScheduler`` was preempted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.queries.runs import get_run
+from kaudit.queries.traces import get_trace, iter_events
+from kaudit.store.models import Run, RunEvent
+
+RECORDED = "recorded"
+
+
+@dataclass
+class PodOutcome:
+    key: str
+    created_us: int | None = None
+    node: str | None = None
+    bound_us: int | None = None
+    attempts: int = 0
+    preempted: bool = False
+    #: seq of the attempt that bound the pod (replay runs only).
+    binding_attempt: int | None = None
+    tied: list[str] = field(default_factory=list)
+
+    @property
+    def pending_us(self) -> int | None:
+        if self.created_us is None or self.bound_us is None:
+            return None
+        return self.bound_us - self.created_us
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pod": self.key, "node": self.node, "attempts": self.attempts,
+                "preempted": self.preempted,
+                "pendingSeconds": None if self.pending_us is None else self.pending_us / 1e6}
+
+
+@dataclass
+class Outcomes:
+    name: str
+    trace_id: int
+    run_id: int | None
+    pods: dict[str, PodOutcome]
+    #: The run's effective configuration and feature gates (JSON text); None for ``recorded``.
+    config: str | None = None
+
+
+def run_outcomes(engine: Engine, run_ref: str, trace_ref: str | None = None) -> Outcomes:
+    """Outcomes of a run by name, or of ``recorded`` (then ``trace_ref`` names the trace)."""
+    if run_ref == RECORDED:
+        if trace_ref is None:
+            raise ValueError("the recorded pseudo-run needs a trace")
+        trace = get_trace(engine, trace_ref)
+        return Outcomes(RECORDED, trace.id, None, _recorded(engine, trace.id))
+    run = get_run(engine, run_ref)
+    with engine.connect() as connection:
+        trace_id, config, options = connection.execute(
+            select(Run.trace_id, Run.config, Run.options).where(Run.id == run.id)).one()
+    gates = orjson.loads(options).get("featureGates")
+    identity = orjson.dumps([orjson.loads(config), gates], option=orjson.OPT_SORT_KEYS).decode()
+    return Outcomes(run.name, int(trace_id), run.id, _replayed(engine, run.id), identity)
+
+
+def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
+    pods: dict[str, PodOutcome] = {}
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
+                   RunEvent.data)
+            .where(RunEvent.run_id == run_id,
+                   RunEvent.kind.in_(("queue", "attempt", "bind", "preempt")))
+            .order_by(RunEvent.seq)).all()
+    for seq, ts_us, kind, pod, node, data in rows:
+        if pod is None:
+            continue
+        outcome = pods.setdefault(pod, PodOutcome(pod))
+        if kind == "queue":
+            if outcome.created_us is None:
+                outcome.created_us = ts_us
+        elif kind == "attempt":
+            outcome.attempts += 1
+            if node:
+                outcome.binding_attempt = seq
+        elif kind == "bind":
+            if orjson.loads(data).get("by") == "kaudit":
+                outcome.node, outcome.bound_us = node, ts_us
+        elif kind == "preempt":
+            outcome.preempted = True
+    return {k: v for k, v in pods.items() if v.attempts or v.preempted}
+
+
+def _recorded(engine: Engine, trace_id: int) -> dict[str, PodOutcome]:
+    pods: dict[str, PodOutcome] = {}
+    created_bound: set[str] = set()
+    for event in iter_events(engine, trace_id):
+        if event.kind != "Pod":
+            continue
+        key = f"{event.namespace}/{event.name}"
+        spec = event.object.get("spec") or {}
+        if key not in pods:
+            pods[key] = PodOutcome(key, created_us=event.ts_us)
+            if spec.get("nodeName"):
+                created_bound.add(key)
+        outcome = pods[key]
+        if spec.get("nodeName") and outcome.node is None and key not in created_bound:
+            outcome.node, outcome.bound_us = spec["nodeName"], event.ts_us
+        for condition in (event.object.get("status") or {}).get("conditions") or []:
+            if condition.get("reason") == "PreemptionByScheduler":
+                outcome.preempted = True
+    return {k: v for k, v in pods.items() if k not in created_bound}

@@ -1,0 +1,93 @@
+"""``kaudit diff``: reasons that agree with ``kaudit explain``, tie flips told from changes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from sqlalchemy import Engine
+
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.runs import explain_pod
+
+MOST_ALLOCATED = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: cpu, weight: 3}
+        - {name: memory, weight: 1}
+"""
+
+
+@pytest.fixture
+def runs(engine: Engine, sample_path: Path, tmp_path: Path,
+         run_kaudit: Callable[..., Result]) -> Engine:
+    ingest_trace(engine, [TraceInput(sample_path)])
+    config = tmp_path / "most.yaml"
+    config.write_text(MOST_ALLOCATED)
+    for args in (("--name", "least"), ("--name", "least-seed7", "--seed", "7"),
+                 ("--name", "most", "--config", str(config))):
+        assert run_kaudit("replay", "sample", *args).exit_code == 0
+    return engine
+
+
+def test_config_change_reasons_agree_with_explain(runs: Engine,
+                                                  run_kaudit: Callable[..., Result]) -> None:
+    result = run_kaudit("diff", "least", "most", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert not report["sameConfiguration"] and report["counts"]["moved"] > 0
+    moved = [c for c in report["changes"] if c["change"] == "moved"]
+    for change in moved:
+        story = explain_pod(runs, "most", change["pod"])
+        binding = [a for a in story["attempts"] if a["selectedNode"]][-1]
+        winner, other = change["b"]["node"], change["a"]["node"]
+        assert binding["selectedNode"] == winner
+        if "rejected" in change["reason"]:
+            plugin = change["reason"].split(": ", 1)[1].split(" (", 1)[0]
+            assert binding["nodes"][other]["filter"][plugin]["code"] != "Success"
+        elif "chose" in change["reason"]:
+            scores = binding["nodes"]
+            for plugin, delta in change["scoreDeltas"].items():
+                assert delta == (scores[winner]["score"][plugin]["weighted"]
+                                 - scores[other]["score"][plugin]["weighted"])
+            assert scores[winner]["total"] > scores[other]["total"]
+        else:
+            assert "did not evaluate" in change["reason"]
+            assert other not in binding["nodes"]
+    text = run_kaudit("diff", "least", "most")
+    assert "Changed pods:" in text.output
+
+
+def test_seeds_alone_change_nothing_real(runs: Engine,
+                                         run_kaudit: Callable[..., Result]) -> None:
+    report = json.loads(run_kaudit("diff", "least", "least-seed7", "--json").output)
+    assert report["sameConfiguration"]
+    counts = report["counts"]
+    real = ("moved", "scheduledOnlyInA", "scheduledOnlyInB", "preemptedOnlyInA",
+            "preemptedOnlyInB", "pendingTimeChanged")
+    assert all(counts[k] == 0 for k in real), counts
+    assert counts["tieFlips"] > 0
+    assert {c["change"] for c in report["changes"]} <= {"tie-flip", "tie-consequence"}
+
+
+def test_recorded_pseudo_run(runs: Engine, run_kaudit: Callable[..., Result]) -> None:
+    report = json.loads(run_kaudit("diff", "recorded", "least", "--json").output)
+    assert report["a"] == "recorded" and report["compared"] > 50
+    assert report["aggregates"]["a"]["attempts"] is None
+    payments = next(c for c in report["changes"] if c["pod"] == "web/payments-0")
+    assert payments["a"]["node"] == "node-c2"
+    bad = run_kaudit("diff", "recorded", "recorded")
+    assert bad.exit_code == 2
+    missing = run_kaudit("diff", "least", "nope")
+    assert missing.exit_code == 2 and "no run named 'nope'" in missing.output
