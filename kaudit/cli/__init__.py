@@ -48,7 +48,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kaudit.cli import config, db, demo, diff, ingest, replay, traces, whatif
+    from kaudit.cli import check, config, db, demo, diff, ingest, replay, traces, whatif
 
     cli.add_command(config.config)
     cli.add_command(whatif.whatif)
@@ -61,6 +61,8 @@ def _register() -> None:
     cli.add_command(replay.explain)
     cli.add_command(replay.events)
     cli.add_command(diff.diff)
+    cli.add_command(check.compare)
+    cli.add_command(check.check)
 
 
 _register()

@@ -20,6 +20,7 @@ from kaudit.cli.options import (
 )
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
+from kaudit.queries.baseline import write_summary
 from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs
 from kaudit.queries.traces import get_trace
 from kaudit.readers.timestamps import parse_timestamp
@@ -48,12 +49,15 @@ from kaudit.store.schema import open_database
 @click.option("--bind-latency", type=float, default=0.0, show_default=True, metavar="SECONDS",
               help="Virtual time a binding takes; the pod's resources are held (assumed) "
                    "meanwhile.")
+@click.option("--summary-out", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="FILE", help="Also write a self-contained summary of the run (per-pod "
+                                   "placements and aggregates), a baseline for `kaudit check`.")
 @db_option
 @json_option
 def replay(trace: str, config_path: Path | None, feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
-           recreate_preempted: bool, bind_latency: float, db: str | None,
-           as_json: bool) -> None:
+           recreate_preempted: bool, bind_latency: float, summary_out: Path | None,
+           db: str | None, as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision."""
     if bind_latency < 0:
         raise InputError("--bind-latency must not be negative")
@@ -71,6 +75,8 @@ def replay(trace: str, config_path: Path | None, feature_gates: str | None,
                 bind_latency_us=round(bind_latency * 1_000_000),
                 progress=progress.update if progress is not None else None)
         run = get_run(engine, str(run_id))
+        if summary_out is not None:
+            write_summary(engine, run.name, summary_out)
     finally:
         engine.dispose()
     if as_json:

@@ -119,3 +119,8 @@ def rejected_lines(engine: Engine, trace_id: int) -> list[dict[str, Any]]:
             .where(RejectedLine.trace_id == trace_id).order_by(RejectedLine.id)).all()
     return [{"source": r.source, "line": r.line, "reason": r.reason, "text": r.text}
             for r in rows]
+
+
+def trace_content_hash(engine: Engine, trace_id: int) -> str | None:
+    with engine.connect() as connection:
+        return connection.scalar(select(Trace.content_hash).where(Trace.id == trace_id))

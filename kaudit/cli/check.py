@@ -1,0 +1,148 @@
+"""``kaudit compare`` and ``kaudit check``: replay configurations and fail CI on regressions.
+
+Exit codes: 0 when every ``--fail-on`` condition holds back, 1 on a regression, 2 on a usage or
+input error. With ``GITHUB_STEP_SUMMARY`` set a Markdown report is appended there, and with
+``GITHUB_ACTIONS=true`` each failed condition becomes an error annotation.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kaudit.cli.options import db_option, table
+from kaudit.cli.whatif import feature_gates_option, plugin_option
+from kaudit.errors import InputError
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.baseline import load_summary
+from kaudit.queries.ci_report import FORMATS, as_markdown
+from kaudit.queries.conditions import Verdict, evaluate, parse_condition
+from kaudit.queries.diff import diff_outcomes
+from kaudit.queries.outcomes import run_outcomes
+from kaudit.queries.runs import get_run
+from kaudit.queries.traces import TraceSummary, get_trace, trace_content_hash
+from kaudit.replay.run import replay_trace
+from kaudit.scheduler.build import load
+from kaudit.store.schema import open_database
+
+fail_on_option = click.option(
+    "--fail-on", "fail_on", multiple=True, metavar="CONDITION",
+    help="Exit 1 when CONDITION holds, e.g. unschedulable>0, changed>5%, p95_pending>+10s, "
+         "preempted>baseline (repeatable).")
+format_option = click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)),
+                             default="text", show_default=True, help="Report format.")
+
+
+def _trace(engine: Any, reference: str) -> TraceSummary:
+    """A stored trace by name, or a trace file to ingest (once)."""
+    path = Path(reference)
+    if path.is_file():
+        result = ingest_trace(engine, [TraceInput(path)])
+        return get_trace(engine, result.trace_id)
+    return get_trace(engine, reference)
+
+
+def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str) -> int:
+    click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(as_markdown(report, verdicts))
+    failed = [v for v in verdicts if v.failed]
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for verdict in failed:
+            sys.stdout.write(f"::error title=kaudit {verdict.condition.text}::"
+                             f"{verdict.message}\n")
+    return 1 if failed else 0
+
+
+@click.command()
+@click.argument("trace")
+@click.option("--config", "configs", multiple=True, required=True, metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A KubeSchedulerConfiguration (repeatable: the first is the baseline).")
+@feature_gates_option
+@plugin_option
+@click.option("--seed", type=int, default=0, show_default=True)
+@fail_on_option
+@format_option
+@db_option
+def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
+            plugins: tuple[str, ...], seed: int, fail_on: tuple[str, ...], output_format: str,
+            db: str | None) -> None:
+    """Replay TRACE (a stored trace or a trace file) under each --config and diff them
+    against the first."""
+    if len(configs) < 2:
+        raise click.UsageError("give at least two --config files")
+    conditions = [parse_condition(c) for c in fail_on]
+    engine = open_database(db)
+    try:
+        summary = _trace(engine, trace)
+        runs = []
+        for path in configs:
+            config, registry = load(path, feature_gates, plugins)
+            run_id, _ = replay_trace(engine, summary, config, registry, seed=seed)
+            runs.append(get_run(engine, str(run_id)).name)
+        baseline = run_outcomes(engine, runs[0])
+        reports = [diff_outcomes(engine, baseline, run_outcomes(engine, other))
+                   for other in runs[1:]]
+    finally:
+        engine.dispose()
+    if len(reports) > 1 and output_format == "text":
+        rows = [(r["b"], configs[i + 1].name, r["counts"]["moved"],
+                 r["aggregates"]["b"]["unschedulable"], r["aggregates"]["b"]["preempted"],
+                 r["aggregates"]["b"]["pendingSeconds"]["p95"])
+                for i, r in enumerate(reports)]
+        click.echo(f"baseline {runs[0]} ({configs[0].name})")
+        click.echo(table(rows, ["RUN", "CONFIG", "MOVED", "UNSCHEDULABLE", "PREEMPTED",
+                                "P95 PENDING"]))
+    status = 0
+    for report in reports:
+        verdicts = [evaluate(c, report) for c in conditions]
+        status = max(status, _publish(report, verdicts, output_format))
+    sys.exit(status)
+
+
+@click.command()
+@click.argument("trace_file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--config", "config_path", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The configuration to check [default: kube-scheduler's defaults].")
+@click.option("--baseline", "baseline_path", required=True, metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A run summary written by `kaudit replay ... --summary-out FILE`.")
+@feature_gates_option
+@plugin_option
+@click.option("--seed", type=int, default=0, show_default=True)
+@fail_on_option
+@format_option
+def check(trace_file: Path, config_path: Path | None, baseline_path: Path,
+          feature_gates: str | None, plugins: tuple[str, ...], seed: int,
+          fail_on: tuple[str, ...], output_format: str) -> None:
+    """Replay TRACE_FILE under --config and compare with a committed baseline summary.
+
+    Needs no database: the replay happens in a temporary one.
+    """
+    conditions = [parse_condition(c) for c in fail_on]
+    baseline, document = load_summary(baseline_path)
+    config, registry = load(config_path, feature_gates, plugins)
+    with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
+        engine = open_database(f"sqlite:///{Path(tmp) / 'check.db'}")
+        try:
+            summary = _trace(engine, str(trace_file))
+            content_hash = trace_content_hash(engine, summary.id)
+            expected = (document.get("trace") or {}).get("contentHash")
+            if expected and expected != content_hash:
+                raise InputError(f"{baseline_path}: the baseline was made from another trace "
+                                 f"(trace {document['trace'].get('name')!r}); regenerate it")
+            replay_trace(engine, summary, config, registry, seed=seed, name="candidate")
+            report = diff_outcomes(engine, baseline, run_outcomes(engine, "candidate"))
+        finally:
+            engine.dispose()
+    verdicts = [evaluate(c, report) for c in conditions]
+    sys.exit(_publish(report, verdicts, output_format))
