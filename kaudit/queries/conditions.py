@@ -3,7 +3,9 @@
 
 A condition is ``METRIC OP VALUE``. Metrics are read from the new run (B) of a diff:
 ``scheduled``, ``unschedulable``, ``preempted``, ``attempts``, ``nodes`` (nodes in use),
-``p50_pending``, ``p95_pending``, ``max_pending`` (seconds), and the diff's own ``changed``
+``p50_pending``, ``p95_pending``, ``max_pending`` (seconds), ``imbalance`` (the time-weighted
+spread of node CPU utilisation), ``fragmented`` (waiting pods that fit the cluster's free
+capacity in total but no single node), and the diff's own ``changed``
 (pods that moved, were scheduled or preempted in one run only, or waited longer or shorter;
 tie flips and their consequences excluded) and ``moved``. ``OP`` is one of
 ``> >= < <= == !=``. ``VALUE`` is a number; ``N%`` (of the pods compared, for ``changed`` and
@@ -26,10 +28,11 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
 }
 _PATTERN = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$")
 _AGGREGATES = {"scheduled": "scheduled", "unschedulable": "unschedulable",
-               "preempted": "preempted", "attempts": "attempts", "nodes": "nodesInUse"}
+               "preempted": "preempted", "attempts": "attempts", "nodes": "nodesInUse",
+               "imbalance": "imbalance"}
 _PENDING = {"p50_pending": "p50", "p95_pending": "p95", "max_pending": "max"}
 _DIFF = {"changed", "moved"}
-METRICS = sorted([*_AGGREGATES, *_PENDING, *_DIFF])
+METRICS = sorted([*_AGGREGATES, *_PENDING, *_DIFF, "fragmented"])
 REAL_CHANGES = ("moved", "scheduledOnlyInA", "scheduledOnlyInB", "preemptedOnlyInA",
                 "preemptedOnlyInB", "pendingTimeChanged")
 
@@ -85,7 +88,9 @@ def parse_condition(text: str) -> Condition:
 def _metric(report: dict[str, Any], side: str, metric: str) -> float | None:
     aggregates = report["aggregates"][side]
     if metric in _AGGREGATES:
-        value = aggregates[_AGGREGATES[metric]]
+        value = aggregates.get(_AGGREGATES[metric])
+    elif metric == "fragmented":
+        value = (aggregates.get("fragmentation") or {}).get("pods")
     elif metric in _PENDING:
         value = aggregates["pendingSeconds"][_PENDING[metric]]
     elif metric == "moved":

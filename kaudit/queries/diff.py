@@ -60,6 +60,7 @@ def aggregates(outcomes: Outcomes) -> dict[str, Any]:
                            "p95": _percentile(pending, 0.95),
                            "max": max(pending) if pending else None},
         "nodesInUse": len({p.node for p in pods if p.node is not None}),
+        **(outcomes.utilisation or {}),
     }
 
 
@@ -114,15 +115,46 @@ def _tie_flip(pa: PodOutcome, pb: PodOutcome, attempt_a: dict[str, Any] | None,
     return pa.node in tied_b or pb.node in tied_a
 
 
+def _stem(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return f"{namespace}/{name.rsplit('-', 1)[0]}"
+
+
+def _pair_replacements(a: Outcomes, b: Outcomes) -> list[tuple[str, str]]:
+    """Pods only one run has, paired by owner name stem in creation order: a controller's
+    replacement of a preempted or lost pod gets a new name in each run (``etl-7xk2q`` in the
+    trace, ``etl-r1`` in kaudit), but stands for the same workload."""
+    only_a = set(a.pods) - set(b.pods)
+    only_b = set(b.pods) - set(a.pods)
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for keys, side in ((only_a, 0), (only_b, 1)):
+        outcomes = a if side == 0 else b
+        for key in sorted(keys, key=lambda k, o=outcomes: (o.pods[k].created_us or 0, k)):
+            groups.setdefault(_stem(key), ([], []))[side].append(key)
+    pairs: list[tuple[str, str]] = []
+    for in_a, in_b in groups.values():
+        pairs.extend(zip(in_a, in_b, strict=False))
+    return pairs
+
+
 def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
     """The changed pods with reasons, and both sides' aggregates."""
+    original_a, original_b = a, b
     names_cache: dict[int, dict[int, str]] = {}
     changes: list[PodChange] = []
     counts = {"same": 0, "moved": 0, "tieFlips": 0, "tieConsequences": 0,
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
               "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
     same_config = a.config is not None and a.config == b.config
-    common = sorted(set(a.pods) & set(b.pods))
+    pairs = [(key, key) for key in sorted(set(a.pods) & set(b.pods))]
+    pairs += _pair_replacements(a, b)
+    common = [ka if ka == kb else f"{ka} ≈ {kb}" for ka, kb in pairs]
+    a_pods = {label: a.pods[ka] for label, (ka, _) in zip(common, pairs, strict=True)}
+    b_pods = {label: b.pods[kb] for label, (_, kb) in zip(common, pairs, strict=True)}
+    a, b = (Outcomes(a.name, a.trace_id, a.run_id, a_pods, a.config, a.utilisation),
+            Outcomes(b.name, b.trace_id, b.run_id, b_pods, b.config, b.utilisation))
+    only_a = sorted(set(original_a.pods) - {ka for ka, _ in pairs})
+    only_b = sorted(set(original_b.pods) - {kb for _, kb in pairs})
     for key in common:
         if same_config and _differs(a.pods[key], b.pods[key]):
             attempt_b = _attempt(engine, b, b.pods[key], names_cache)
@@ -178,9 +210,8 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
         counts["same"] += 1
     return {
         "a": a.name, "b": b.name, "compared": len(common), "sameConfiguration": same_config,
-        "onlyInA": sorted(set(a.pods) - set(b.pods)),
-        "onlyInB": sorted(set(b.pods) - set(a.pods)),
+        "onlyInA": only_a, "onlyInB": only_b,
         "counts": counts,
-        "aggregates": {"a": aggregates(a), "b": aggregates(b)},
+        "aggregates": {"a": aggregates(original_a), "b": aggregates(original_b)},
         "changes": [c.as_json() for c in changes],
     }

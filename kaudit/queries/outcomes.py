@@ -52,6 +52,8 @@ class Outcomes:
     pods: dict[str, PodOutcome]
     #: The run's effective configuration and feature gates (JSON text); None for ``recorded``.
     config: str | None = None
+    #: Allocation, imbalance and fragmentation over the run (see kaudit.replay.allocation).
+    utilisation: dict[str, Any] | None = None
 
 
 def run_outcomes(engine: Engine, run_ref: str, trace_ref: str | None = None) -> Outcomes:
@@ -60,14 +62,20 @@ def run_outcomes(engine: Engine, run_ref: str, trace_ref: str | None = None) -> 
         if trace_ref is None:
             raise ValueError("the recorded pseudo-run needs a trace")
         trace = get_trace(engine, trace_ref)
-        return Outcomes(RECORDED, trace.id, None, _recorded(engine, trace.id))
+        return Outcomes(RECORDED, trace.id, None, _recorded(engine, trace.id),
+                        utilisation=_recorded_utilisation(engine, trace.id))
     run = get_run(engine, run_ref)
     with engine.connect() as connection:
-        trace_id, config, options = connection.execute(
-            select(Run.trace_id, Run.config, Run.options).where(Run.id == run.id)).one()
+        trace_id, config, options, summary = connection.execute(
+            select(Run.trace_id, Run.config, Run.options, Run.summary)
+            .where(Run.id == run.id)).one()
     gates = orjson.loads(options).get("featureGates")
     identity = orjson.dumps([orjson.loads(config), gates], option=orjson.OPT_SORT_KEYS).decode()
-    return Outcomes(run.name, int(trace_id), run.id, _replayed(engine, run.id), identity)
+    summary_json = orjson.loads(summary) if summary else {}
+    utilisation = {k: summary_json[k] for k in ("allocation", "imbalance", "fragmentation")
+                   if k in summary_json}
+    return Outcomes(run.name, int(trace_id), run.id, _replayed(engine, run.id), identity,
+                    utilisation or None)
 
 
 def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
@@ -117,3 +125,17 @@ def _recorded(engine: Engine, trace_id: int) -> dict[str, PodOutcome]:
             if condition.get("reason") == "PreemptionByScheduler":
                 outcome.preempted = True
     return {k: v for k, v in pods.items() if k not in created_bound}
+
+
+def _recorded_utilisation(engine: Engine, trace_id: int) -> dict[str, Any]:
+    """Allocation of the recorded cluster: the trace replayed with its own placements."""
+    from kaudit.replay.engine import Replay
+    from kaudit.replay.run import options_for
+    from kaudit.replay.sink import NullSink
+    from kaudit.scheduler.build import build_scheduler, load
+
+    config, registry = load()
+    replay = Replay(build_scheduler(config, registry), NullSink(),
+                    options_for(config, recorded_only=True))
+    summary = replay.run(iter_events(engine, trace_id)).as_json()
+    return {k: summary[k] for k in ("allocation", "imbalance", "fragmentation")}

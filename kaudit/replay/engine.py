@@ -24,6 +24,7 @@ from typing import Any
 
 from kaudit.model.pod import PodInfo
 from kaudit.queries.traces import StoredEvent
+from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.clock import EventLoop, Priority
 from kaudit.replay.events import PLUGIN_EVENTS, interested_plugins
 from kaudit.replay.packing import pack_attempt
@@ -51,6 +52,8 @@ class ReplayOptions:
     max_in_unschedulable_us: int = 300 * SECOND
     #: How long after the trace's last event queue timers keep running (retries, flushes).
     settle_us: int = 0
+    #: Schedule nothing: every pod keeps the trace's placement (the ``recorded`` pseudo-run).
+    recorded_only: bool = False
 
 
 @dataclass
@@ -67,6 +70,7 @@ class ReplaySummary:
     scheduling_seconds: float = 0.0
     log_bytes: dict[str, int] = field(default_factory=dict)
     log_records: dict[str, int] = field(default_factory=dict)
+    utilisation: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         attempts_bytes = self.log_bytes.get("attempt", 0)
@@ -82,6 +86,7 @@ class ReplaySummary:
                               if self.wall_seconds else None),
             "bytesPerAttempt": (round(attempts_bytes / self.attempts) if self.attempts else None),
             "logRecords": self.log_records,
+            **self.utilisation,
         }
 
 
@@ -123,6 +128,8 @@ class Replay:
         self.lifetimes = lifetimes or {}
         self.known_slots = 0
         self.start_us: int | None = None
+        self.allocation = AllocationTracker()
+        self._placements_changed = False
         for framework in scheduler.frameworks.values():
             for plugin in framework.instances.values():
                 if plugin.handle is not None:
@@ -180,10 +187,16 @@ class Replay:
             while self.loop and self.loop.peek_time() == now:
                 self.loop.step()
             self._drain()
+            if self._placements_changed:
+                self.allocation.observe(now, self.cluster)
+                self._placements_changed = False
             self.summary.end_us = self.loop.now_us
-        for queued in self.queue.pods.values():
-            if queued.attempts:
-                self.summary.pods_unschedulable += 1
+        waiting = [q.pod for q in self.queue.pods.values() if q.attempts]
+        self.summary.pods_unschedulable = len(waiting)
+        if self.summary.end_us is not None:
+            self.allocation.observe(self.summary.end_us, self.cluster)
+        self.summary.utilisation = {**self.allocation.as_json(),
+                                    "fragmentation": fragmentation(self.cluster, waiting)}
         self.sink.flush()
         self.summary.wall_seconds = time.perf_counter() - began
         self.summary.log_bytes = dict(self.sink.bytes_by_kind)
@@ -220,6 +233,8 @@ class Replay:
                 self._cluster_event(event.kind, "Delete" if deleted else "Add")
 
     def _cluster_event(self, resource: str, action: str) -> None:
+        if resource in ("Pod", "Node"):
+            self._placements_changed = True
         plugins = interested_plugins(resource, action)
         label = f"{resource}{action}"
 
@@ -245,17 +260,14 @@ class Replay:
                 self._delete_pod(uid, pod, "completed")
             return
         if uid in self.kaudit_pods:
-            if pod.node_name and self.recorded.get(uid) != pod.node_name:
-                self.recorded[uid] = pod.node_name
-                self.sink.record(now, "recorded", pod.key, pod.node_name)
-            return
-        if uid in self.queue.pods:
+            # kaudit schedules this pod: the trace's binding is only its recorded placement,
+            # other updates (labels, gates lifted) reach the queue while it is pending.
             if pod.node_name:
                 if self.recorded.get(uid) != pod.node_name:
                     self.recorded[uid] = pod.node_name
                     self.sink.record(now, "recorded", pod.key, pod.node_name)
-                return
-            self.queue.update(now, self._keep_nomination(pod), self._gate(pod))
+            elif uid in self.queue.pods:
+                self.queue.update(now, self._keep_nomination(pod), self._gate(pod))
             return
         if uid in self.cluster.pods or pod.node_name:
             # The trace placed it (created bound, or bound by another scheduler).
@@ -264,17 +276,20 @@ class Replay:
             self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
             self._cluster_event("Pod", "Add")
             return
-        if self.scheduler.framework_for(pod) is None:
-            return  # another scheduler's pod: wait for its binding in the trace
+        if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
+            return  # another scheduler's pod (or no scheduling): wait for the trace's binding
         self.kaudit_pods.add(uid)
+        if pod.nominated_node_name:
+            pod = replace(pod, nominated_node_name="")
         self.queue.add(now, pod, self._gate(pod))
 
     def _keep_nomination(self, pod: PodInfo) -> PodInfo:
+        """The updated pod with kaudit's own nomination: a ``nominatedNodeName`` in the trace
+        is the recorded cluster's preemption decision, not this replay's."""
         queued = self.queue.pods.get(pod.uid)
-        if queued is not None and queued.pod.nominated_node_name and \
-                not pod.nominated_node_name:
-            return replace(pod, nominated_node_name=queued.pod.nominated_node_name)
-        return pod
+        nominated = queued.pod.nominated_node_name if queued is not None else ""
+        return pod if pod.nominated_node_name == nominated else replace(
+            pod, nominated_node_name=nominated)
 
     def _gate(self, pod: PodInfo) -> str | None:
         framework = self.scheduler.framework_for(pod)

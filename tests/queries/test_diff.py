@@ -91,3 +91,18 @@ def test_recorded_pseudo_run(runs: Engine, run_kaudit: Callable[..., Result]) ->
     assert bad.exit_code == 2
     missing = run_kaudit("diff", "least", "nope")
     assert missing.exit_code == 2 and "no run named 'nope'" in missing.output
+
+
+def test_replacements_are_paired_by_owner_and_order() -> None:
+    from kaudit.queries.diff import _pair_replacements
+    from kaudit.queries.outcomes import Outcomes, PodOutcome
+
+    def outcomes(name: str, *pods: tuple[str, int]) -> Outcomes:
+        return Outcomes(name, 1, None, {k: PodOutcome(k, created_us=t, node="n")
+                                        for k, t in pods})
+
+    a = outcomes("a", ("batch/etl-7xk2q", 5), ("batch/etl-b2c4d", 9), ("web/api-1", 1))
+    b = outcomes("b", ("batch/etl-r2", 9), ("batch/etl-r1", 5), ("web/api-1", 1),
+                 ("batch/other-r3", 2))
+    assert _pair_replacements(a, b) == [("batch/etl-7xk2q", "batch/etl-r1"),
+                                        ("batch/etl-b2c4d", "batch/etl-r2")]

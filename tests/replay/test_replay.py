@@ -185,3 +185,15 @@ def test_sqlite_and_postgresql_hold_the_same_log(sample: Engine, tmp_path: Path)
         assert _stored_digest(sample, pg_run) == _stored_digest(lite, lite_run)
     finally:
         lite.dispose()
+
+
+def test_gated_pods_wait_until_their_gates_are_lifted(sample: Engine) -> None:
+    config, registry = load()
+    trace = get_trace(sample, "sample")
+    replay_trace(sample, trace, config, registry, name="gates")
+    story = explain_pod(sample, "gates", "batch/report-gen")
+    steps = [(q["from"], q["to"], q["event"]) for q in story["queue"]]
+    assert steps[0] == ("none", "gated", "PodAdd")
+    assert ("gated", "active", "PodUpdate") in steps
+    assert story["queue"][1]["time"] == "2026-01-05T09:03:20Z"  # when the trace lifts the gate
+    assert story["boundNode"] is not None
