@@ -49,6 +49,7 @@ def test_config_change_reasons_agree_with_explain(runs: Engine,
     assert not report["sameConfiguration"] and report["counts"]["moved"] > 0
     moved = [c for c in report["changes"] if c["change"] == "moved"]
     for change in moved:
+        assert explain_pod(runs, "least", change["pod"])["boundNode"] == change["a"]["node"]
         story = explain_pod(runs, "most", change["pod"])
         binding = [a for a in story["attempts"] if a["selectedNode"]][-1]
         winner, other = change["b"]["node"], change["a"]["node"]
