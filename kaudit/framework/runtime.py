@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -406,13 +406,17 @@ class Framework:
 
     # ------------------------------------------------------------------ binding cycle
 
-    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins("Reserve"):
-            assert isinstance(plugin, ReservePlugin)
-            status = plugin.reserve(state, pod, node)
+    def _until_failure(self, point: str, call: Callable[[Any], Status]) -> Status:
+        """Run ``call`` on each plugin of ``point`` in order; the first non-success stops."""
+        for plugin in self.plugins(point):
+            status = call(plugin)
             if not status.ok:
                 return status.with_plugin(plugin.name)
         return Status.success()
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        return self._until_failure(
+            "Reserve", lambda plugin: cast(ReservePlugin, plugin).reserve(state, pod, node))
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         for plugin in reversed(self.plugins("Reserve")):
@@ -420,20 +424,13 @@ class Framework:
             plugin.unreserve(state, pod, node)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins("Permit"):
-            assert isinstance(plugin, PermitPlugin)
-            status, _timeout = plugin.permit(state, pod, node)
-            if not status.ok:
-                return status.with_plugin(plugin.name)
-        return Status.success()
+        """Permit; a Wait is not modelled (no in-tree plugin waits) and fails the binding."""
+        return self._until_failure(
+            "Permit", lambda plugin: cast(PermitPlugin, plugin).permit(state, pod, node)[0])
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins("PreBind"):
-            assert isinstance(plugin, PreBindPlugin)
-            status = plugin.pre_bind(state, pod, node)
-            if not status.ok:
-                return status.with_plugin(plugin.name)
-        return Status.success()
+        return self._until_failure(
+            "PreBind", lambda plugin: cast(PreBindPlugin, plugin).pre_bind(state, pod, node))
 
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for plugin in self.plugins("Bind"):
