@@ -46,6 +46,7 @@ from kaudit.model.pod import PodInfo
 from kaudit.scheduler.cluster import ClusterState
 
 NOT_RUN = -1
+_REJECTED = (int(Code.UNSCHEDULABLE), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
 
 #: Nominated pods by node name: pods that preemption placed there but are not bound yet. A
 #: nominator may also have ``nodes()``, the names of nodes with nominations, to skip the rest.
@@ -282,6 +283,24 @@ class Framework:
         reason_ids = np.zeros((len(plugins), count), dtype=np.int32)
         tables: list[list[tuple[str, ...]]] = []
         first_failure = np.full(count, NOT_RUN, dtype=np.int64)
+        if count == 1 and not exhaustive:
+            # One node (the nominated node, preemption's checks): no masks to keep.
+            for index, plugin in enumerate(plugins):
+                assert isinstance(plugin, FilterPlugin)
+                verdicts = plugin.filter(state, pod, cluster, slots)
+                code = int(verdicts.codes[0])
+                codes[index, 0] = code
+                reason_ids[index, 0] = verdicts.reason_ids[0]
+                tables.append(verdicts.reasons)
+                if code:
+                    if code not in _REJECTED:
+                        raise PluginError(f"running {plugin.name!r} filter plugin: "
+                                          f"{verdicts.status(0).message}")
+                    first_failure[0] = index
+                    tables.extend([()] for _ in plugins[index + 1:])
+                    break
+            return FilterRun(slots, [p.name for p in plugins], codes, reason_ids, tables,
+                             first_failure)
         alive = np.ones(count, dtype=bool)
         for index, plugin in enumerate(plugins):
             assert isinstance(plugin, FilterPlugin)

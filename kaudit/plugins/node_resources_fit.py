@@ -194,6 +194,12 @@ def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: C
     """Per node, every failing reason in order, as one status with ``code``."""
     if not failures:
         return NodeVerdicts.passing(count)
+    if count == 1:
+        reasons = tuple(reason for reason, mask in failures if mask[0])
+        if not reasons:
+            return NodeVerdicts.passing(1)
+        return NodeVerdicts(np.asarray([code], np.int8), np.asarray([1], np.int32),
+                            [(), reasons])
     matrix = np.stack([mask for _, mask in failures], axis=1)
     weights = (1 << np.arange(len(failures), dtype=np.int64))
     keys = matrix.astype(np.int64) @ weights
