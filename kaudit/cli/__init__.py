@@ -50,20 +50,10 @@ def cli() -> None:
 def _register() -> None:
     from kaudit.cli import check, config, db, demo, diff, ingest, replay, traces, whatif
 
-    cli.add_command(config.config)
-    cli.add_command(whatif.whatif)
-    cli.add_command(db.db)
-    cli.add_command(ingest.ingest)
-    cli.add_command(traces.traces)
-    cli.add_command(demo.demo)
-    cli.add_command(replay.replay)
-    cli.add_command(replay.runs)
-    cli.add_command(replay.explain)
-    cli.add_command(replay.events)
-    cli.add_command(diff.diff)
-    cli.add_command(check.compare)
-    cli.add_command(check.check)
-
+    for command in (config.config, whatif.whatif, db.db, ingest.ingest, traces.traces,
+                    demo.demo, replay.replay, replay.runs, replay.explain, replay.events,
+                    diff.diff, check.compare, check.check):
+        cli.add_command(command)
 
 _register()
 

@@ -248,28 +248,30 @@ class Framework:
             outcome.status = unschedulable
         return outcome
 
-    def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
-                               slot: int, cluster: ClusterState) -> Status:
+    def _run_extensions(self, state: CycleState, action: str,
+                        call: Callable[[PreFilterExtensions], Status]) -> Status:
+        """Every non-skipped PreFilter plugin's AddPod or RemovePod extension, in order."""
         for plugin in self.plugins("PreFilter"):
             if plugin.name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
                 continue
-            status = plugin.add_pod(state, pod, pod_to_add, slot, cluster)
+            status = call(plugin)
             if not status.ok:
-                raise PluginError(f"running AddPod on PreFilter plugin {plugin.name!r}: "
+                raise PluginError(f"running {action} on PreFilter plugin {plugin.name!r}: "
                                   f"{status.message}")
         return Status.success()
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                               slot: int, cluster: ClusterState) -> Status:
+        return self._run_extensions(
+            state, "AddPod",
+            lambda plugin: plugin.add_pod(state, pod, pod_to_add, slot, cluster))
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: PodInfo,
                                   pod_to_remove: PodInfo, slot: int,
                                   cluster: ClusterState) -> Status:
-        for plugin in self.plugins("PreFilter"):
-            if plugin.name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
-                continue
-            status = plugin.remove_pod(state, pod, pod_to_remove, slot, cluster)
-            if not status.ok:
-                raise PluginError(f"running RemovePod on PreFilter plugin {plugin.name!r}: "
-                                  f"{status.message}")
-        return Status.success()
+        return self._run_extensions(
+            state, "RemovePod",
+            lambda plugin: plugin.remove_pod(state, pod, pod_to_remove, slot, cluster))
 
     # ------------------------------------------------------------------ Filter
 
