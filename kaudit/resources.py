@@ -37,3 +37,8 @@ def web_dir() -> Path:
 def sample_trace() -> Path:
     """The sample trace used by ``kaudit demo`` and the tests."""
     return data_dir("traces") / "sample.jsonl"
+
+
+def sample_config() -> Path:
+    """A second scheduler configuration for the sample (bin packing), used by ``kaudit demo``."""
+    return data_dir("traces") / "sample-bin-packing.yaml"

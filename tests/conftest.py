@@ -144,3 +144,27 @@ def sample_path() -> Path:
     from kaudit.resources import sample_trace
 
     return sample_trace()
+
+
+def replay_sample_twice(engine: Engine) -> tuple[str, str]:
+    """Ingest the sample trace and replay it with the default configuration (run
+    ``default``) and the bin-packing one (run ``packing``); returns the two run names."""
+    from kaudit.ingest import TraceInput, ingest_trace
+    from kaudit.queries.traces import get_trace
+    from kaudit.replay.run import replay_trace
+    from kaudit.resources import sample_config, sample_trace
+    from kaudit.scheduler.build import load
+
+    ingest_trace(engine, [TraceInput(sample_trace())])
+    trace = get_trace(engine, "sample")
+    for name, path in (("default", None), ("packing", sample_config())):
+        config, registry = load(path)
+        replay_trace(engine, trace, config, registry, name=name)
+    return "default", "packing"
+
+
+@pytest.fixture
+def sample_runs(engine: Engine) -> Engine:
+    """A database holding the sample trace replayed under two configurations."""
+    replay_sample_twice(engine)
+    return engine

@@ -44,15 +44,16 @@ def cli() -> None:
       kaudit traces                    list stored traces
       kaudit whatif --cluster S --pod P   where would this pod go, and why
       kaudit config show               the effective scheduler configuration
+      kaudit serve                     the dashboard, in the browser
     """
 
 
 def _register() -> None:
-    from kaudit.cli import check, config, db, demo, diff, ingest, replay, traces, whatif
+    from kaudit.cli import check, config, db, demo, diff, ingest, replay, serve, traces, whatif
 
     for command in (config.config, whatif.whatif, db.db, ingest.ingest, traces.traces,
                     demo.demo, replay.replay, replay.runs, replay.explain, replay.events,
-                    diff.diff, check.compare, check.check):
+                    diff.diff, check.compare, check.check, serve.serve):
         cli.add_command(command)
 
 _register()

@@ -1,4 +1,5 @@
-"""``kaudit demo``: ingest the sample trace and show what it holds."""
+"""``kaudit demo``: ingest the sample trace, show what it holds, replay it under two
+scheduler configurations and point at the ways to explore the result."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from kaudit.queries.runs import get_run
 from kaudit.queries.traces import get_trace
 from kaudit.readers.timestamps import format_timestamp
 from kaudit.replay.run import replay_trace
-from kaudit.resources import sample_trace
+from kaudit.resources import sample_config, sample_trace
 from kaudit.scheduler.build import load
 from kaudit.store.engine import display_url, resolve_url
 from kaudit.store.schema import open_database
@@ -25,7 +26,9 @@ def _gib(value: int) -> str:
 @db_option
 @json_option
 def demo(db: str | None, as_json: bool) -> None:
-    """Ingest the sample trace shipped with kaudit, show what is in it, and replay it."""
+    """Ingest the sample trace shipped with kaudit, show what is in it, and replay it twice:
+    with kube-scheduler's defaults and with a bin-packing configuration, ready to diff and to
+    open in the dashboard (`kaudit serve`)."""
     engine = open_database(db)
     try:
         result = ingest_trace(engine, [TraceInput(sample_trace())])
@@ -34,12 +37,15 @@ def demo(db: str | None, as_json: bool) -> None:
         config, registry = load()
         run_id, replayed = replay_trace(engine, summary, config, registry)
         run = get_run(engine, str(run_id))
+        packing, registry = load(sample_config())
+        packed_id, packed = replay_trace(engine, summary, packing, registry)
+        packed_run = get_run(engine, str(packed_id))
     finally:
         engine.dispose()
     if as_json:
         echo_json({"database": display_url(resolve_url(db)), "trace": summary.as_json(),
                    "newlyIngested": not result.duplicate, **overview.as_json(),
-                   "run": run.as_json()})
+                   "run": run.as_json(), "binPackingRun": packed_run.as_json()})
         return
 
     click.echo(f"kaudit demo, database {display_url(resolve_url(db))}\n")
@@ -86,11 +92,17 @@ def demo(db: str | None, as_json: bool) -> None:
                f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsUnschedulable']} left "
                f"unschedulable, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
                f"{s['wallSeconds']:.2f}s.")
+    p = packed.as_json()
+    click.echo(f"And with a bin-packing configuration ({sample_config().name}) as run "
+               f"'{packed_run.name}': {p['podsScheduled']} scheduled, {p['podsUnschedulable']} "
+               f"unschedulable, {p['podsPreempted']} preempted, {p['attempts']} attempts.")
     click.echo("\nExplore further:")
     for command, what in (
         (f"kaudit explain {run.name} web/payments-0", "a pod that preempted others"),
         (f"kaudit explain {run.name} web/ssd-cache", "a pod no node accepts, and why"),
         (f"kaudit events {run.name} --kind preempt", "the event log as JSON Lines"),
+        (f"kaudit diff {run.name} {packed_run.name}", "what bin packing changed, pod by pod"),
+        ("kaudit serve", "all of it in the browser (http://127.0.0.1:5000/)"),
         ("kaudit runs", "every replay, with its summary"),
         (f"kaudit traces {summary.name}", "the trace's sources and event kinds"),
         ("kaudit ingest FILE --name N", "store your own recorded trace"),

@@ -7,10 +7,7 @@ from typing import Any
 import click
 
 from kaudit.cli.options import db_option, echo_json, json_option, table
-from kaudit.errors import InputError
-from kaudit.queries.diff import diff_outcomes
-from kaudit.queries.outcomes import RECORDED, run_outcomes
-from kaudit.queries.runs import get_run
+from kaudit.queries.diff import diff_runs
 from kaudit.store.schema import open_database
 
 
@@ -24,19 +21,9 @@ from kaudit.store.schema import open_database
 def diff(run_a: str, run_b: str, limit: int, db: str | None, as_json: bool) -> None:
     """Compare RUN_A and RUN_B pod by pod; either may be `recorded`, the trace's own
     placements."""
-    if run_a == RECORDED and run_b == RECORDED:
-        raise InputError("compare `recorded` with a run of the trace")
     engine = open_database(db)
     try:
-        trace = None
-        for ref in (run_a, run_b):
-            if ref != RECORDED:
-                trace = get_run(engine, ref).trace
-        a = run_outcomes(engine, run_a, trace)
-        b = run_outcomes(engine, run_b, trace)
-        if a.trace_id != b.trace_id:
-            raise InputError(f"runs {run_a!r} and {run_b!r} replay different traces")
-        report = diff_outcomes(engine, a, b)
+        report = diff_runs(engine, run_a, run_b)
     finally:
         engine.dispose()
     if as_json:

@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
-from kaudit.queries.outcomes import Outcomes, PodOutcome
-from kaudit.queries.runs import node_names
+from kaudit.errors import InputError
+from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
+from kaudit.queries.runs import get_run, node_names
 from kaudit.replay.packing import unpack_attempt
 from kaudit.store.models import RunEvent
 
@@ -215,3 +216,18 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
         "aggregates": {"a": aggregates(original_a), "b": aggregates(original_b)},
         "changes": [c.as_json() for c in changes],
     }
+
+
+def diff_runs(engine: Engine, run_a: str, run_b: str) -> dict[str, Any]:
+    """Compare two runs of one trace by name; either may be ``recorded``."""
+    if run_a == RECORDED and run_b == RECORDED:
+        raise InputError("compare `recorded` with a run of the trace")
+    trace = None
+    for ref in (run_a, run_b):
+        if ref != RECORDED:
+            trace = get_run(engine, ref).trace
+    a = run_outcomes(engine, run_a, trace)
+    b = run_outcomes(engine, run_b, trace)
+    if a.trace_id != b.trace_id:
+        raise InputError(f"runs {run_a!r} and {run_b!r} replay different traces")
+    return diff_outcomes(engine, a, b)

@@ -75,7 +75,8 @@ def node_names(engine: Engine, run_id: int) -> dict[int, str]:
     return {orjson.loads(data)["slot"]: node for node, data in rows}
 
 
-def _pod_key(engine: Engine, run_id: int, ref: str) -> str:
+def pod_key(engine: Engine, run_id: int, ref: str) -> str:
+    """``NAMESPACE/NAME`` of the pod ``ref`` names (a bare name must be unique in the run)."""
     if "/" in ref:
         return ref
     with engine.connect() as connection:
@@ -92,7 +93,7 @@ def _pod_key(engine: Engine, run_id: int, ref: str) -> str:
 def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     """A pod's whole story in a run (the ``kaudit explain --json`` shape)."""
     run = get_run(engine, run_ref)
-    key = _pod_key(engine, run.id, pod_ref)
+    key = pod_key(engine, run.id, pod_ref)
     with engine.connect() as connection:
         rows = connection.execute(
             select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data,

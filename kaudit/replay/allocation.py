@@ -57,6 +57,11 @@ class AllocationTracker:
         mask = allocatable > 0
         self._imbalance = float(np.std(used[mask] / allocatable[mask])) if mask.any() else 0.0
 
+    @property
+    def current(self) -> dict[str, float]:
+        """The allocated share of each resource now."""
+        return self._current
+
     def as_json(self) -> dict[str, Any]:
         span = self.span_us or 1
         return {

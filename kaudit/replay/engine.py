@@ -30,6 +30,7 @@ from kaudit.replay.events import PLUGIN_EVENTS, interested_plugins
 from kaudit.replay.packing import pack_attempt
 from kaudit.replay.queue import QueuedPod, SchedulingQueue
 from kaudit.replay.sink import EventSink
+from kaudit.replay.timeline import NoTimeline, Timeline
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.objects import STORED_KINDS, TERMINAL_PHASES, apply_object, pod_info
 from kaudit.scheduler.schedule import Scheduler
@@ -129,6 +130,7 @@ class Replay:
         self.known_slots = 0
         self.start_us: int | None = None
         self.allocation = AllocationTracker()
+        self.timeline = Timeline() if sink.keeps_timeline else NoTimeline()
         self._placements_changed = False
         for framework in scheduler.frameworks.values():
             for plugin in framework.instances.values():
@@ -145,6 +147,7 @@ class Replay:
                     ) -> None:
         self.sink.record(now, "queue", pod.key, None, {"from": source, "to": target,
                                                        "event": event})
+        self.timeline.queue(now, pod, source, target)
 
     def _log_new_slots(self) -> None:
         while self.known_slots < len(self.cluster.nodes):
@@ -190,6 +193,7 @@ class Replay:
             if self._placements_changed:
                 self.allocation.observe(now, self.cluster)
                 self._placements_changed = False
+            self.timeline.sample(now, self.allocation.current)
             self.summary.end_us = self.loop.now_us
         waiting = [q.pod for q in self.queue.pods.values() if q.attempts]
         self.summary.pods_unschedulable = len(waiting)
@@ -197,6 +201,7 @@ class Replay:
             self.allocation.observe(self.summary.end_us, self.cluster)
         self.summary.utilisation = {**self.allocation.as_json(),
                                     "fragmentation": fragmentation(self.cluster, waiting)}
+        self.sink.write_timeline(self.timeline)
         self.sink.flush()
         self.summary.wall_seconds = time.perf_counter() - began
         self.summary.log_bytes = dict(self.sink.bytes_by_kind)
@@ -224,6 +229,11 @@ class Replay:
         elif event.kind == "Node":
             apply_object(self.cluster, event.object, deleted)
             self._log_new_slots()
+            if deleted:
+                self.timeline.node_removed(now, event.name)
+            elif event.name in self.cluster.slot_of:
+                slot = self.cluster.slot_of[event.name]
+                self.timeline.node(now, slot, self.cluster.node(slot))
             action = "Delete" if deleted else ("Update" if event.type == "MODIFIED" else "Add")
             self._cluster_event("Node", action)
         elif event.kind in STORED_KINDS:
@@ -274,6 +284,9 @@ class Replay:
             apply_object(self.cluster, obj)
             self._log_new_slots()
             self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
+            placed = self.cluster.pods.get(uid)
+            if placed is not None:
+                self.timeline.place(now, placed, "trace")
             self._cluster_event("Pod", "Add")
             return
         if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
@@ -305,6 +318,7 @@ class Replay:
             self.queue.delete(now, uid)
         bound = self.cluster.remove_pod(uid)
         if bound is not None:
+            self.timeline.release(now, uid)
             self.sink.record(now, "delete", bound.key, bound.node_name, {"reason": reason})
             self._cluster_event("Pod", "Delete")
 
@@ -351,12 +365,14 @@ class Replay:
         assert framework is not None
         placed = replace(pod, node_name=node, nominated_node_name="")
         self.cluster.add_pod(placed)  # assume
+        self.timeline.place(now, placed, "kaudit")
         for step in (framework.run_reserve, framework.run_permit, framework.run_pre_bind,
                      framework.run_bind):
             status = step(state, placed, node)
             if not status.ok:
                 framework.run_unreserve(state, placed, node)
                 self.cluster.remove_pod(placed.uid)  # forget
+                self.timeline.release(now, placed.uid)
                 self.sink.record(now, "bindfail", pod.key, node, status.as_json())
                 self.queue.requeue(now, queued, {status.plugin} if status.plugin else set(),
                                    error=True)

@@ -3,7 +3,8 @@
 At 5,000 nodes upstream evaluates about 500 nodes with a dozen filters and seven scores per
 attempt; one row per (node, plugin) would be millions of rows per replay second. Instead each
 attempt keeps its scalar facts (result, node, message, PreFilter and PreScore statuses, reason
-tables) as JSON, readable from SQL, and its per-node arrays as one zlib-compressed blob:
+tables, and ``rejectedBy``: how many nodes each plugin rejected, for filtering the log by
+plugin) as JSON, readable from SQL, and its per-node arrays as one zlib-compressed blob:
 
 * ``evaluated``: the slots (node ids of the run) examined, in order;
 * ``filterCodes`` / ``filterReasons``: per filter plugin and node, the status code (-1 where
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.runtime import Framework
+from kaudit.framework.status import Code
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.schedule import Attempt
 
@@ -82,6 +84,14 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     }
     arrays: dict[str, np.ndarray] = {}
     run = attempt.filters
+    rejected = {name: attempt.num_all_nodes for name, status in
+                attempt.pre_filter.statuses.items() if status.rejected}
+    if run is not None:
+        counts = ((run.codes >= Code.ERROR) & (run.codes <= Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+                  ).sum(axis=1)
+        rejected.update((name, int(n)) for name, n in zip(run.plugins, counts, strict=True) if n)
+    if rejected:
+        document["rejectedBy"] = rejected
     if run is not None:
         arrays["evaluated"] = run.slots.astype(np.int32)
         document["filterPlugins"] = run.plugins

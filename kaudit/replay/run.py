@@ -32,6 +32,9 @@ def _unique_run_name(engine: Engine, wanted: str | None, trace: TraceSummary) ->
     with engine.connect() as connection:
         taken = set(connection.scalars(select(Run.name)))
     if wanted is not None:
+        if not wanted.strip() or "/" in wanted or len(wanted) > 200:
+            raise InputError(f"run name {wanted!r}: use 1 to 200 characters without '/' "
+                             "(run names appear in the dashboard's URLs)")
         if wanted in taken or wanted == "recorded":
             raise InputError(f"a run named {wanted!r} already exists; choose another --name")
         return wanted

@@ -16,6 +16,10 @@ Record kinds and their ``data``:
 * ``preempt`` — the pod was evicted by ``{"preemptor"}``;
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
 * ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``.
+
+At the end of the run the sink also receives the run's :class:`~kaudit.replay.timeline.Timeline`
+(node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the
+``run_nodes``, ``run_placements``, ``run_queue_spans`` and ``run_series`` tables.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert
+
+from kaudit.replay.timeline import Timeline
+from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunSeries
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]
 
@@ -34,6 +41,9 @@ _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
 
 class EventSink:
     """Numbers records in order and hands them to :meth:`emit`."""
+
+    #: Whether the replay should keep a timeline for :meth:`write_timeline`.
+    keeps_timeline = True
 
     def __init__(self) -> None:
         self.seq = 0
@@ -56,18 +66,27 @@ class EventSink:
     def flush(self) -> None:
         """Write whatever is buffered."""
 
+    def write_timeline(self, timeline: Timeline) -> None:
+        """Keep the run's timeline (called once, when the run ends)."""
+
 
 class MemorySink(EventSink):
     def __init__(self) -> None:
         super().__init__()
         self.records: list[Record] = []
+        self.timeline: Timeline | None = None
 
     def emit(self, record: Record) -> None:
         self.records.append(record)
 
+    def write_timeline(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
 
 class NullSink(EventSink):
     """Logging off (for measuring the cost of the event log)."""
+
+    keeps_timeline = False
 
     def emit(self, record: Record) -> None:
         return None
@@ -95,6 +114,26 @@ class SqlSink(EventSink):
             connection.exec_driver_sql(
                 f"INSERT INTO run_events ({', '.join(_COLUMNS)}) VALUES ({marks})", self.buffer)
         self.buffer = []
+
+    def write_timeline(self, timeline: Timeline) -> None:
+        """Insert the timeline in one transaction (intervals of zero length left out)."""
+        tables = (
+            (RunNode, ("slot", "name", "zone", "start_us", "end_us", "cpu_milli",
+                       "memory_bytes", "pods", "extended", "labels", "unschedulable", "taints"),
+             timeline.nodes, 3),
+            (RunPlacement, ("pod", "node", "start_us", "end_us", "by", "priority", "cpu_milli",
+                            "memory_bytes", "extended"), timeline.placements, 2),
+            (RunQueueSpan, ("pod", "queue", "start_us", "end_us"), timeline.queue_spans, 2),
+            (RunSeries, ("ts_us", "active", "backoff", "unschedulable", "gated", "bound",
+                         "allocation"), timeline.series, None),
+        )
+        with self.engine.begin() as connection:
+            for model, columns, rows, start in tables:
+                values = [{"run_id": self.run_id, **dict(zip(columns, row, strict=True))}
+                          for row in rows
+                          if start is None or row[start] != row[start + 1]]
+                for first in range(0, len(values), self.batch_size):
+                    connection.execute(insert(model), values[first:first + self.batch_size])
 
 
 def digest(records: Iterator[Record]) -> str:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -134,6 +135,7 @@ class RunEvent(Base):
         UniqueConstraint("run_id", "seq"),
         Index("ix_run_events_run_pod", "run_id", "pod"),
         Index("ix_run_events_run_kind", "run_id", "kind"),
+        Index("ix_run_events_run_ts", "run_id", "ts_us"),
     )
 
     id: Mapped[int] = mapped_column(BigKey, primary_key=True)
@@ -145,3 +147,83 @@ class RunEvent(Base):
     node: Mapped[str | None] = mapped_column(String(253))
     data: Mapped[str] = mapped_column(Text)
     blob: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+
+def _run_key() -> Mapped[int]:
+    return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+
+
+class RunNode(Base):
+    """A node as it was over ``[start_us, end_us)`` of a run (a change opens a new row)."""
+
+    __tablename__ = "run_nodes"
+    __table_args__ = (Index("ix_run_nodes_run_start", "run_id", "start_us"),)
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = _run_key()
+    slot: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(253))
+    zone: Mapped[str] = mapped_column(String(253))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    cpu_milli: Mapped[int] = mapped_column(BigInteger)
+    memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    pods: Mapped[int] = mapped_column(Integer)
+    #: JSON ``{resource: amount}`` of extended resources (``nvidia.com/gpu``, hugepages).
+    extended: Mapped[str] = mapped_column(Text)
+    labels: Mapped[str] = mapped_column(Text)
+    unschedulable: Mapped[bool] = mapped_column(Boolean)
+    taints: Mapped[int] = mapped_column(Integer)
+
+
+class RunPlacement(Base):
+    """A pod held by a node over ``[start_us, end_us)``: assumed or bound, by kaudit or the
+    trace, with the requests the scheduler accounted for it."""
+
+    __tablename__ = "run_placements"
+    __table_args__ = (Index("ix_run_placements_run_start", "run_id", "start_us"),
+                      Index("ix_run_placements_run_node", "run_id", "node"))
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = _run_key()
+    pod: Mapped[str] = mapped_column(String(320))
+    node: Mapped[str] = mapped_column(String(253))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    by: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[int] = mapped_column(Integer)
+    cpu_milli: Mapped[int] = mapped_column(BigInteger)
+    memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    extended: Mapped[str] = mapped_column(Text)
+
+
+class RunQueueSpan(Base):
+    """A pod waiting in one queue (active, backoff, unschedulable, gated) of a run."""
+
+    __tablename__ = "run_queue_spans"
+    __table_args__ = (Index("ix_run_queue_spans_run_start", "run_id", "start_us"),)
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = _run_key()
+    pod: Mapped[str] = mapped_column(String(320))
+    queue: Mapped[str] = mapped_column(String(16))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class RunSeries(Base):
+    """The run's state after each virtual instant that changed it: queue lengths, bound pods
+    and the allocated share of each resource (JSON ``{resource: fraction}``)."""
+
+    __tablename__ = "run_series"
+    __table_args__ = (Index("ix_run_series_run_ts", "run_id", "ts_us"),)
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = _run_key()
+    ts_us: Mapped[int] = mapped_column(BigInteger)
+    active: Mapped[int] = mapped_column(Integer)
+    backoff: Mapped[int] = mapped_column(Integer)
+    unschedulable: Mapped[int] = mapped_column(Integer)
+    gated: Mapped[int] = mapped_column(Integer)
+    bound: Mapped[int] = mapped_column(Integer)
+    allocation: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,74 @@
+"""The dashboard's database: one read-only engine per application, and a cache of answers
+about finished runs (a complete run never changes, so its pages can be computed once)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from flask import Flask, current_app
+from sqlalchemy import Engine, event
+
+from kaudit.store.schema import open_database
+
+T = TypeVar("T")
+
+
+def _read_only(engine: Engine) -> None:
+    """Every connection refuses writes: ``query_only`` on SQLite, read-only transactions on
+    PostgreSQL."""
+    backend = engine.dialect.name
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        if backend == "sqlite":
+            cursor.execute("PRAGMA query_only=ON")
+        elif backend == "postgresql":
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            dbapi_connection.commit()
+        cursor.close()
+
+    event.listen(engine, "connect", on_connect)
+
+
+class ResultCache:
+    """A small thread-safe LRU of computed answers."""
+
+    def __init__(self, entries: int) -> None:
+        self.entries = entries
+        self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.entries:
+                self._items.popitem(last=False)
+        return value
+
+
+def init_app(app: Flask) -> None:
+    engine = open_database(app.config["KAUDIT_DB"], create=False)
+    _read_only(engine)
+    engine.dispose()  # connections made from here on get the read-only listener
+    app.extensions["kaudit.engine"] = engine
+    app.extensions["kaudit.cache"] = ResultCache(app.config["CACHE_ENTRIES"])
+
+
+def get_engine() -> Engine:
+    return current_app.extensions["kaudit.engine"]  # type: ignore[no-any-return]
+
+
+def cached(key: tuple[Any, ...], compute: Callable[[], T], *, final: bool) -> T:
+    """``compute()``, remembered under ``key`` when ``final`` (the data can no longer change)."""
+    if not final:
+        return compute()
+    cache: ResultCache = current_app.extensions["kaudit.cache"]
+    return cache.get(key, compute)

@@ -1,0 +1,83 @@
+"""Introspection, as a service is expected to have: ``/-/versions``, ``/-/config/RUN`` (the
+run's effective scheduler configuration), ``/healthz``, ``/metrics``, and the vendored
+plotly.js."""
+
+from __future__ import annotations
+
+import platform
+from importlib.metadata import version
+
+import orjson
+from flask import Blueprint, Response, abort, current_app, jsonify, request, send_file
+from flask.typing import ResponseReturnValue
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import select, text
+
+from kaudit import KUBERNETES_VERSION, __version__
+from kaudit.dashboard.database import get_engine
+from kaudit.dashboard.params import run_with_span
+from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
+from kaudit.store.engine import display_url
+from kaudit.store.models import Run
+from kaudit.store.schema import current_revision
+
+bp = Blueprint("meta", __name__)
+
+
+@bp.get("/-/versions")
+def versions() -> ResponseReturnValue:
+    engine = get_engine()
+    with engine.connect() as connection:
+        revision = current_revision(connection)
+    return jsonify({
+        "kaudit": __version__, "kubernetes": KUBERNETES_VERSION, "schemaRevision": revision,
+        "database": {"backend": engine.dialect.name, "url": display_url(str(engine.url))},
+        "python": platform.python_version(),
+        "packages": {name: version(name) for name in
+                     ("flask", "sqlalchemy", "alembic", "plotly", "numpy")},
+        "plotlyJs": plotly_js_name(),
+    })
+
+
+@bp.get("/-/config/<run>")
+def config(run: str) -> ResponseReturnValue:
+    found, _ = run_with_span(run)
+    with get_engine().connect() as connection:
+        stored, options = connection.execute(
+            select(Run.config, Run.options).where(Run.id == found.id)).one()
+    return jsonify({"run": found.name, "source": found.config_source,
+                    "featureGates": orjson.loads(options).get("featureGates") or {},
+                    "configuration": orjson.loads(stored)})
+
+
+@bp.get("/healthz")
+def healthz() -> ResponseReturnValue:
+    try:
+        with get_engine().connect() as connection:
+            connection.execute(text("select 1"))
+    except Exception as exc:  # the database is down or unreachable
+        response = jsonify(status="unavailable", error=type(exc).__name__)
+        response.status_code = 503
+        return response
+    return jsonify(status="ok")
+
+
+@bp.get("/metrics")
+def metrics() -> ResponseReturnValue:
+    current_app.extensions["kaudit.metrics.refresh"]()
+    return Response(generate_latest(current_app.extensions["kaudit.metrics"]),
+                    mimetype=CONTENT_TYPE_LATEST)
+
+
+@bp.get("/static/vendor/<filename>")
+def vendor(filename: str) -> ResponseReturnValue:
+    if filename != plotly_js_name():
+        abort(404, description=f"no vendored asset {filename!r}")
+    if "gzip" not in request.headers.get("Accept-Encoding", ""):
+        return send_file(plotly_js_path(), mimetype="text/javascript", max_age=31_536_000)
+    response = Response(plotly_js_gzip(), mimetype="text/javascript")
+    response.headers["Content-Encoding"] = "gzip"
+    response.headers["Vary"] = "Accept-Encoding"
+    response.cache_control.public = True
+    response.cache_control.max_age = 31_536_000
+    return response

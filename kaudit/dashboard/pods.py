@@ -1,0 +1,35 @@
+"""Pod: its lifecycle, each attempt's message, filter matrix, score breakdown and decision,
+and the placement the recorded cluster made."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, render_template
+from flask.typing import ResponseReturnValue
+
+from kaudit.dashboard.database import cached, get_engine
+from kaudit.dashboard.params import is_final, run_with_span
+from kaudit.queries.pods import attempt_detail, pod_story
+
+bp = Blueprint("pods", __name__)
+
+
+@bp.get("/runs/<run>/pods/<namespace>/<name>")
+def page(run: str, namespace: str, name: str) -> ResponseReturnValue:
+    found, _ = run_with_span(run)
+    story = pod_story(get_engine(), found.name, f"{namespace}/{name}")  # 404 when unknown
+    return render_template("pod.html", run=found, pod=story["pod"])
+
+
+@bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>")
+def story(run: str, namespace: str, name: str) -> ResponseReturnValue:
+    found, _ = run_with_span(run)
+    return jsonify(pod_story(get_engine(), found.name, f"{namespace}/{name}"))
+
+
+@bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>/attempts/<int:index>")
+def attempt(run: str, namespace: str, name: str, index: int) -> ResponseReturnValue:
+    found, _ = run_with_span(run)
+    key = f"{namespace}/{name}"
+    return jsonify(cached(("attempt", found.id, key, index),
+                          lambda: attempt_detail(get_engine(), found.name, key, index),
+                          final=is_final(found)))

@@ -1,0 +1,104 @@
+"""A run's event log, a page at a time, filtered by kind, pod, node, plugin and time.
+
+``pod`` is a ``NAMESPACE/NAME`` key, or a pattern with ``*`` wildcards (``web/*``); ``plugin``
+keeps the attempts in which that plugin rejected at least one node (the attempt's
+``rejectedBy``, read with each backend's JSON functions); ``since`` and ``until`` are seconds
+since the run's start. The total is counted with the same filters, so pages can be numbered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, Select, cast, func, select
+from sqlalchemy.dialects.postgresql import JSONB
+
+from kaudit.errors import InputError
+from kaudit.queries.timeline import Span
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.store.models import RunEvent
+
+KINDS = ("node", "watch", "queue", "attempt", "bind", "bindfail", "recorded", "nominate",
+         "preempt", "delete", "create")
+MAX_LIMIT = 500
+_PLUGIN_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    kind: str | None = None
+    pod: str | None = None
+    node: str | None = None
+    plugin: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+    def validate(self) -> EventFilter:
+        if self.kind is not None and self.kind not in KINDS:
+            raise InputError(f"kind: unknown record kind {self.kind!r}; one of "
+                             f"{', '.join(KINDS)}")
+        if self.plugin is not None and not _PLUGIN_NAME.match(self.plugin):
+            raise InputError(f"plugin: {self.plugin!r} is not a plugin name")
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise InputError("since must not be after until")
+        return self
+
+
+def _like(pattern: str) -> str:
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%")
+
+
+def _filtered(query: Select[Any], engine: Engine, run_id: int, span: Span,
+              where: EventFilter) -> Select[Any]:
+    query = query.where(RunEvent.run_id == run_id)
+    if where.kind is not None:
+        query = query.where(RunEvent.kind == where.kind)
+    if where.pod is not None:
+        query = (query.where(RunEvent.pod.like(_like(where.pod), escape="\\"))
+                 if "*" in where.pod else query.where(RunEvent.pod == where.pod))
+    if where.node is not None:
+        query = query.where(RunEvent.node == where.node)
+    if where.plugin is not None:
+        query = query.where(RunEvent.kind == "attempt")
+        if engine.dialect.name == "postgresql":
+            query = query.where(cast(RunEvent.data, JSONB)["rejectedBy"].has_key(where.plugin))
+        else:
+            query = query.where(func.json_extract(
+                RunEvent.data, f'$.rejectedBy."{where.plugin}"').is_not(None))
+    if where.since is not None:
+        query = query.where(RunEvent.ts_us >= span.at(where.since))
+    if where.until is not None:
+        query = query.where(RunEvent.ts_us <= span.at(where.until))
+    return query
+
+
+def events_page(engine: Engine, run_id: int, span: Span, where: EventFilter, *,
+                offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    if offset < 0:
+        raise InputError("offset must not be negative")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit must be between 1 and {MAX_LIMIT}")
+    where = where.validate()
+    rows_query = _filtered(select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
+                                  RunEvent.node, RunEvent.data), engine, run_id, span, where)
+    count_query = _filtered(select(func.count()).select_from(RunEvent), engine, run_id, span,
+                            where)
+    with engine.connect() as connection:
+        total = connection.scalar(count_query) or 0
+        rows = connection.execute(rows_query.order_by(RunEvent.seq).offset(offset)
+                                  .limit(limit)).all()
+    items = []
+    for seq, ts_us, kind, pod, node, data in rows:
+        document = orjson.loads(data)
+        if kind == "attempt":
+            # The per-node tables live in the blob; the list shows the attempt's verdict.
+            document = {k: document[k] for k in ("result", "message", "evaluatedNodes",
+                                                 "feasibleNodes", "rejectedBy", "cycle")
+                        if k in document}
+        items.append({"seq": seq, "t": span.t(ts_us), "time": format_timestamp(ts_us),
+                      "kind": kind, "pod": pod, "node": node, "data": document})
+    return {"total": total, "offset": offset, "limit": limit, "items": items}

@@ -1,0 +1,197 @@
+"""One pod of a run for the dashboard: its lifecycle, its attempts, one attempt in full.
+
+The facts are those of :func:`kaudit.queries.runs.explain_pod` (``kaudit explain --json``), in
+shapes that stay small at 5,000 nodes: the story lists attempts without their per-node tables,
+and one attempt's filter verdicts and scores come as columns (nodes × plugins) rather than one
+object per node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.errors import UnknownObjectError
+from kaudit.queries.diff import explain_move
+from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
+from kaudit.queries.timeline import Span, run_span
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.replay.packing import unpack_attempt
+from kaudit.store.models import RunEvent
+
+FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
+                "Skip", "Pending"]
+#: Queue states drawn on the lifecycle chart (in-flight only when it lasted).
+_WAITING = ("active", "backoff", "unschedulable", "gated", "in-flight")
+
+
+def _lifecycle(records: list[tuple[int, str, str | None, dict[str, Any]]], span: Span
+               ) -> list[dict[str, Any]]:
+    """Spans ``{state, start, end}`` (seconds since the run's start) from the queue
+    transitions and the binding and removal records."""
+    spans: list[dict[str, Any]] = []
+    current: tuple[str, int, str | None] | None = None
+
+    def close(at: int) -> None:
+        nonlocal current
+        if current is not None and at > current[1]:
+            state, start, node = current
+            spans.append({"state": state, "start": span.t(start), "end": span.t(at),
+                          "node": node})
+        current = None
+
+    for ts_us, kind, node, data in records:
+        if kind == "queue":
+            close(ts_us)
+            if data["to"] in _WAITING:
+                current = (data["to"], ts_us, None)
+        elif kind == "bind":
+            close(ts_us)
+            current = ("bound", ts_us, node)
+        elif kind in ("delete", "preempt") and current is not None and current[0] == "bound":
+            close(ts_us)
+    if current is not None:
+        state, start, node = current
+        spans.append({"state": state, "start": span.t(start), "end": None, "node": node})
+    return spans
+
+
+def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
+    """The pod's story without per-node tables: lifecycle, queue, attempts, other events."""
+    run = get_run(engine, run_ref)
+    key = pod_key(engine, run.id, pod_ref)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data)
+            .where(RunEvent.run_id == run.id, RunEvent.pod == key).order_by(RunEvent.seq)).all()
+    if not rows:
+        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    span = run_span(engine, run.id)
+    records = [(ts_us, kind, node, orjson.loads(data)) for _, ts_us, kind, node, data in rows]
+    story: dict[str, Any] = {"run": run.name, "runId": run.id, "pod": key,
+                             "recordedNode": None, "boundNode": None, "boundTime": None,
+                             "span": span.as_json(), "queue": [], "attempts": [],
+                             "events": []}
+    for (seq, *_), (ts_us, kind, node, document) in zip(rows, records, strict=True):
+        when = format_timestamp(ts_us)
+        if kind == "queue":
+            story["queue"].append({"time": when, "t": span.t(ts_us), "from": document["from"],
+                                   "to": document["to"], "event": document["event"]})
+        elif kind == "attempt":
+            preemption = document.get("preemption") or {}
+            story["attempts"].append({
+                "index": len(story["attempts"]), "seq": seq, "time": when, "t": span.t(ts_us),
+                "cycle": document.get("cycle"), "result": document.get("result"),
+                "selectedNode": document.get("selectedNode"),
+                "message": None if document.get("selectedNode") else document.get("message"),
+                "evaluatedNodes": document.get("evaluatedNodes"),
+                "feasibleNodes": document.get("feasibleNodes"),
+                "rejectedBy": document.get("rejectedBy") or {},
+                "nominatedNode": preemption.get("nominatedNode"),
+                "victims": preemption.get("victims") or [],
+            })
+        else:
+            if kind == "recorded":
+                story["recordedNode"] = node
+            elif kind == "bind":
+                story["boundNode"], story["boundTime"] = node, when
+            story["events"].append({"time": when, "t": span.t(ts_us), "kind": kind,
+                                    "node": node, **document})
+    story["lifecycle"] = _lifecycle(records, span)
+    return story
+
+
+def _attempt_row(engine: Engine, run: RunSummary, key: str, index: int) -> Any:
+    if index < 0:
+        raise UnknownObjectError(f"no attempt {index} of pod {key!r}")
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.data, RunEvent.blob)
+            .where(RunEvent.run_id == run.id, RunEvent.pod == key, RunEvent.kind == "attempt")
+            .order_by(RunEvent.seq).offset(index).limit(1)).first()
+    if row is None:
+        raise UnknownObjectError(f"pod {key!r} has no attempt {index} in run {run.name!r}")
+    return row
+
+
+def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> dict[str, Any]:
+    """Attempt ``index`` (0-based) of the pod in full: filter verdicts as a nodes × plugins
+    matrix with reasons, scores per plugin for every scored node (best first), and the winner
+    against the runner-up with the plugins that decided."""
+    run = get_run(engine, run_ref)
+    key = pod_key(engine, run.id, pod_ref)
+    row = _attempt_row(engine, run, key, index)
+    attempt = unpack_attempt(orjson.loads(row.data), row.blob, node_names(engine, run.id))
+    span = run_span(engine, run.id)
+    nodes = attempt.pop("nodes")
+    plugins: list[str] = []
+    for verdicts in nodes.values():
+        for plugin in verdicts["filter"]:
+            if plugin not in plugins:
+                plugins.append(plugin)
+    codes: list[list[int]] = []
+    reasons: list[dict[str, list[str]]] = []
+    for verdicts in nodes.values():
+        filters = verdicts["filter"]
+        codes.append([FILTER_CODES.index(filters[p]["code"]) if p in filters else -1
+                      for p in plugins])
+        reasons.append({str(i): filters[p]["reasons"] for i, p in enumerate(plugins)
+                        if p in filters and filters[p]["reasons"]})
+    scored = sorted(((name, v) for name, v in nodes.items() if "total" in v),
+                    key=lambda item: (-item[1]["total"], item[0]))
+    score_plugins = list(scored[0][1]["score"]) if scored else []
+    detail: dict[str, Any] = {
+        **attempt, "pod": key, "run": run.name, "index": index, "seq": row.seq,
+        "time": format_timestamp(row.ts_us), "t": span.t(row.ts_us),
+        "feasible": [name for name, v in nodes.items() if v["feasible"]],
+        "filter": {"plugins": plugins, "codes": FILTER_CODES, "nodes": list(nodes),
+                   "verdicts": codes, "reasons": reasons},
+        "scores": {
+            "plugins": score_plugins,
+            "weights": {p: scored[0][1]["score"][p]["weight"] for p in score_plugins},
+            "nodes": [name for name, _ in scored],
+            "total": [v["total"] for _, v in scored],
+            "raw": [[v["score"][p]["raw"] for p in score_plugins] for _, v in scored],
+            "normalized": [[v["score"][p]["normalized"] for p in score_plugins]
+                           for _, v in scored],
+            "weighted": [[v["score"][p]["weighted"] for p in score_plugins] for _, v in scored],
+        },
+        "decision": None,
+    }
+    selected = attempt.get("selectedNode")
+    if selected is not None and len(scored) > 1:
+        winner = selected
+        runner_up = next(name for name, _ in scored if name != winner)
+        why, deltas = explain_move({**attempt, "nodes": nodes}, winner, runner_up, "kaudit")
+        detail["decision"] = {
+            "winner": winner, "runnerUp": runner_up, "winnerTotal": nodes[winner]["total"],
+            "runnerUpTotal": nodes[runner_up]["total"], "deltas": deltas, "summary": why,
+            "tie": runner_up in attempt.get("tiedNodes", []),
+        }
+    return detail
+
+
+def nodes_from_detail(detail: dict[str, Any]) -> dict[str, Any]:
+    """The explain shape (``nodes`` of ``kaudit explain --json``) back from a detail's columns;
+    what the tests compare."""
+    nodes: dict[str, Any] = {}
+    matrix = detail["filter"]
+    for name, verdicts, reasons in zip(matrix["nodes"], matrix["verdicts"], matrix["reasons"],
+                                       strict=True):
+        filters = {plugin: {"code": FILTER_CODES[code],
+                            "reasons": reasons.get(str(i), [])}
+                   for i, (plugin, code) in enumerate(zip(matrix["plugins"], verdicts,
+                                                          strict=True)) if code >= 0}
+        nodes[name] = {"filter": filters, "feasible": name in detail["feasible"]}
+    scores = detail["scores"]
+    for position, name in enumerate(scores["nodes"]):
+        entry = nodes.setdefault(name, {"filter": {}, "feasible": True})
+        entry["score"] = {plugin: {"raw": scores["raw"][position][i],
+                                   "normalized": scores["normalized"][position][i],
+                                   "weight": scores["weights"][plugin],
+                                   "weighted": scores["weighted"][position][i]}
+                          for i, plugin in enumerate(scores["plugins"])}
+        entry["total"] = scores["total"][position]
+    return nodes

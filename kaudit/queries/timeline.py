@@ -1,0 +1,267 @@
+"""A run over virtual time: its series, attempt and preemption histograms, the cluster at any
+moment, and the pods on one node.
+
+Reads the tables the replay's :mod:`kaudit.replay.timeline` wrote. Times in answers are
+seconds since the run's first record (``t``), with the absolute RFC 3339 time where one moment
+is meant. Everything is aggregated here, server-side, so that a 5,000-node run answers in a
+few hundred kilobytes: series are thinned to a bounded number of points keeping every peak.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, and_, func, or_, select
+
+from kaudit.errors import UnknownObjectError
+from kaudit.readers.timestamps import format_timestamp
+from kaudit.replay.timeline import QUEUES
+from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
+
+#: Most points a series sends; more are thinned keeping each bucket's low and high.
+MAX_POINTS = 1200
+#: Pods listed per queue in a moment's state.
+QUEUE_PODS = 50
+#: Records of the event log shown around a moment.
+EVENTS_AROUND = 40
+
+
+@dataclass(frozen=True)
+class Span:
+    """The run's first and last record times (microseconds)."""
+
+    start_us: int
+    end_us: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_us - self.start_us) / 1e6
+
+    def t(self, ts_us: int | None) -> float | None:
+        return None if ts_us is None else round((ts_us - self.start_us) / 1e6, 6)
+
+    def at(self, seconds: float) -> int:
+        return self.start_us + round(seconds * 1e6)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"start": format_timestamp(self.start_us), "end": format_timestamp(self.end_us),
+                "seconds": self.seconds}
+
+
+def run_span(engine: Engine, run_id: int) -> Span:
+    with engine.connect() as connection:
+        low, high = connection.execute(select(func.min(RunEvent.ts_us), func.max(RunEvent.ts_us))
+                                       .where(RunEvent.run_id == run_id)).one()
+    if low is None:
+        return Span(0, 0)
+    return Span(int(low), int(high))
+
+
+def has_timeline(engine: Engine, run_id: int) -> bool:
+    """Runs replayed before the timeline existed have none (replay them again)."""
+    with engine.connect() as connection:
+        return connection.scalar(select(RunSeries.id).where(RunSeries.run_id == run_id)
+                                 .limit(1)) is not None
+
+
+def _thin(count: int, values: list[int], limit: int) -> list[int]:
+    """Indexes of at most ``limit`` points: per bucket the first, the lowest, the highest and
+    the last, in time order, so a step chart keeps its shape and every spike."""
+    if count <= limit:
+        return list(range(count))
+    buckets = max(1, limit // 4)
+    size = count / buckets
+    keep: set[int] = set()
+    for b in range(buckets):
+        lo, hi = int(b * size), min(count, int((b + 1) * size))
+        if lo >= hi:
+            continue
+        window = range(lo, hi)
+        keep.update((lo, hi - 1, min(window, key=values.__getitem__),
+                     max(window, key=values.__getitem__)))
+    return sorted(keep)
+
+
+def series(engine: Engine, run_id: int, span: Span, limit: int = MAX_POINTS) -> dict[str, Any]:
+    """Queue lengths, placed pods and allocation after each instant, thinned to ``limit``."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunSeries.ts_us, RunSeries.active, RunSeries.backoff, RunSeries.unschedulable,
+                   RunSeries.gated, RunSeries.bound, RunSeries.allocation)
+            .where(RunSeries.run_id == run_id).order_by(RunSeries.ts_us, RunSeries.id)).all()
+    pending = [r[1] + r[2] + r[3] + r[4] for r in rows]
+    keep = _thin(len(rows), pending, limit)
+    allocation: dict[str, list[float | None]] = {}
+    chosen = [rows[i] for i in keep]
+    for position, row in enumerate(chosen):
+        for name, value in orjson.loads(row[6]).items():
+            allocation.setdefault(name, [None] * len(chosen))[position] = value
+    return {
+        "points": len(rows),
+        "t": [span.t(r[0]) for r in chosen],
+        "pending": [pending[i] for i in keep],
+        **{queue: [r[1 + q] for r in chosen] for q, queue in enumerate(QUEUES)},
+        "bound": [r[5] for r in chosen],
+        "allocation": dict(sorted(allocation.items())),
+    }
+
+
+def _bucket_seconds(span: Span, buckets: int) -> float:
+    raw = max(span.seconds / buckets, 0.001)
+    for step in (0.001, 0.01, 0.1, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400):
+        if step >= raw:
+            return step
+    return raw
+
+
+def histograms(engine: Engine, run_id: int, span: Span, buckets: int = 120) -> dict[str, Any]:
+    """Attempts per time bucket by result, and preemptions per bucket."""
+    width = _bucket_seconds(span, buckets)
+    width_us = round(width * 1e6)
+    bucket = ((RunEvent.ts_us - span.start_us) // width_us).label("bucket")
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(bucket, RunEvent.kind, RunEvent.node.is_not(None), func.count())
+            .where(RunEvent.run_id == run_id, RunEvent.kind.in_(("attempt", "preempt")))
+            .group_by(bucket, RunEvent.kind, RunEvent.node.is_not(None))).all()
+    scheduled: dict[int, int] = defaultdict(int)
+    failed: dict[int, int] = defaultdict(int)
+    preempted: dict[int, int] = defaultdict(int)
+    for index, kind, has_node, count in rows:
+        index = int(index)
+        if kind == "preempt":
+            preempted[index] += count
+        elif has_node:
+            scheduled[index] += count
+        else:
+            failed[index] += count
+    used = sorted(set(scheduled) | set(failed) | set(preempted))
+    return {
+        "bucketSeconds": width,
+        "t": [round(i * width, 6) for i in used],
+        "scheduled": [scheduled.get(i, 0) for i in used],
+        "failed": [failed.get(i, 0) for i in used],
+        "preemptions": [preempted.get(i, 0) for i in used],
+    }
+
+
+def _live(model: Any, run_id: int, ts_us: int) -> Any:
+    return and_(model.run_id == run_id, model.start_us <= ts_us,
+                or_(model.end_us.is_(None), model.end_us > ts_us))
+
+
+def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[str, Any]:
+    """The cluster at ``seconds`` into the run: every node's allocatable and requested
+    resources and pod count (nodes ordered by zone, then name), the queues, and the event
+    log around that moment."""
+    ts_us = span.at(seconds)
+    with engine.connect() as connection:
+        nodes = connection.execute(
+            select(RunNode.name, RunNode.zone, RunNode.cpu_milli, RunNode.memory_bytes,
+                   RunNode.pods, RunNode.extended, RunNode.unschedulable)
+            .where(_live(RunNode, run_id, ts_us)).order_by(RunNode.zone, RunNode.name)).all()
+        placements = connection.execute(
+            select(RunPlacement.node, RunPlacement.cpu_milli, RunPlacement.memory_bytes,
+                   RunPlacement.extended)
+            .where(_live(RunPlacement, run_id, ts_us))).all()
+        queue_counts = dict(connection.execute(
+            select(RunQueueSpan.queue, func.count()).where(_live(RunQueueSpan, run_id, ts_us))
+            .group_by(RunQueueSpan.queue)).all())
+        queue_pods: dict[str, list[dict[str, Any]]] = {}
+        for queue in QUEUES:
+            if not queue_counts.get(queue):
+                queue_pods[queue] = []
+                continue
+            queue_pods[queue] = [
+                {"pod": pod, "since": span.t(start)} for pod, start in connection.execute(
+                    select(RunQueueSpan.pod, RunQueueSpan.start_us)
+                    .where(_live(RunQueueSpan, run_id, ts_us), RunQueueSpan.queue == queue)
+                    .order_by(RunQueueSpan.start_us, RunQueueSpan.pod).limit(QUEUE_PODS))]
+        around = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
+                         RunEvent.node, RunEvent.data)
+                  .where(RunEvent.run_id == run_id, RunEvent.kind.not_in(("node", "watch"))))
+        earlier = connection.execute(
+            around.where(RunEvent.ts_us <= ts_us)
+            .order_by(RunEvent.ts_us.desc(), RunEvent.seq.desc())
+            .limit(EVENTS_AROUND // 2)).all()
+        later = connection.execute(
+            around.where(RunEvent.ts_us > ts_us).order_by(RunEvent.ts_us, RunEvent.seq)
+            .limit(EVENTS_AROUND // 2)).all()
+        events = [*reversed(earlier), *later]
+    index = {row.name: i for i, row in enumerate(nodes)}
+    cpu = [0] * len(nodes)
+    memory = [0] * len(nodes)
+    pods = [0] * len(nodes)
+    extended_requested: dict[str, list[int]] = {}
+    for node, cpu_milli, memory_bytes, extended in placements:
+        i = index.get(node)
+        if i is None:
+            continue  # a pod still held by a removed node
+        cpu[i] += cpu_milli
+        memory[i] += memory_bytes
+        pods[i] += 1
+        if extended != "{}":
+            for name, amount in orjson.loads(extended).items():
+                extended_requested.setdefault(name, [0] * len(nodes))[i] += amount
+    extended_allocatable: dict[str, list[int]] = {}
+    for i, row in enumerate(nodes):
+        if row.extended != "{}":
+            for name, amount in orjson.loads(row.extended).items():
+                extended_allocatable.setdefault(name, [0] * len(nodes))[i] = amount
+    extended = {name: {"allocatable": extended_allocatable.get(name, [0] * len(nodes)),
+                       "requested": extended_requested.get(name, [0] * len(nodes))}
+                for name in sorted(set(extended_allocatable) | set(extended_requested))}
+    return {
+        "t": span.t(ts_us), "time": format_timestamp(ts_us), "span": span.as_json(),
+        "nodes": {
+            "name": [r.name for r in nodes], "zone": [r.zone for r in nodes],
+            "unschedulable": [bool(r.unschedulable) for r in nodes],
+            "cpuAllocatable": [r.cpu_milli for r in nodes], "cpuRequested": cpu,
+            "memoryAllocatable": [r.memory_bytes for r in nodes], "memoryRequested": memory,
+            "podsAllocatable": [r.pods for r in nodes], "pods": pods,
+            "extended": extended,
+        },
+        "totals": {"nodes": len(nodes), "pods": sum(pods),
+                   "cpuAllocatable": sum(r.cpu_milli for r in nodes), "cpuRequested": sum(cpu),
+                   "memoryAllocatable": sum(r.memory_bytes for r in nodes),
+                   "memoryRequested": sum(memory)},
+        "queues": {queue: {"count": queue_counts.get(queue, 0), "pods": queue_pods[queue]}
+                   for queue in QUEUES},
+        "events": [{"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
+                    "pod": pod, "node": node, "data": orjson.loads(data), "current": ts <= ts_us}
+                   for seq, ts, kind, pod, node, data in events],
+    }
+
+
+def node_at(engine: Engine, run_id: int, span: Span, node: str, seconds: float
+            ) -> dict[str, Any]:
+    """One node at ``seconds``: its allocatable, labels and the pods it holds."""
+    ts_us = span.at(seconds)
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(RunNode.__table__).where(RunNode.run_id == run_id, RunNode.name == node,
+                                            RunNode.start_us <= ts_us)
+            .order_by(RunNode.start_us.desc()).limit(1)).first()
+        if row is None:
+            raise UnknownObjectError(f"no node {node!r} in this run at t={seconds:g}s")
+        pods = connection.execute(
+            select(RunPlacement.pod, RunPlacement.start_us, RunPlacement.by,
+                   RunPlacement.priority, RunPlacement.cpu_milli, RunPlacement.memory_bytes,
+                   RunPlacement.extended)
+            .where(_live(RunPlacement, run_id, ts_us), RunPlacement.node == node)
+            .order_by(RunPlacement.start_us, RunPlacement.pod)).all()
+    live = row.end_us is None or row.end_us > ts_us
+    return {
+        "t": span.t(ts_us), "node": row.name, "zone": row.zone, "present": live,
+        "since": span.t(row.start_us), "until": span.t(row.end_us),
+        "allocatable": {"cpu": row.cpu_milli, "memory": row.memory_bytes, "pods": row.pods,
+                        **orjson.loads(row.extended)},
+        "labels": orjson.loads(row.labels), "unschedulable": bool(row.unschedulable),
+        "taints": row.taints,
+        "pods": [{"pod": pod, "since": span.t(start), "by": by, "priority": priority,
+                  "cpu": cpu_milli, "memory": memory_bytes, "extended": orjson.loads(extended)}
+                 for pod, start, by, priority, cpu_milli, memory_bytes, extended in pods],
+    }

@@ -1,0 +1,198 @@
+"""The dashboard's JSON API and pages through Flask's test client, on both backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from kaudit.queries.pods import nodes_from_detail
+from kaudit.queries.runs import explain_pod
+
+
+def _json(client: FlaskClient, url: str, status: int = 200) -> dict:  # type: ignore[type-arg]
+    response = client.get(url)
+    assert response.status_code == status, (url, response.status_code, response.data[:300])
+    assert response.is_json, url
+    return response.get_json()
+
+
+PAGES = ["/", "/runs/default", "/runs/default/history?t=240", "/runs/default/events",
+         "/runs/default/pods/web/payments-0", "/diff?a=default&b=packing",
+         "/diff/pods/web/payments-0?a=default&b=packing"]
+
+
+def test_pages_render_with_security_headers(client: FlaskClient) -> None:
+    for url in PAGES:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        policy = response.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split(
+            "script-src")[1].split(";")[0]
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        body = response.get_data(as_text=True)
+        assert "<script>" not in body and "onload=" not in body  # no inline script
+        assert "/static/vendor/plotly-" in body or "events" in url or "diff/pods" in url
+
+
+def test_home_and_run_timeline(client: FlaskClient) -> None:
+    runs = _json(client, "/api/v1/runs")["runs"]
+    assert [r["name"] for r in runs] == ["default", "packing"]
+    traces = _json(client, "/api/v1/traces")["traces"]
+    assert traces[0]["name"] == "sample"
+    run = _json(client, "/api/v1/runs/default")
+    assert run["timeline"] is True and run["span"]["seconds"] > 0
+    timeline = _json(client, "/api/v1/runs/default/timeline")
+    series = timeline["series"]
+    assert len(series["t"]) == len(series["pending"]) == len(series["allocation"]["cpu"])
+    assert max(series["unschedulable"]) >= 2 and set(series["allocation"]) >= {"cpu", "memory"}
+    histograms = timeline["histograms"]
+    summary = runs[0]["summary"]
+    assert sum(histograms["scheduled"]) + sum(histograms["failed"]) == summary["attempts"]
+    assert sum(histograms["preemptions"]) == summary["podsPreempted"]
+
+
+def test_state_at_a_moment_and_a_node(client: FlaskClient) -> None:
+    early = _json(client, "/api/v1/runs/default/state?t=0")
+    late = _json(client, "/api/v1/runs/default/state?t=240")
+    assert late["totals"]["pods"] > early["totals"]["pods"]
+    nodes = late["nodes"]
+    assert len(nodes["name"]) == late["totals"]["nodes"] == 11
+    assert nodes["zone"] == sorted(nodes["zone"])  # grouped by zone
+    assert "nvidia.com/gpu" in nodes["extended"]
+    assert late["queues"]["unschedulable"]["count"] >= 2
+    assert any(e["current"] for e in late["events"]) and any(
+        not e["current"] for e in late["events"])
+    busiest = nodes["name"][nodes["pods"].index(max(nodes["pods"]))]
+    node = _json(client, f"/api/v1/runs/default/nodes/{busiest}?t=240")
+    assert len(node["pods"]) == max(nodes["pods"])
+    assert node["labels"]["kubernetes.io/hostname"] == busiest
+    assert sum(p["cpu"] for p in node["pods"]) == nodes["cpuRequested"][
+        nodes["name"].index(busiest)]
+
+
+@pytest.mark.parametrize("pod", ["web/payments-0", "data/postgres-1", "web/ssd-cache"])
+def test_pod_json_states_the_same_facts_as_explain(app: Flask, client: FlaskClient,
+                                                   pod: str) -> None:
+    engine = app.extensions["kaudit.engine"]
+    explained = explain_pod(engine, "default", pod)
+    story = _json(client, f"/api/v1/runs/default/pods/{pod}")
+    for key in ("pod", "recordedNode", "boundNode", "boundTime"):
+        assert story[key] == explained[key]
+    assert [(q["time"], q["from"], q["to"], q["event"]) for q in story["queue"]] == [
+        (q["time"], q["from"], q["to"], q["event"]) for q in explained["queue"]]
+    assert len(story["attempts"]) == len(explained["attempts"])
+    for index, expected in enumerate(explained["attempts"]):
+        summary = story["attempts"][index]
+        detail = _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/{index}")
+        for key in ("selectedNode", "message", "evaluatedNodes", "feasibleNodes", "cycle",
+                    "time", "tiedNodes", "preFilter", "preScore"):
+            assert detail[key] == expected[key], key
+        assert summary["message"] == expected["message"]
+        assert summary["selectedNode"] == expected["selectedNode"]
+        assert nodes_from_detail(detail) == expected["nodes"]
+        if "preemption" in expected:
+            assert detail["preemption"] == expected["preemption"]
+            assert summary["victims"] == expected["preemption"]["victims"]
+    _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/99", 404)
+
+
+def test_winner_against_runner_up(client: FlaskClient) -> None:
+    story = _json(client, "/api/v1/runs/packing/pods/data/postgres-1")
+    detail = _json(client, f"/api/v1/runs/packing/pods/data/postgres-1/attempts/"
+                           f"{len(story['attempts']) - 1}")
+    decision = detail["decision"]
+    assert decision["winner"] == story["boundNode"]
+    totals = dict(zip(detail["scores"]["nodes"], detail["scores"]["total"], strict=True))
+    assert decision["winnerTotal"] == totals[decision["winner"]] >= decision["runnerUpTotal"]
+    assert sum(decision["deltas"].values()) == decision["winnerTotal"] - decision["runnerUpTotal"]
+
+
+def test_event_log_filters_and_pages(client: FlaskClient) -> None:
+    everything = _json(client, "/api/v1/runs/default/events?limit=500")
+    assert everything["total"] > 500 and len(everything["items"]) == 500
+    second = _json(client, "/api/v1/runs/default/events?offset=500&limit=10")
+    assert second["items"][0]["seq"] > everything["items"][-1]["seq"]
+    attempts = _json(client, "/api/v1/runs/default/events?kind=attempt&limit=500")
+    assert all(e["kind"] == "attempt" for e in attempts["items"])
+    rejected = _json(client, "/api/v1/runs/default/events?plugin=NodeAffinity&limit=500")
+    assert rejected["total"] >= 1 and all(
+        "NodeAffinity" in e["data"]["rejectedBy"] for e in rejected["items"])
+    assert {e["pod"] for e in rejected["items"]} >= {"web/ssd-cache"}
+    web = _json(client, "/api/v1/runs/default/events?pod=web/*&kind=bind&limit=500")
+    assert web["total"] > 0 and all(e["pod"].startswith("web/") for e in web["items"])
+    one = _json(client, "/api/v1/runs/default/events?pod=web/payments-0")
+    assert {e["pod"] for e in one["items"]} == {"web/payments-0"}
+    window = _json(client, "/api/v1/runs/default/events?since=200&until=250&limit=500")
+    assert window["total"] and all(200 <= e["t"] <= 250 for e in window["items"])
+    on_node = _json(client, "/api/v1/runs/default/events?node=node-a1&kind=bind&limit=500")
+    assert on_node["total"] and {e["node"] for e in on_node["items"]} == {"node-a1"}
+
+
+def test_diff_lists_changed_pods(client: FlaskClient) -> None:
+    report = _json(client, "/api/v1/diff?a=default&b=packing")
+    assert report["changes"]["total"] > 0 and report["counts"]["moved"] > 0
+    moved = [c for c in report["changes"]["items"] if c["change"] == "moved"]
+    assert moved and all(c["reason"] for c in moved)
+    assert report["timelines"]["a"]["t"] and report["timelines"]["b"]["t"]
+    recorded = _json(client, "/api/v1/diff?a=recorded&b=default")
+    assert recorded["timelines"]["a"] is None and recorded["a"] == "recorded"
+    ties = _json(client, "/api/v1/diff?a=default&b=packing&change=tie-flip")
+    assert all(c["change"] == "tie-flip" for c in ties["changes"]["items"])
+
+
+@pytest.mark.parametrize(("url", "status", "words"), [
+    ("/api/v1/runs/nope", 404, "no run named 'nope'"),
+    ("/api/v1/runs/default/pods/web/nope", 404, "no pod 'web/nope'"),
+    ("/api/v1/runs/default/nodes/nope?t=1", 404, "no node 'nope'"),
+    ("/api/v1/runs/default/state?t=abc", 400, "t: 'abc' is not a number"),
+    ("/api/v1/runs/default/state?t=-1", 400, "non-negative"),
+    ("/api/v1/runs/default/state?t=nan", 400, "non-negative"),
+    ("/api/v1/runs/default/events?kind=bogus", 400, "kind: unknown record kind"),
+    ("/api/v1/runs/default/events?limit=0", 400, "limit: must be between 1 and 500"),
+    ("/api/v1/runs/default/events?offset=x", 400, "offset: 'x' is not an integer"),
+    ("/api/v1/runs/default/events?plugin=a'b", 400, "is not a plugin name"),
+    ("/api/v1/runs/default/events?since=9&until=1", 400, "since must not be after until"),
+    ("/api/v1/diff?a=default", 400, "b: required"),
+    ("/api/v1/diff?a=recorded&b=recorded", 400, "compare `recorded` with a run"),
+    ("/api/v1/nothing", 404, "not found"),
+    ("/-/config/nope", 404, "no run named"),
+])
+def test_bad_requests_get_clear_answers(client: FlaskClient, url: str, status: int,
+                                        words: str) -> None:
+    answer = _json(client, url, status)
+    assert words.lower() in answer["error"].lower() and answer["status"] == status
+    assert "Traceback" not in answer["error"]
+
+
+def test_unknown_pages_are_html_404s(client: FlaskClient) -> None:
+    response = client.get("/runs/nope")
+    assert response.status_code == 404 and b"no run named" in response.data
+    assert client.post("/api/v1/runs").status_code == 405
+
+
+def test_introspection(client: FlaskClient) -> None:
+    versions = _json(client, "/-/versions")
+    assert versions["kubernetes"] == "v1.34" and versions["schemaRevision"] == "0004"
+    config = _json(client, "/-/config/packing")
+    strategy = config["configuration"]["profiles"][0]["pluginConfig"]
+    assert "MostAllocated" in json.dumps(strategy)
+    assert _json(client, "/healthz") == {"status": "ok"}
+    metrics = client.get("/metrics").get_data(as_text=True)
+    assert 'kaudit_stored_objects{kind="run"} 2.0' in metrics
+    assert "kaudit_http_request_duration_seconds_bucket" in metrics
+    plotly = client.get(f"/static/vendor/{versions['plotlyJs']}",
+                        headers={"Accept-Encoding": "gzip"})
+    assert plotly.status_code == 200 and plotly.headers["Content-Encoding"] == "gzip"
+    assert len(plotly.data) < 2_000_000
+    assert client.get("/static/vendor/other.js").status_code == 404
+
+
+def test_the_dashboard_cannot_write(app: Flask) -> None:
+    engine = app.extensions["kaudit.engine"]
+    with pytest.raises(DBAPIError), engine.begin() as connection:
+        connection.execute(text("DELETE FROM runs"))

@@ -1,0 +1,320 @@
+"""The dashboard in a real browser: Playwright driving Debian's Chromium against a live
+``kaudit serve`` on a database holding the sample trace replayed under two configurations.
+
+Screenshots of every page are saved under ``artifacts/screenshots/`` (``KAUDIT_ARTIFACTS``
+overrides the directory). Without Chromium or Playwright the tests are skipped, unless
+``KAUDIT_REQUIRE_BROWSER=1`` (set by ``.ci/run``) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.runs import explain_pod
+from kaudit.queries.traces import get_trace
+from kaudit.replay.run import replay_trace
+from kaudit.scheduler.build import load
+from kaudit.store.schema import open_database
+from tests.conftest import replay_sample_twice
+
+REQUIRED = os.environ.get("KAUDIT_REQUIRE_BROWSER") == "1"
+ARTIFACTS = Path(os.environ.get("KAUDIT_ARTIFACTS",
+                                Path(__file__).resolve().parents[2] / "artifacts"))
+HOSTILE = '<img src=x onerror="window.__xss=1">'
+HOSTILE_RUN = "<img id=xss src=x onerror=window.__xss=2>"
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _chromium() -> str:
+    for candidate in (os.environ.get("KAUDIT_CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and shutil.which(candidate):
+            return str(shutil.which(candidate))
+    _unavailable("no chromium binary (apt-get install chromium)")
+    raise AssertionError  # unreachable
+
+
+def _hostile_trace(path: Path) -> Path:
+    """A tiny trace whose names, labels and annotations hold HTML."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "node-x", "uid": "n-x", "labels": {"kubernetes.io/hostname": "node-x",
+                                                  "topology.kubernetes.io/zone": HOSTILE,
+                                                  "team": HOSTILE}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "web-1", "namespace": "default", "uid": "p-1",
+        "annotations": {"note": HOSTILE}, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"}}
+    lines = [{"ts": "2026-01-05T09:00:00Z", "type": "ADDED", "object": node},
+             {"ts": "2026-01-05T09:00:01Z", "type": "ADDED", "object": pod}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A live ``kaudit serve`` on an SQLite database with the sample replayed twice and a
+    hostile trace replayed once."""
+    chromium = _chromium()
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _unavailable("playwright is not installed (pip install -e '.[test]')")
+    directory = tmp_path_factory.mktemp("dashboard")
+    url = f"sqlite:///{directory / 'kaudit.db'}"
+    engine = open_database(url)
+    replay_sample_twice(engine)
+    ingest_trace(engine, [TraceInput(_hostile_trace(directory / "hostile.jsonl"))],
+                 name=HOSTILE)
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, HOSTILE), config, registry, name=HOSTILE_RUN)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kaudit", "serve", "--db", url, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=1) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                if process.poll() is not None:
+                    raise AssertionError(f"kaudit serve exited: {process.stdout.read()}"
+                                         ) from None
+                time.sleep(0.1)
+        yield {"base": base, "engine": engine, "chromium": chromium}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser(server: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=server["chromium"],
+                                             args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """One page in a fresh tab, with its console errors collected."""
+
+    def __init__(self, browser: Any, base: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.base = base
+        self.errors: list[str] = []
+        self.page.on("console", lambda message: self.errors.append(message.text)
+                     if message.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("dialog", lambda dialog: (self.errors.append(f"dialog {dialog.message}"),
+                                               dialog.dismiss()))
+
+    def open(self, path: str) -> Any:
+        self.page.goto(self.base + path)
+        self.page.wait_for_selector("body[data-ready]", timeout=30_000)
+        assert self.page.evaluate("document.body.dataset.ready") == "1", \
+            self.page.inner_text("#error")
+        return self.page
+
+    def plots(self) -> dict[str, int]:
+        """Each drawn chart's id and how many values its traces hold."""
+        return self.page.evaluate("""() => Object.fromEntries(
+            [...document.querySelectorAll('.js-plotly-plot')].map(d => [d.id,
+              (d.data || []).reduce((n, t) => n + ((t.x && t.x.length) || (t.z && t.z.length)
+                || (t.y && t.y.length) || 0), 0)]))""")
+
+    def screenshot(self, name: str) -> None:
+        target = ARTIFACTS / "screenshots"
+        target.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(target / f"{name}.png"), full_page=True)
+
+    def close(self) -> None:
+        self.page.close()
+        assert self.errors == [], self.errors
+
+
+PAGES = [
+    ("home", "/", {"runs-chart"}, "#runs-table tbody tr"),
+    ("run", "/runs/default", {"chart-pending", "chart-attempts", "chart-allocation",
+                              "chart-preemptions"}, "#attempts-table tbody tr"),
+    ("history", "/runs/default/history?t=240", {"chart-nodes"}, "#events-table tbody tr"),
+    ("pod", "/runs/packing/pods/data/postgres-1", {"chart-lifecycle", "chart-scores",
+                                                   "chart-filters"}, "#score-table tbody tr"),
+    ("events", "/runs/default/events?kind=attempt", set(), "#events-table tbody tr"),
+    ("diff", "/diff?a=default&b=packing", {"chart-pending", "chart-allocation"},
+     "#changes-table tbody tr"),
+    ("diff-pod", "/diff/pods/data/postgres-1?a=default&b=packing", set(), ".side table"),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "charts", "content"), PAGES,
+                         ids=[p[0] for p in PAGES])
+def test_every_page_renders_its_charts(server: dict[str, Any], browser: Any, name: str,
+                                       path: str, charts: set[str], content: str) -> None:
+    visit = Visit(browser, server["base"])
+    page = visit.open(path)
+    plots = visit.plots()
+    assert charts <= set(plots), (charts, plots)
+    assert all(plots[chart] > 0 for chart in charts), plots
+    assert page.locator(content).count() > 0, content
+    visit.screenshot(name)
+    visit.close()
+
+
+def _until(page: Any, condition: Any, timeout: float = 15.0) -> None:
+    """Poll ``condition()`` from Python: the page's CSP forbids the eval that Playwright's
+    ``wait_for_function`` relies on, which is as it should be."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the page did not change in time")
+        page.wait_for_timeout(50)
+
+
+def _clock(page: Any) -> float:
+    return float(page.inner_text("#clock").split("=")[1].split("s")[0].replace(",", ""))
+
+
+def _card(page: Any, label: str) -> str:
+    return page.locator(".card", has=page.locator(".label", has_text=label)).locator(
+        ".value").first.inner_text()
+
+
+def test_the_scrubber_moves_through_time(server: dict[str, Any], browser: Any) -> None:
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/default/history?t=0")
+    placed_at_start = _card(page, "pods placed")
+    page.eval_on_selector("#time", "(el) => { el.value = 240; "
+                                   "el.dispatchEvent(new Event('input')); }")
+    _until(page, lambda: _clock(page) == 240)
+    assert _card(page, "pods placed") != placed_at_start
+    assert int(_card(page, "unschedulable")) >= 2
+    before = _clock(page)
+    page.click("#step")
+    _until(page, lambda: _clock(page) != before)
+    after = _clock(page)
+    assert after > before
+    page.click("#step-back")
+    _until(page, lambda: _clock(page) != after)
+    assert _clock(page) < after
+    start = _clock(page)
+    page.click("#play")
+    _until(page, lambda: _clock(page) > start + 5)
+    page.click("#play")  # pause
+    assert "t=" in page.url
+    # a click on a node's bar lists its pods
+    bars = page.locator("#chart-nodes .point")
+    box = next(b for b in (bars.nth(i).bounding_box() for i in range(bars.count()))
+               if b and b["height"] > 20)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#node-pods")
+    assert page.inner_text("#node-name").startswith("node-")
+    visit.screenshot("history-scrubbed")
+    visit.close()
+
+
+def _rows(page: Any, table: str) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        f"#{table} tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")
+
+
+@pytest.mark.parametrize("pod", ["data/postgres-1", "web/ssd-cache", "web/payments-0"])
+def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
+                                          pod: str) -> None:
+    explained = explain_pod(server["engine"], "packing", pod)
+    visit = Visit(browser, server["base"])
+    page = visit.open(f"/runs/packing/pods/{pod}")
+    assert _card(page, "bound to") == (explained["boundNode"] or "never bound")
+    assert _card(page, "recorded cluster placed it on") == (explained["recordedNode"] or "–")
+    attempts = _rows(page, "attempts-table")
+    assert len(attempts) == len(explained["attempts"])
+    for row, attempt in zip(attempts, explained["attempts"], strict=True):
+        assert row[7] == (attempt["message"] or "")
+        assert row[5] == str(attempt["evaluatedNodes"]) and row[6] == str(
+            attempt["feasibleNodes"])
+    last = explained["attempts"][-1]
+    # the filter matrix: one row per evaluated node, each rejecting cell with its reasons
+    matrix = _rows(page, "filter-table")
+    headers = page.eval_on_selector_all("#filter-table thead th", "hs => hs.map(h => h.innerText)")
+    shown = {row[0]: row for row in matrix}
+    assert len(matrix) == min(50, len(last["nodes"]))
+    for node, row in shown.items():
+        for plugin, verdict in last["nodes"][node]["filter"].items():
+            cell = row[headers.index(plugin)]
+            if verdict["code"] == "Success":
+                assert cell == "✓"
+            else:
+                assert cell == ("; ".join(verdict["reasons"]) or verdict["code"])
+    scored = sorted(((n, v["total"]) for n, v in last["nodes"].items() if "total" in v),
+                    key=lambda item: (-item[1], item[0]))
+    scores = _rows(page, "score-table")
+    assert [(r[0], int(r[1])) for r in scores] == scored[:20]
+    if last["selectedNode"] is None:
+        assert page.inner_text("#attempt-message") == last["message"]
+    elif len(scored) > 1:
+        assert last["selectedNode"] in page.inner_text("#decision")
+    visit.screenshot(f"pod-{pod.replace('/', '-')}")
+    visit.close()
+
+
+def test_diff_page_lists_changed_pods(server: dict[str, Any], browser: Any) -> None:
+    visit = Visit(browser, server["base"])
+    page = visit.open("/diff?a=default&b=packing")
+    changes = _rows(page, "changes-table")
+    assert changes and {row[1] for row in changes} <= {
+        "moved", "scheduled-only-in-a", "scheduled-only-in-b", "preempted-only-in-a",
+        "preempted-only-in-b", "pending-time"}
+    moved = next(row for row in changes if row[1] == "moved")
+    assert moved[2] != moved[3] and moved[5]
+    page.click(f"#changes-table a:text-is('{moved[0]}')")
+    page.wait_for_selector("body[data-ready='1']")
+    assert "/diff/pods/" in page.url
+    sides = [page.inner_text("#side-a"), page.inner_text("#side-b")]
+    assert f"bound to {moved[2]}" in sides[0] and f"bound to {moved[3]}" in sides[1]
+    visit.screenshot("diff-pod-moved")
+    visit.close()
+
+
+def test_hostile_values_are_shown_as_text(server: dict[str, Any], browser: Any) -> None:
+    visit = Visit(browser, server["base"])
+    for path in ("/", f"/runs/{HOSTILE_RUN}", f"/runs/{HOSTILE_RUN}/history?t=1&node=node-x",
+                 f"/runs/{HOSTILE_RUN}/pods/default/web-1", f"/runs/{HOSTILE_RUN}/events"):
+        page = visit.open(path)
+        assert page.evaluate("window.__xss") is None
+        assert page.locator("#xss").count() == 0
+        assert page.locator("img[src=x]").count() == 0
+    page = visit.open("/")
+    assert HOSTILE_RUN in page.inner_text("#runs-table")
+    assert HOSTILE in page.inner_text("#traces-table")
+    page = visit.open(f"/runs/{HOSTILE_RUN}/history?t=1&node=node-x")
+    page.wait_for_selector("#node-pods")
+    page.click("#node-detail summary")
+    assert f"team={HOSTILE}" in page.inner_text("#node-detail")
+    visit.screenshot("hostile-values")
+    visit.close()

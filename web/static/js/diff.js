@@ -1,0 +1,65 @@
+// Diff: summary deltas, overlaid timelines and the changed pods of two runs.
+"use strict";
+
+K.start(async ({a, b}) => {
+  const {el} = K;
+  if (!a || !b) return;
+  const kind = document.getElementById("change-kind");
+  async function load(offset) {
+    const report = await K.api(`/api/v1/diff${K.query({a, b, offset, limit: 100, change: kind.value})}`);
+    document.getElementById("result").hidden = false;
+    const c = report.counts;
+    K.fill("headline", `${report.a} → ${report.b}: ${K.num(report.compared)} pods compared; ${c.same} unchanged, ` +
+      `${c.moved} moved, ${c.tieFlips} tie flips, ${c.tieConsequences} consequences of tie flips, ` +
+      `${c.scheduledOnlyInA} scheduled only in A, ${c.scheduledOnlyInB} only in B, ` +
+      `${c.preemptedOnlyInA} preempted only in A, ${c.preemptedOnlyInB} only in B, ` +
+      `${c.pendingTimeChanged} pending longer or shorter.` +
+      (report.sameConfiguration ? " Both runs used the same configuration: every difference comes from tie-breaks." : ""));
+    const A = report.aggregates.a;
+    const B = report.aggregates.b;
+    const alloc = (side, r) => ((side.allocation || {})[r] || {}).mean;
+    const rows = [
+      ["scheduled", A.scheduled, B.scheduled], ["unschedulable", A.unschedulable, B.unschedulable],
+      ["preempted", A.preempted, B.preempted], ["attempts", A.attempts, B.attempts],
+      ["nodes in use", A.nodesInUse, B.nodesInUse],
+      ["pending p50 (s)", A.pendingSeconds.p50, B.pendingSeconds.p50],
+      ["pending p95 (s)", A.pendingSeconds.p95, B.pendingSeconds.p95],
+      ["pending max (s)", A.pendingSeconds.max, B.pendingSeconds.max],
+      ["CPU allocated, mean", alloc(A, "cpu"), alloc(B, "cpu"), true],
+      ["memory allocated, mean", alloc(A, "memory"), alloc(B, "memory"), true],
+      ["imbalance (CPU)", A.imbalance, B.imbalance],
+      ["fragmented pods", (A.fragmentation || {}).pods, (B.fragmentation || {}).pods],
+    ];
+    const show = (v, share) => (share ? K.pct(v) : K.num(v, 3));
+    K.fill("aggregates", K.table([
+      {label: "", value: (r) => r[0]},
+      {label: report.a, value: (r) => show(r[1], r[3]), class: "num"},
+      {label: report.b, value: (r) => show(r[2], r[3]), class: "num"},
+      {label: "Δ", value: (r) => (typeof r[1] === "number" && typeof r[2] === "number" ? show(r[2] - r[1], r[3]) : "–"), class: "num"},
+    ], rows, {id: "aggregates-table"}));
+    const lines = [];
+    const alloclines = [];
+    for (const [side, name] of [["a", report.a], ["b", report.b]]) {
+      const series = report.timelines[side];
+      if (!series) continue;
+      lines.push({type: "scatter", mode: "lines", line: {shape: "hv"}, name, x: series.t, y: series.pending});
+      alloclines.push({type: "scatter", mode: "lines", line: {shape: "hv"}, name, x: series.t, y: series.allocation.cpu || []});
+    }
+    const time = {title: {text: "seconds since the run started"}};
+    K.plot("chart-pending", lines, {xaxis: time, yaxis: {title: {text: "pending pods"}}});
+    K.plot("chart-allocation", alloclines, {xaxis: time, yaxis: {tickformat: ".0%", rangemode: "tozero"}});
+    const changes = report.changes;
+    K.fill("changes", changes.total ? K.table([
+      {label: "Pod", value: (ch) => (ch.pod.includes(" ≈ ") ? ch.pod :
+        el("a", {href: `/diff/pods/${K.podPath(ch.pod)}${K.query({a, b})}`, text: ch.pod}))},
+      {label: "Change", value: (ch) => ch.change},
+      {label: `Node in ${report.a}`, value: (ch) => ch.a.node || "–"},
+      {label: `Node in ${report.b}`, value: (ch) => ch.b.node || "–"},
+      {label: "Pending (s)", value: (ch) => `${K.num(ch.a.pendingSeconds, 3)} → ${K.num(ch.b.pendingSeconds, 3)}`, class: "num"},
+      {label: "Why", value: (ch) => ch.reason, class: "message"},
+    ], changes.items, {id: "changes-table"}) : el("p", {class: "note", text: "No pods of this kind."}));
+    K.pager("changes-pager", changes, (next) => load(next).catch((err) => K.showError(err.message)));
+  }
+  kind.addEventListener("change", () => load(0).catch((err) => K.showError(err.message)));
+  await load(0);
+});

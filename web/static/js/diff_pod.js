@@ -1,0 +1,36 @@
+// One pod in two runs, side by side: where each run put it and why.
+"use strict";
+
+K.start(async ({a, b, pod}) => {
+  const {el} = K;
+  async function side(run) {
+    if (run === "recorded") {
+      return el("div", {class: "side"}, el("h2", {text: "recorded"}),
+        el("p", {class: "note", text: "The trace's own placement: see the recorded node on either run's pod page."}));
+    }
+    const base = `${K.apiRun(run)}/pods/${K.podPath(pod)}`;
+    let story;
+    try {
+      story = await K.api(base);
+    } catch (err) {
+      return el("div", {class: "side"}, el("h2", {text: run}), el("p", {class: "note", text: err.message}));
+    }
+    const last = story.attempts.length - 1;
+    const detail = last >= 0 ? await K.api(`${base}/attempts/${last}`) : null;
+    const decision = detail && detail.decision;
+    return el("div", {class: "side"},
+      el("h2", {}, el("a", {href: K.podUrl(run, pod), text: run})),
+      el("p", {class: "lead"}, story.boundNode ? `bound to ${story.boundNode} at ${story.boundTime}` : "never bound"),
+      el("p", {text: `${story.attempts.length} attempt(s); recorded cluster: ${story.recordedNode || "–"}`}),
+      detail && !detail.selectedNode ? el("p", {class: "message", text: detail.message}) : null,
+      decision ? el("p", {class: "message", text: decision.summary}) : null,
+      detail && detail.scores.nodes.length ? K.table([
+        {label: "Node", value: (i) => detail.scores.nodes[i]},
+        {label: "Total", value: (i) => detail.scores.total[i], class: "num"},
+        ...detail.scores.plugins.map((p, j) => ({label: p, value: (i) => detail.scores.weighted[i][j], class: "num"})),
+      ], [...Array(Math.min(8, detail.scores.nodes.length)).keys()]) : null);
+  }
+  const [left, right] = await Promise.all([side(a), side(b)]);
+  K.fill("side-a", left);
+  K.fill("side-b", right);
+});

@@ -1,0 +1,179 @@
+// History replay: the cluster at time t, with a scrubber that plays and steps through events.
+"use strict";
+
+K.start(async ({run, seconds, t}) => {
+  const {el} = K;
+  const base = K.apiRun(run);
+  const total = Number(seconds);
+  const slider = document.getElementById("time");
+  const resource = document.getElementById("resource");
+  const params = new URLSearchParams(location.search);
+  let current = Number(t) || 0;
+  let state = null;
+  let selectedNode = params.get("node");
+  let playing = null;
+  let loading = null;
+
+  function utilisation(nodes, name) {
+    if (name === "cpu") return [nodes.cpuRequested, nodes.cpuAllocatable];
+    if (name === "memory") return [nodes.memoryRequested, nodes.memoryAllocatable];
+    if (name === "pods") return [nodes.pods, nodes.podsAllocatable];
+    const ext = nodes.extended[name];
+    return [ext.requested, ext.allocatable];
+  }
+
+  function drawNodes() {
+    const nodes = state.nodes;
+    const name = resource.value || "cpu";
+    const [requested, allocatable] = utilisation(nodes, name);
+    const share = requested.map((r, i) => (allocatable[i] ? r / allocatable[i] : 0));
+    const hover = nodes.name.map((n, i) => `${n} (zone ${nodes.zone[i] || "–"})<br>` +
+      `${name}: ${K.num(requested[i])} of ${K.num(allocatable[i])}<br>pods: ${nodes.pods[i]}`);
+    let traces;
+    let layout;
+    if (nodes.name.length <= 300) {
+      const x = [nodes.zone.map((z) => z || "(no zone)"), nodes.name];
+      traces = [{type: "bar", x, y: share, customdata: nodes.name, hovertext: hover, hoverinfo: "text",
+        name: `${name} requested ÷ allocatable`, marker: {color: share.map((v) => (v > 0.9 ? "#c0392b" : "#2e86c1"))}}];
+      layout = {hovermode: "closest", yaxis: {tickformat: ".0%", range: [0, Math.max(1, ...share)]},
+        xaxis: {type: "multicategory", tickangle: -45}, margin: {l: 55, r: 15, t: 10, b: 110}};
+    } else {
+      // Large clusters: one heat-map row per zone, one cell per node.
+      const zones = [...new Set(nodes.zone)];
+      const width = Math.max(...zones.map((z) => nodes.zone.filter((v) => v === z).length));
+      const z = zones.map(() => new Array(width).fill(null));
+      const text = zones.map(() => new Array(width).fill(""));
+      const ids = zones.map(() => new Array(width).fill(""));
+      const fillCount = zones.map(() => 0);
+      nodes.name.forEach((n, i) => {
+        const row = zones.indexOf(nodes.zone[i]);
+        const col = fillCount[row]++;
+        z[row][col] = share[i];
+        text[row][col] = hover[i];
+        ids[row][col] = n;
+      });
+      traces = [{type: "heatmap", z, text, customdata: ids, hoverinfo: "text", zmin: 0, zmax: 1,
+        y: zones.map((zone) => zone || "(no zone)"), colorscale: "YlOrRd", colorbar: {tickformat: ".0%"}}];
+      layout = {hovermode: "closest", xaxis: {title: {text: "nodes of the zone"}}};
+    }
+    K.plot("chart-nodes", traces, layout);
+  }
+
+  function drawQueues() {
+    const boxes = Object.entries(state.queues).map(([queue, {count, pods}]) => el("div", {class: "queue"},
+      el("h3", {}, `${queue} `, el("span", {class: "count", text: count})),
+      el("ul", {}, pods.map((p) => el("li", {}, K.podLink(run, p.pod), ` since ${K.num(p.since, 3)} s`))),
+      count > pods.length ? el("p", {class: "note", text: `… and ${count - pods.length} more`}) : null));
+    K.fill("queues", boxes);
+  }
+
+  function drawEvents() {
+    K.fill("events", K.table([
+      {label: "t (s)", value: (e) => el("a", {href: "#", text: K.num(e.t, 3), onclick: (ev) => { ev.preventDefault(); go(e.t); }}), class: "num"},
+      {label: "Kind", value: (e) => e.kind},
+      {label: "Pod", value: (e) => K.podLink(run, e.pod)},
+      {label: "Node", value: (e) => e.node},
+      {label: "Detail", value: (e) => describe(e), class: "message"},
+    ], state.events, {id: "events-table"}));
+    document.querySelectorAll("#events-table tbody tr").forEach((tr, i) => {
+      if (!state.events[i].current) tr.classList.add("future");
+    });
+  }
+
+  function describe(e) {
+    const d = e.data;
+    if (e.kind === "queue") return `${d.from} → ${d.to} (${d.event})`;
+    if (e.kind === "attempt") return d.result === "scheduled" ? `scheduled on ${d.selectedNode}` : d.message;
+    if (e.kind === "preempt") return `evicted by ${d.preemptor}`;
+    if (e.kind === "delete") return `removed (${d.reason})`;
+    if (e.kind === "bind") return `bound by ${d.by}`;
+    return Object.keys(d).length ? JSON.stringify(d) : "";
+  }
+
+  async function drawNode() {
+    if (!selectedNode) return;
+    const node = await K.api(`${base}/nodes/${K.enc(selectedNode)}${K.query({t: current})}`);
+    K.fill("node-name", node.node);
+    const labels = Object.entries(node.labels).map(([k, v]) => el("li", {}, el("code", {text: `${k}=${v}`})));
+    K.fill("node-detail",
+      el("p", {text: `zone ${node.zone || "–"}; ${node.present ? "present" : "gone"}; allocatable ` +
+        `${K.cpu(node.allocatable.cpu)}, ${K.bytes(node.allocatable.memory)}, ${node.allocatable.pods} pods` +
+        `${node.unschedulable ? "; cordoned" : ""}${node.taints ? `; ${node.taints} taint(s)` : ""}`}),
+      K.table([
+        {label: "Pod", value: (p) => K.podLink(run, p.pod)},
+        {label: "Since (s)", value: (p) => K.num(p.since, 3), class: "num"},
+        {label: "By", value: (p) => p.by},
+        {label: "Priority", value: (p) => p.priority, class: "num"},
+        {label: "CPU", value: (p) => K.cpu(p.cpu), class: "num"},
+        {label: "Memory", value: (p) => K.bytes(p.memory), class: "num"},
+      ], node.pods, {id: "node-pods"}),
+      el("details", {}, el("summary", {text: `labels (${labels.length})`}), el("ul", {class: "labels"}, labels)));
+  }
+
+  async function go(t) {
+    current = Math.max(0, Math.min(total, t));
+    slider.value = current;
+    const request = K.api(`${base}/state${K.query({t: current})}`);
+    loading = request;
+    const answer = await request;
+    if (loading !== request) return;  // a newer moment was asked for meanwhile
+    state = answer;
+    document.getElementById("clock").textContent = `t = ${K.num(state.t, 3)} s · ${state.time}`;
+    const tot = state.totals;
+    K.fill("totals",
+      K.card("nodes", K.num(tot.nodes)), K.card("pods placed", K.num(tot.pods)),
+      K.card("CPU requested", K.pct(tot.cpuAllocatable ? tot.cpuRequested / tot.cpuAllocatable : null)),
+      K.card("memory requested", K.pct(tot.memoryAllocatable ? tot.memoryRequested / tot.memoryAllocatable : null)),
+      ...Object.entries(state.queues).map(([q, v]) => K.card(q, K.num(v.count))));
+    const names = ["cpu", "memory", "pods", ...Object.keys(state.nodes.extended)];
+    if (resource.options.length !== names.length) {
+      const chosen = resource.value;
+      resource.replaceChildren(...names.map((n) => el("option", {value: n, text: n})));
+      resource.value = names.includes(chosen) ? chosen : "cpu";
+    }
+    drawNodes();
+    drawQueues();
+    drawEvents();
+    await drawNode();
+    const url = new URL(location.href);
+    url.searchParams.set("t", String(current));
+    if (selectedNode) url.searchParams.set("node", selectedNode);
+    history.replaceState(null, "", url);
+  }
+
+  function nextEvent(direction) {
+    const times = state.events.map((e) => e.t);
+    const later = times.filter((x) => x > current + 1e-9);
+    const earlier = times.filter((x) => x < current - 1e-9);
+    if (direction > 0) return later.length ? Math.min(...later) : Math.min(total, current + total / 100);
+    return earlier.length ? Math.max(...earlier) : Math.max(0, current - total / 100);
+  }
+
+  slider.addEventListener("input", () => go(Number(slider.value)).catch((e) => K.showError(e.message)));
+  resource.addEventListener("change", drawNodes);
+  document.getElementById("step").addEventListener("click", () => go(nextEvent(1)).catch((e) => K.showError(e.message)));
+  document.getElementById("step-back").addEventListener("click", () => go(nextEvent(-1)).catch((e) => K.showError(e.message)));
+  const play = document.getElementById("play");
+  play.addEventListener("click", () => {
+    if (playing) {
+      clearTimeout(playing);
+      playing = null;
+      play.textContent = "Play";
+      return;
+    }
+    play.textContent = "Pause";
+    const tick = async () => {
+      if (current >= total) { playing = null; play.textContent = "Play"; return; }
+      await go(current + Math.max(total / 120, 0.001)).catch((e) => K.showError(e.message));
+      if (playing) playing = setTimeout(tick, 250);
+    };
+    playing = setTimeout(tick, 0);
+  });
+  await go(current);
+  document.getElementById("chart-nodes").on("plotly_click", (event) => {
+    const point = event.points[0];
+    selectedNode = point.customdata;
+    if (Array.isArray(selectedNode)) selectedNode = selectedNode[0];
+    if (selectedNode) drawNode().catch((e) => K.showError(e.message));
+  });
+});

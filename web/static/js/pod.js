@@ -1,0 +1,131 @@
+// Pod: lifecycle, attempts, and one attempt in full (filter matrix, scores, decision).
+"use strict";
+
+K.start(async ({run, pod}) => {
+  const {el} = K;
+  const base = `${K.apiRun(run)}/pods/${K.podPath(pod)}`;
+  const story = await K.api(base);
+  const pending = story.lifecycle.filter((s) => s.state !== "bound");
+  K.fill("facts",
+    K.card("bound to", story.boundNode || "never bound", "node bound-node"),
+    K.card("recorded cluster placed it on", story.recordedNode || "–", "node recorded-node"),
+    K.card("attempts", K.num(story.attempts.length)),
+    K.card("bound at", story.boundTime || "–"),
+    K.card("waited", K.secs(pending.reduce((sum, s) => sum + ((s.end ?? story.span.seconds) - s.start), 0))));
+
+  const colors = {active: "#2e86c1", backoff: "#f39c12", unschedulable: "#c0392b", gated: "#7f8c8d",
+    "in-flight": "#8e44ad", bound: "#27ae60"};
+  const states = [...new Set(story.lifecycle.map((s) => s.state))];
+  K.plot("chart-lifecycle", states.map((state) => {
+    const spans = story.lifecycle.filter((s) => s.state === state);
+    return {type: "bar", orientation: "h", name: state, y: spans.map(() => state),
+      base: spans.map((s) => s.start), x: spans.map((s) => (s.end ?? story.span.seconds) - s.start),
+      marker: {color: colors[state] || "#555"},
+      hovertext: spans.map((s) => `${state}${s.node ? ` on ${s.node}` : ""}: ${K.num(s.start, 3)}–${s.end === null ? "end" : K.num(s.end, 3)} s`),
+      hoverinfo: "text"};
+  }), {hovermode: "closest", barmode: "overlay", showlegend: false,
+    xaxis: {title: {text: "seconds since the run started"}}, margin: {l: 100, r: 15, t: 10, b: 45}});
+
+  let chosen = story.attempts.length - 1;
+  function drawAttempts() {
+    K.fill("attempts", K.table([
+      {label: "#", value: (a) => el("a", {href: "#attempt", text: a.index, onclick: () => select(a.index)}), class: "num"},
+      {label: "t (s)", value: (a) => K.num(a.t, 3), class: "num"},
+      {label: "Cycle", value: (a) => a.cycle, class: "num"},
+      {label: "Result", value: (a) => a.result, class: (a) => a.result},
+      {label: "Node", value: (a) => a.selectedNode || a.nominatedNode && `nominated ${a.nominatedNode}`},
+      {label: "Evaluated", value: (a) => a.evaluatedNodes, class: "num"},
+      {label: "Feasible", value: (a) => a.feasibleNodes, class: "num"},
+      {label: "Message", value: (a) => a.message, class: "message"},
+    ], story.attempts, {id: "attempts-table"}));
+    document.querySelectorAll("#attempts-table tbody tr").forEach((tr, i) => tr.classList.toggle("chosen", i === chosen));
+  }
+
+  let filterOffset = 0;
+  let detail = null;
+  function drawFilters() {
+    const matrix = detail.filter;
+    const rows = matrix.nodes.map((node, i) => ({node, verdicts: matrix.verdicts[i], reasons: matrix.reasons[i]}));
+    rows.sort((a, b) => Number(detail.feasible.includes(a.node)) - Number(detail.feasible.includes(b.node)));
+    const page = rows.slice(filterOffset, filterOffset + 50);
+    K.fill("filters", K.table([
+      {label: "Node", value: (r) => r.node, class: "node"},
+      ...matrix.plugins.map((plugin, p) => ({label: plugin, class: (r) => `verdict v${r.verdicts[p]}`, value: (r) => {
+        const code = r.verdicts[p];
+        if (code < 0) return "";
+        if (code === 0) return "✓";
+        return (r.reasons[String(p)] || [matrix.codes[code]]).join("; ");
+      }})),
+    ], page, {id: "filter-table"}));
+    K.pager("filters-pager", {total: rows.length, offset: filterOffset, limit: 50}, (offset) => { filterOffset = offset; drawFilters(); });
+  }
+
+  async function select(index) {
+    chosen = index;
+    drawAttempts();
+    if (index < 0) return;
+    detail = await K.api(`${base}/attempts/${index}`);
+    K.fill("attempt-title", `${index} at t = ${K.num(detail.t, 3)} s (${detail.time}): ` +
+      `${detail.evaluatedNodes} nodes evaluated, ${detail.feasibleNodes} feasible`);
+    K.fill("attempt-message", detail.selectedNode ? `Selected ${detail.selectedNode}` +
+      (detail.tiedNodes.length > 1 ? `, tied with ${detail.tiedNodes.length - 1} other node(s) and chosen by the seeded tie-break` : "")
+      : detail.message);
+    const decision = detail.decision;
+    if (decision) {
+      const plugins = detail.scores.plugins;
+      const w = detail.scores.nodes.indexOf(decision.winner);
+      const r = detail.scores.nodes.indexOf(decision.runnerUp);
+      K.fill("decision", el("p", {class: "lead", text: decision.summary}), K.table([
+        {label: "Plugin", value: (p) => p},
+        {label: `${decision.winner} (winner)`, value: (p) => detail.scores.weighted[w][plugins.indexOf(p)], class: "num"},
+        {label: `${decision.runnerUp} (runner-up)`, value: (p) => detail.scores.weighted[r][plugins.indexOf(p)], class: "num"},
+        {label: "Difference", value: (p) => (decision.deltas[p] ? `${decision.deltas[p] > 0 ? "+" : ""}${decision.deltas[p]}` : "0"),
+          class: (p) => `num ${(decision.deltas[p] || 0) > 0 ? "decided" : ""}`},
+      ], [...plugins, "total"].filter((p) => p !== "total"), {id: "decision-table"}),
+      el("p", {class: "note", text: `total ${decision.winnerTotal} against ${decision.runnerUpTotal}${decision.tie ? " (tied: a seeded coin flip decided)" : ""}`}));
+    } else if (detail.preemption && detail.preemption.nominatedNode) {
+      K.fill("decision", el("p", {class: "lead", text: `Preemption nominated ${detail.preemption.nominatedNode}, evicting ${detail.preemption.victims.join(", ")}`}));
+    } else {
+      K.fill("decision");
+    }
+    const scores = detail.scores;
+    const top = Math.min(scores.nodes.length, 15);
+    const scoreChart = document.getElementById("chart-scores");
+    if (!scores.nodes.length) {
+      if (scoreChart.data) Plotly.purge(scoreChart);
+      K.fill(scoreChart, el("p", {class: "note", text: detail.feasibleNodes === 1
+        ? "One feasible node: kube-scheduler binds it without scoring."
+        : "No node was scored in this attempt."}));
+    } else {
+      scoreChart.querySelectorAll("p.note").forEach((note) => note.remove());
+      K.plot("chart-scores", scores.plugins.map((plugin, p) => ({type: "bar", name: plugin,
+      x: scores.nodes.slice(0, top), y: scores.weighted.slice(0, top).map((row) => row[p])})),
+    {barmode: "stack", hovermode: "x unified", xaxis: {type: "category", tickangle: -30}, yaxis: {title: {text: "weighted score"}},
+      margin: {l: 55, r: 15, t: 30, b: 90}});
+    }
+    const matrix = detail.filter;
+    K.plot("chart-filters", [{type: "heatmap", x: matrix.nodes, y: matrix.plugins,
+      z: matrix.plugins.map((_, p) => matrix.verdicts.map((v) => v[p])), zmin: -1, zmax: 3,
+      text: matrix.plugins.map((_, p) => matrix.verdicts.map((v, n) => (v[p] < 0 ? "not run" : (matrix.reasons[n][String(p)] || [matrix.codes[v[p]]]).join("; ")))),
+      hoverinfo: "x+y+text", showscale: false,
+      colorscale: [[0, "#eeeeee"], [0.25, "#eeeeee"], [0.25, "#27ae60"], [0.5, "#27ae60"], [0.5, "#8e44ad"], [0.75, "#e67e22"], [1, "#c0392b"]]}],
+    {hovermode: "closest", xaxis: {showticklabels: matrix.nodes.length <= 40, type: "category"}, margin: {l: 170, r: 15, t: 10, b: 60}});
+    K.fill("scores", K.table([
+      {label: "Node", value: (i) => scores.nodes[i], class: "node"},
+      {label: "Total", value: (i) => scores.total[i], class: "num total"},
+      ...scores.plugins.map((plugin, p) => ({label: `${plugin} ×${scores.weights[plugin]}`,
+        value: (i) => `${scores.weighted[i][p]} (${scores.raw[i][p]})`, class: "num"})),
+    ], [...Array(Math.min(scores.nodes.length, 20)).keys()], {id: "score-table"}));
+    filterOffset = 0;
+    drawFilters();
+  }
+
+  drawAttempts();
+  K.fill("events", K.table([
+    {label: "t (s)", value: (e) => K.num(e.t, 3), class: "num"},
+    {label: "Kind", value: (e) => e.kind},
+    {label: "Node", value: (e) => e.node},
+    {label: "Detail", value: (e) => JSON.stringify(Object.fromEntries(Object.entries(e).filter(([k]) => !["t", "time", "kind", "node"].includes(k))))},
+  ], story.events.filter((e) => e.kind !== "watch"), {id: "events-table"}));
+  await select(chosen);
+});
