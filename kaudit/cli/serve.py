@@ -41,7 +41,11 @@ def _loopback(host: str) -> bool:
               help="Port to listen on (0 picks a free one).")
 @click.option("--threads", type=click.IntRange(1, 64), default=8, show_default=True,
               help="Requests answered at once.")
-def serve(db: str | None, host: str, port: int, threads: int) -> None:
+@click.option("--cache", "cache_entries", type=click.IntRange(0, 100_000), default=256,
+              show_default=True,
+              help="Answers about finished runs kept in memory (a finished run never "
+                   "changes); 0 turns the cache off.")
+def serve(db: str | None, host: str, port: int, threads: int, cache_entries: int) -> None:
     """Open the event log in the browser: runs, history replay, pod explanations, diffs.
 
     Read-only: the dashboard's database connections refuse writes. Every page has a JSON
@@ -53,7 +57,7 @@ def serve(db: str | None, host: str, port: int, threads: int) -> None:
 
     url = resolve_url(db)
     _check_sqlite_file(url)
-    app = create_app({"KAUDIT_DB": url})
+    app = create_app({"KAUDIT_DB": url, "CACHE_ENTRIES": cache_entries})
     if not _loopback(host):
         click.echo(f"kaudit: warning: listening on {host}: anyone who can reach it can read "
                    "the event log", err=True)

@@ -7,17 +7,21 @@ from typing import Any
 
 from flask import Flask
 
+from kaudit.dashboard.jsonprovider import OrjsonProvider
 from kaudit.resources import web_dir
+
+
+class _Dashboard(Flask):
+    json_provider_class = OrjsonProvider
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the dashboard. ``config`` may set ``KAUDIT_DB`` (a database URL or SQLite path;
     default ``$KAUDIT_DB`` or ``kaudit.db``) and any Flask setting."""
     web = web_dir()
-    app = Flask("kaudit.dashboard", template_folder=str(web / "templates"),
-                static_folder=str(web / "static"), static_url_path="/static")
+    app = _Dashboard("kaudit.dashboard", template_folder=str(web / "templates"),
+                     static_folder=str(web / "static"), static_url_path="/static")
     app.config.update(KAUDIT_DB=None, CACHE_ENTRIES=256, SEND_FILE_MAX_AGE_DEFAULT=3600)
-    app.json.sort_keys = False  # type: ignore[attr-defined]
     app.config.update(config or {})
 
     from kaudit.dashboard import database, errors, metrics, templating

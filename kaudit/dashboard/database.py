@@ -42,6 +42,8 @@ class ResultCache:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        if self.entries == 0:
+            return compute()
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)

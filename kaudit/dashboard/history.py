@@ -6,9 +6,10 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
-from kaudit.dashboard.database import get_engine
-from kaudit.dashboard.params import run_with_span, seconds
-from kaudit.queries.timeline import node_at, state_at
+from kaudit.dashboard.database import cached, get_engine
+from kaudit.dashboard.params import is_final, run_with_span, seconds
+from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
+from kaudit.readers.timestamps import format_timestamp
 
 bp = Blueprint("history", __name__)
 
@@ -22,8 +23,18 @@ def page(run: str) -> ResponseReturnValue:
 
 @bp.get("/api/v1/runs/<run>/state")
 def state(run: str) -> ResponseReturnValue:
+    """The answer of :func:`kaudit.queries.timeline.state_at`; the cluster part is cached per
+    logged instant, since it is the same for every moment up to the next record."""
     found, span = run_with_span(run)
-    return jsonify(state_at(get_engine(), found.id, span, seconds("t", 0.0) or 0.0))
+    engine = get_engine()
+    ts_us = span.at(seconds("t", 0.0) or 0.0)
+    instant = last_change(engine, found.id, ts_us)
+    at = ts_us if instant is None else instant
+    cluster = cached(("cluster", found.id, at), lambda: cluster_at(engine, found.id, span, at),
+                     final=is_final(found))
+    return jsonify({"t": span.t(ts_us), "time": format_timestamp(ts_us),
+                    "span": span.as_json(), **cluster,
+                    "events": events_around(engine, found.id, span, ts_us)})
 
 
 @bp.get("/api/v1/runs/<run>/nodes/<node>")

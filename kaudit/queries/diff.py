@@ -65,16 +65,36 @@ def aggregates(outcomes: Outcomes) -> dict[str, Any]:
     }
 
 
-def _attempt(engine: Engine, outcomes: Outcomes, outcome: PodOutcome,
-             names_cache: dict[int, dict[int, str]]) -> dict[str, Any] | None:
-    if outcomes.run_id is None or outcome.binding_attempt is None:
-        return None
-    with engine.connect() as connection:
-        row = connection.execute(select(RunEvent.data, RunEvent.blob).where(
-            RunEvent.run_id == outcomes.run_id, RunEvent.seq == outcome.binding_attempt)).one()
-    if outcomes.run_id not in names_cache:
-        names_cache[outcomes.run_id] = node_names(engine, outcomes.run_id)
-    return unpack_attempt(orjson.loads(row.data), row.blob, names_cache[outcomes.run_id])
+class _BindingAttempts:
+    """The binding attempts of the runs being compared, read in bulk the first time a run's
+    are needed, and unpacked only for the nodes a comparison looks at."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.names: dict[int, dict[int, str]] = {}
+        self.slots: dict[int, dict[str, int]] = {}
+        self.rows: dict[int, dict[int, tuple[str, bytes | None]]] = {}
+
+    def _load(self, run_id: int) -> None:
+        self.names[run_id] = node_names(self.engine, run_id)
+        self.slots[run_id] = {name: slot for slot, name in self.names[run_id].items()}
+        with self.engine.connect() as connection:
+            self.rows[run_id] = {seq: (data, blob) for seq, data, blob in connection.execute(
+                select(RunEvent.seq, RunEvent.data, RunEvent.blob).where(
+                    RunEvent.run_id == run_id, RunEvent.kind == "attempt",
+                    RunEvent.node.is_not(None)))}
+
+    def get(self, outcomes: Outcomes, outcome: PodOutcome, nodes: tuple[str | None, ...]
+            ) -> dict[str, Any] | None:
+        run_id = outcomes.run_id
+        if run_id is None or outcome.binding_attempt is None:
+            return None
+        if run_id not in self.rows:
+            self._load(run_id)
+        data, blob = self.rows[run_id][outcome.binding_attempt]
+        slots = self.slots[run_id]
+        only = {slots[n] for n in nodes if n is not None and n in slots}
+        return unpack_attempt(orjson.loads(data), blob, self.names[run_id], only)
 
 
 def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
@@ -141,7 +161,7 @@ def _pair_replacements(a: Outcomes, b: Outcomes) -> list[tuple[str, str]]:
 def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
     """The changed pods with reasons, and both sides' aggregates."""
     original_a, original_b = a, b
-    names_cache: dict[int, dict[int, str]] = {}
+    attempts = _BindingAttempts(engine)
     changes: list[PodChange] = []
     counts = {"same": 0, "moved": 0, "tieFlips": 0, "tieConsequences": 0,
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
@@ -158,8 +178,9 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
     only_b = sorted(set(original_b.pods) - {kb for _, kb in pairs})
     for key in common:
         if same_config and _differs(a.pods[key], b.pods[key]):
-            attempt_b = _attempt(engine, b, b.pods[key], names_cache)
-            attempt_a = _attempt(engine, a, a.pods[key], names_cache)
+            nodes = (a.pods[key].node, b.pods[key].node)
+            attempt_b = attempts.get(b, b.pods[key], nodes)
+            attempt_a = attempts.get(a, a.pods[key], nodes)
             flip = _tie_flip(a.pods[key], b.pods[key], attempt_a, attempt_b)
             counts["tieFlips" if flip else "tieConsequences"] += 1
             changes.append(PodChange(
@@ -186,8 +207,8 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
             changes.append(PodChange(key, f"scheduled-only-in-{only}", *sides, reason))
             continue
         if pa.node != pb.node and pa.node is not None and pb.node is not None:
-            attempt_b = _attempt(engine, b, pb, names_cache)
-            attempt_a = _attempt(engine, a, pa, names_cache)
+            attempt_b = attempts.get(b, pb, (pa.node, pb.node))
+            attempt_a = attempts.get(a, pa, (pa.node, pb.node))
             if _tie_flip(pa, pb, attempt_a, attempt_b):
                 counts["tieFlips"] += 1
                 changes.append(PodChange(key, "tie-flip", *sides,

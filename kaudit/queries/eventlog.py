@@ -2,7 +2,7 @@
 
 ``pod`` is a ``NAMESPACE/NAME`` key, or a pattern with ``*`` wildcards (``web/*``); ``plugin``
 keeps the attempts in which that plugin rejected at least one node (the attempt's
-``rejectedBy``, read with each backend's JSON functions); ``since`` and ``until`` are seconds
+``rejectedBy``, indexed in ``run_rejections``); ``since`` and ``until`` are seconds
 since the run's start. The total is counted with the same filters, so pages can be numbered.
 """
 
@@ -13,16 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, Select, cast, func, select
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import Engine, Select, func, select
 
 from kaudit.errors import InputError
 from kaudit.queries.timeline import Span
 from kaudit.readers.timestamps import format_timestamp
-from kaudit.store.models import RunEvent
+from kaudit.replay.sink import RECORD_KINDS
+from kaudit.store.models import RunEvent, RunRejection
 
-KINDS = ("node", "watch", "queue", "attempt", "bind", "bindfail", "recorded", "nominate",
-         "preempt", "delete", "create")
+KINDS = RECORD_KINDS
 MAX_LIMIT = 500
 _PLUGIN_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
@@ -52,7 +51,7 @@ def _like(pattern: str) -> str:
     return escaped.replace("*", "%")
 
 
-def _filtered(query: Select[Any], engine: Engine, run_id: int, span: Span,
+def _filtered(query: Select[Any], run_id: int, span: Span,
               where: EventFilter) -> Select[Any]:
     query = query.where(RunEvent.run_id == run_id)
     if where.kind is not None:
@@ -63,12 +62,9 @@ def _filtered(query: Select[Any], engine: Engine, run_id: int, span: Span,
     if where.node is not None:
         query = query.where(RunEvent.node == where.node)
     if where.plugin is not None:
-        query = query.where(RunEvent.kind == "attempt")
-        if engine.dialect.name == "postgresql":
-            query = query.where(cast(RunEvent.data, JSONB)["rejectedBy"].has_key(where.plugin))
-        else:
-            query = query.where(func.json_extract(
-                RunEvent.data, f'$.rejectedBy."{where.plugin}"').is_not(None))
+        query = query.where(RunEvent.kind == "attempt", RunEvent.seq.in_(
+            select(RunRejection.seq).where(RunRejection.run_id == run_id,
+                                           RunRejection.plugin == where.plugin)))
     if where.since is not None:
         query = query.where(RunEvent.ts_us >= span.at(where.since))
     if where.until is not None:
@@ -84,9 +80,8 @@ def events_page(engine: Engine, run_id: int, span: Span, where: EventFilter, *,
         raise InputError(f"limit must be between 1 and {MAX_LIMIT}")
     where = where.validate()
     rows_query = _filtered(select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
-                                  RunEvent.node, RunEvent.data), engine, run_id, span, where)
-    count_query = _filtered(select(func.count()).select_from(RunEvent), engine, run_id, span,
-                            where)
+                                  RunEvent.node, RunEvent.data), run_id, span, where)
+    count_query = _filtered(select(func.count()).select_from(RunEvent), run_id, span, where)
     with engine.connect() as connection:
         total = connection.scalar(count_query) or 0
         rows = connection.execute(rows_query.order_by(RunEvent.seq).offset(offset)

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, and_, func, or_, select
 
 from kaudit.errors import UnknownObjectError
 from kaudit.readers.timestamps import format_timestamp
+from kaudit.replay.sink import RECORD_KINDS
 from kaudit.replay.timeline import QUEUES
 from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
 
@@ -25,8 +26,9 @@ from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, R
 MAX_POINTS = 1200
 #: Pods listed per queue in a moment's state.
 QUEUE_PODS = 50
-#: Records of the event log shown around a moment.
+#: Records of the event log shown around a moment, and their kinds.
 EVENTS_AROUND = 40
+AROUND_KINDS = tuple(kind for kind in RECORD_KINDS if kind not in ("node", "watch"))
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,13 @@ class Span:
 
 
 def run_span(engine: Engine, run_id: int) -> Span:
+    # Two ordered look-ups rather than MIN and MAX in one query, which SQLite answers by
+    # scanning the run's whole index range.
+    times = select(RunEvent.ts_us).where(RunEvent.run_id == run_id)
     with engine.connect() as connection:
-        low, high = connection.execute(select(func.min(RunEvent.ts_us), func.max(RunEvent.ts_us))
-                                       .where(RunEvent.run_id == run_id)).one()
-    if low is None:
+        low = connection.scalar(times.order_by(RunEvent.ts_us).limit(1))
+        high = connection.scalar(times.order_by(RunEvent.ts_us.desc()).limit(1))
+    if low is None or high is None:
         return Span(0, 0)
     return Span(int(low), int(high))
 
@@ -153,20 +158,33 @@ def _live(model: Any, run_id: int, ts_us: int) -> Any:
                 or_(model.end_us.is_(None), model.end_us > ts_us))
 
 
-def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[str, Any]:
-    """The cluster at ``seconds`` into the run: every node's allocatable and requested
-    resources and pod count (nodes ordered by zone, then name), the queues, and the event
-    log around that moment."""
-    ts_us = span.at(seconds)
+def last_change(engine: Engine, run_id: int, ts_us: int) -> int | None:
+    """The time of the run's last record at or before ``ts_us``: every change of the
+    timeline is logged, so the cluster at ``ts_us`` is the cluster at that instant (one cache
+    entry serves every moment up to the next record)."""
+    with engine.connect() as connection:
+        return connection.scalar(
+            select(RunEvent.ts_us).where(RunEvent.run_id == run_id, RunEvent.ts_us <= ts_us)
+            .order_by(RunEvent.ts_us.desc()).limit(1))
+
+
+def cluster_at(engine: Engine, run_id: int, span: Span, ts_us: int) -> dict[str, Any]:
+    """Every node's allocatable and requested resources and pod count at ``ts_us`` (nodes
+    ordered by zone, then name), the totals and the queues."""
     with engine.connect() as connection:
         nodes = connection.execute(
             select(RunNode.name, RunNode.zone, RunNode.cpu_milli, RunNode.memory_bytes,
                    RunNode.pods, RunNode.extended, RunNode.unschedulable)
             .where(_live(RunNode, run_id, ts_us)).order_by(RunNode.zone, RunNode.name)).all()
-        placements = connection.execute(
-            select(RunPlacement.node, RunPlacement.cpu_milli, RunPlacement.memory_bytes,
-                   RunPlacement.extended)
-            .where(_live(RunPlacement, run_id, ts_us))).all()
+        live = _live(RunPlacement, run_id, ts_us)
+        per_node = connection.execute(
+            select(RunPlacement.node, func.sum(RunPlacement.cpu_milli),
+                   func.sum(RunPlacement.memory_bytes), func.count())
+            .where(live).group_by(RunPlacement.node)).all()
+        # Extended resources are rare (GPUs): only those placements are read one by one.
+        with_extended = connection.execute(
+            select(RunPlacement.node, RunPlacement.extended)
+            .where(live, RunPlacement.extended != "{}")).all()
         queue_counts = dict(connection.execute(
             select(RunQueueSpan.queue, func.count()).where(_live(RunQueueSpan, run_id, ts_us))
             .group_by(RunQueueSpan.queue)).all())
@@ -180,30 +198,19 @@ def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[st
                     select(RunQueueSpan.pod, RunQueueSpan.start_us)
                     .where(_live(RunQueueSpan, run_id, ts_us), RunQueueSpan.queue == queue)
                     .order_by(RunQueueSpan.start_us, RunQueueSpan.pod).limit(QUEUE_PODS))]
-        around = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
-                         RunEvent.node, RunEvent.data)
-                  .where(RunEvent.run_id == run_id, RunEvent.kind.not_in(("node", "watch"))))
-        earlier = connection.execute(
-            around.where(RunEvent.ts_us <= ts_us)
-            .order_by(RunEvent.ts_us.desc(), RunEvent.seq.desc())
-            .limit(EVENTS_AROUND // 2)).all()
-        later = connection.execute(
-            around.where(RunEvent.ts_us > ts_us).order_by(RunEvent.ts_us, RunEvent.seq)
-            .limit(EVENTS_AROUND // 2)).all()
-        events = [*reversed(earlier), *later]
     index = {row.name: i for i, row in enumerate(nodes)}
     cpu = [0] * len(nodes)
     memory = [0] * len(nodes)
     pods = [0] * len(nodes)
     extended_requested: dict[str, list[int]] = {}
-    for node, cpu_milli, memory_bytes, extended in placements:
+    for node, cpu_milli, memory_bytes, count in per_node:
         i = index.get(node)
         if i is None:
-            continue  # a pod still held by a removed node
-        cpu[i] += cpu_milli
-        memory[i] += memory_bytes
-        pods[i] += 1
-        if extended != "{}":
+            continue  # pods still held by a removed node
+        cpu[i], memory[i], pods[i] = int(cpu_milli), int(memory_bytes), int(count)
+    for node, extended in with_extended:
+        i = index.get(node)
+        if i is not None:
             for name, amount in orjson.loads(extended).items():
                 extended_requested.setdefault(name, [0] * len(nodes))[i] += amount
     extended_allocatable: dict[str, list[int]] = {}
@@ -215,7 +222,6 @@ def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[st
                        "requested": extended_requested.get(name, [0] * len(nodes))}
                 for name in sorted(set(extended_allocatable) | set(extended_requested))}
     return {
-        "t": span.t(ts_us), "time": format_timestamp(ts_us), "span": span.as_json(),
         "nodes": {
             "name": [r.name for r in nodes], "zone": [r.zone for r in nodes],
             "unschedulable": [bool(r.unschedulable) for r in nodes],
@@ -230,10 +236,46 @@ def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[st
                    "memoryRequested": sum(memory)},
         "queues": {queue: {"count": queue_counts.get(queue, 0), "pods": queue_pods[queue]}
                    for queue in QUEUES},
-        "events": [{"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
-                    "pod": pod, "node": node, "data": orjson.loads(data), "current": ts <= ts_us}
-                   for seq, ts, kind, pod, node, data in events],
     }
+
+
+def events_around(engine: Engine, run_id: int, span: Span, ts_us: int) -> list[dict[str, Any]]:
+    """The records of the event log just before and after ``ts_us`` (slot and watch records
+    left out); ``current`` says which had happened by then."""
+    with engine.connect() as connection:
+        # Kind by kind, each straight from the (run, kind, time) index: a trace's watch
+        # records can outnumber everything else at one instant by thousands.
+        earlier: list[Any] = []
+        later: list[Any] = []
+        half = EVENTS_AROUND // 2
+        for kind in AROUND_KINDS:
+            around = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
+                             RunEvent.node, RunEvent.data)
+                      .where(RunEvent.run_id == run_id, RunEvent.kind == kind))
+            # Rows are inserted in log order, so the row id orders records of one instant;
+            # unlike seq it is part of every SQLite index, and the sort needs no table scan.
+            earlier += connection.execute(
+                around.where(RunEvent.ts_us <= ts_us)
+                .order_by(RunEvent.ts_us.desc(), RunEvent.id.desc()).limit(half)).all()
+            later += connection.execute(
+                around.where(RunEvent.ts_us > ts_us).order_by(RunEvent.ts_us, RunEvent.id)
+                .limit(half)).all()
+        events = [*sorted(earlier, key=lambda r: r.seq)[-half:],
+                  *sorted(later, key=lambda r: r.seq)[:half]]
+    return [{"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
+             "pod": pod, "node": node, "data": orjson.loads(data), "current": ts <= ts_us}
+            for seq, ts, kind, pod, node, data in events]
+
+
+def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[str, Any]:
+    """The cluster at ``seconds`` into the run (:func:`cluster_at`) and the event log around
+    that moment (:func:`events_around`)."""
+    ts_us = span.at(seconds)
+    return {"t": span.t(ts_us), "time": format_timestamp(ts_us), "span": span.as_json(),
+            **cluster_at(engine, run_id, span, ts_us),
+            "events": events_around(engine, run_id, span, ts_us)}
+
+
 
 
 def node_at(engine: Engine, run_id: int, span: Span, node: str, seconds: float

@@ -128,9 +128,21 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     return document, pack_arrays(arrays) if arrays else b""
 
 
+def _positions(slots: np.ndarray, only: set[int] | None) -> list[tuple[int, int]]:
+    """(position, slot) pairs of ``slots``, restricted to ``only`` when given."""
+    if only is None:
+        return list(enumerate(slots.tolist()))
+    keep = np.nonzero(np.isin(slots, np.fromiter(only, np.int64, len(only))))[0]
+    return [(int(p), int(slots[p])) for p in keep]
+
+
 def unpack_attempt(document: dict[str, Any], blob: bytes | None,
-                   node_names: dict[int, str]) -> dict[str, Any]:
-    """The ``kaudit whatif --json`` shape of a stored attempt (plus replay fields)."""
+                   node_names: dict[int, str], only: set[int] | None = None) -> dict[str, Any]:
+    """The ``kaudit whatif --json`` shape of a stored attempt (plus replay fields).
+
+    ``only`` limits the per-node tables to those slots (the rest of the answer is whole): a
+    5,000-node attempt unpacked in full is a few thousand dictionaries.
+    """
     arrays = unpack_arrays(blob) if blob else {}
     nodes: dict[str, Any] = {}
     plugins = document.get("filterPlugins") or []
@@ -139,7 +151,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
     reasons = arrays.get("filterReasons")
     labels = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
               "Skip", "Pending"]
-    for position, slot in enumerate(arrays.get("evaluated", np.zeros(0, np.int32)).tolist()):
+    for position, slot in _positions(arrays.get("evaluated", np.zeros(0, np.int32)), only):
         filters: dict[str, Any] = {}
         feasible = True
         for p, plugin in enumerate(plugins):
@@ -154,7 +166,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
     scored = arrays.get("scored")
     if scored is not None:
         weights = document.get("weights") or {}
-        for i, slot in enumerate(scored.tolist()):
+        for i, slot in _positions(scored, only):
             entry = nodes.setdefault(node_names.get(slot, str(slot)),
                                      {"filter": {}, "feasible": True})
             total = 0

@@ -19,7 +19,8 @@ Record kinds and their ``data``:
 
 At the end of the run the sink also receives the run's :class:`~kaudit.replay.timeline.Timeline`
 (node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the
-``run_nodes``, ``run_placements``, ``run_queue_spans`` and ``run_series`` tables.
+``run_nodes``, ``run_placements``, ``run_queue_spans`` and ``run_series`` tables; it also
+indexes, in ``run_rejections``, which plugins rejected nodes in each attempt.
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ import orjson
 from sqlalchemy import Engine, insert
 
 from kaudit.replay.timeline import Timeline
-from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunSeries
+from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunRejection, RunSeries
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]
+
+#: Every kind of record, as listed above.
+RECORD_KINDS = ("node", "watch", "queue", "attempt", "bind", "bindfail", "recorded", "nominate",
+                "preempt", "delete", "create")
 
 _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
 
@@ -99,6 +104,15 @@ class SqlSink(EventSink):
         self.run_id = run_id
         self.batch_size = batch_size
         self.buffer: list[tuple[Any, ...]] = []
+        self.rejections: list[dict[str, Any]] = []
+
+    def record(self, ts_us: int, kind: str, pod: str | None = None, node: str | None = None,
+               data: dict[str, Any] | None = None, blob: bytes | None = None) -> None:
+        if kind == "attempt" and data and data.get("rejectedBy"):
+            self.rejections.extend({"run_id": self.run_id, "plugin": plugin, "seq": self.seq,
+                                    "nodes": nodes}
+                                   for plugin, nodes in data["rejectedBy"].items())
+        super().record(ts_us, kind, pod, node, data, blob)
 
     def emit(self, record: Record) -> None:
         self.buffer.append((self.run_id, *record))
@@ -113,7 +127,10 @@ class SqlSink(EventSink):
             marks = ", ".join("?" if style == "qmark" else "%s" for _ in _COLUMNS)
             connection.exec_driver_sql(
                 f"INSERT INTO run_events ({', '.join(_COLUMNS)}) VALUES ({marks})", self.buffer)
+            if self.rejections:
+                connection.execute(insert(RunRejection), self.rejections)
         self.buffer = []
+        self.rejections = []
 
     def write_timeline(self, timeline: Timeline) -> None:
         """Insert the timeline in one transaction (intervals of zero length left out)."""

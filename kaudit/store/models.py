@@ -133,8 +133,8 @@ class RunEvent(Base):
     __tablename__ = "run_events"
     __table_args__ = (
         UniqueConstraint("run_id", "seq"),
-        Index("ix_run_events_run_pod", "run_id", "pod"),
-        Index("ix_run_events_run_kind", "run_id", "kind"),
+        Index("ix_run_events_run_pod_seq", "run_id", "pod", "seq"),
+        Index("ix_run_events_run_kind_ts", "run_id", "kind", "ts_us"),
         Index("ix_run_events_run_ts", "run_id", "ts_us"),
     )
 
@@ -227,3 +227,17 @@ class RunSeries(Base):
     gated: Mapped[int] = mapped_column(Integer)
     bound: Mapped[int] = mapped_column(Integer)
     allocation: Mapped[str] = mapped_column(Text)
+
+
+class RunRejection(Base):
+    """A filter plugin that rejected nodes in an attempt (record ``seq`` of the event log):
+    the index behind filtering the log by plugin."""
+
+    __tablename__ = "run_rejections"
+    __table_args__ = (Index("ix_run_rejections_run_plugin_seq", "run_id", "plugin", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigKey, primary_key=True)
+    run_id: Mapped[int] = _run_key()
+    plugin: Mapped[str] = mapped_column(String(100))
+    seq: Mapped[int] = mapped_column(Integer)
+    nodes: Mapped[int] = mapped_column(Integer)

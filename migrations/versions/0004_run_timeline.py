@@ -1,4 +1,5 @@
-"""A run's timeline for the dashboard: node and placement intervals, queue spans, series.
+"""A run's timeline for the dashboard: node and placement intervals, queue spans, series;
+which plugins rejected nodes in each attempt; faster indexes on the event log.
 
 Revision ID: 0004
 Revises: 0003
@@ -91,11 +92,36 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_run_series")),
     )
     op.create_index("ix_run_series_run_ts", "run_series", ["run_id", "ts_us"])
+    op.create_table(
+        "run_rejections",
+        sa.Column("id", big_key, nullable=False),
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("plugin", sa.String(length=100), nullable=False),
+        sa.Column("seq", sa.Integer(), nullable=False),
+        sa.Column("nodes", sa.Integer(), nullable=False),
+        _run_fk("run_rejections"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_run_rejections")),
+    )
+    op.create_index("ix_run_rejections_run_plugin_seq", "run_rejections",
+                    ["run_id", "plugin", "seq"])
     op.create_index("ix_run_events_run_ts", "run_events", ["run_id", "ts_us"])
+    # A pod's records in order straight from the index (the planner otherwise walks the whole
+    # run through the (run_id, seq) key to honour ORDER BY seq).
+    op.drop_index("ix_run_events_run_pod", table_name="run_events")
+    op.create_index("ix_run_events_run_pod_seq", "run_events", ["run_id", "pod", "seq"])
+    # Records of one kind near a moment (the history page) without reading the others.
+    op.drop_index("ix_run_events_run_kind", table_name="run_events")
+    op.create_index("ix_run_events_run_kind_ts", "run_events", ["run_id", "kind", "ts_us"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_run_events_run_kind_ts", table_name="run_events")
+    op.create_index("ix_run_events_run_kind", "run_events", ["run_id", "kind"])
+    op.drop_index("ix_run_events_run_pod_seq", table_name="run_events")
+    op.create_index("ix_run_events_run_pod", "run_events", ["run_id", "pod"])
     op.drop_index("ix_run_events_run_ts", table_name="run_events")
+    op.drop_index("ix_run_rejections_run_plugin_seq", table_name="run_rejections")
+    op.drop_table("run_rejections")
     op.drop_index("ix_run_series_run_ts", table_name="run_series")
     op.drop_table("run_series")
     op.drop_index("ix_run_queue_spans_run_start", table_name="run_queue_spans")

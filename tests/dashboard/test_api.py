@@ -196,3 +196,18 @@ def test_the_dashboard_cannot_write(app: Flask) -> None:
     engine = app.extensions["kaudit.engine"]
     with pytest.raises(DBAPIError), engine.begin() as connection:
         connection.execute(text("DELETE FROM runs"))
+
+
+def test_state_answers_equal_the_uncached_query(app: Flask, client: FlaskClient) -> None:
+    """Moments between two records share one cached cluster, which must be the cluster the
+    query computes for each of them."""
+    from kaudit.queries.runs import get_run
+    from kaudit.queries.timeline import run_span, state_at
+
+    engine = app.extensions["kaudit.engine"]
+    run = get_run(engine, "default")
+    span = run_span(engine, run.id)
+    for seconds in (0, 5.01, 5.02, 90.35, 240, 240.2, 241, span.seconds):
+        for _ in range(2):
+            assert _json(client, f"/api/v1/runs/default/state?t={seconds}") == json.loads(
+                json.dumps(state_at(engine, run.id, span, seconds)))
