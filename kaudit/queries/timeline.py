@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, and_, func, or_, select
+from sqlalchemy import Engine, and_, func, or_, select, union_all
 
 from kaudit.errors import UnknownObjectError
 from kaudit.readers.timestamps import format_timestamp
@@ -242,26 +242,26 @@ def cluster_at(engine: Engine, run_id: int, span: Span, ts_us: int) -> dict[str,
 def events_around(engine: Engine, run_id: int, span: Span, ts_us: int) -> list[dict[str, Any]]:
     """The records of the event log just before and after ``ts_us`` (slot and watch records
     left out); ``current`` says which had happened by then."""
+    # Kind by kind, each straight from the (run, kind, time) index (a trace's watch records
+    # can outnumber everything else at one instant by thousands), in one round trip. Rows are
+    # inserted in log order, so the row id orders the records of one instant; unlike seq it
+    # is part of every SQLite index, and the sort needs no table scan.
+    half = EVENTS_AROUND // 2
+    parts = []
+    for kind in AROUND_KINDS:
+        around = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
+                         RunEvent.node, RunEvent.data)
+                  .where(RunEvent.run_id == run_id, RunEvent.kind == kind))
+        for part in (around.where(RunEvent.ts_us <= ts_us)
+                     .order_by(RunEvent.ts_us.desc(), RunEvent.id.desc()).limit(half),
+                     around.where(RunEvent.ts_us > ts_us)
+                     .order_by(RunEvent.ts_us, RunEvent.id).limit(half)):
+            parts.append(select(part.subquery()))
     with engine.connect() as connection:
-        # Kind by kind, each straight from the (run, kind, time) index: a trace's watch
-        # records can outnumber everything else at one instant by thousands.
-        earlier: list[Any] = []
-        later: list[Any] = []
-        half = EVENTS_AROUND // 2
-        for kind in AROUND_KINDS:
-            around = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod,
-                             RunEvent.node, RunEvent.data)
-                      .where(RunEvent.run_id == run_id, RunEvent.kind == kind))
-            # Rows are inserted in log order, so the row id orders records of one instant;
-            # unlike seq it is part of every SQLite index, and the sort needs no table scan.
-            earlier += connection.execute(
-                around.where(RunEvent.ts_us <= ts_us)
-                .order_by(RunEvent.ts_us.desc(), RunEvent.id.desc()).limit(half)).all()
-            later += connection.execute(
-                around.where(RunEvent.ts_us > ts_us).order_by(RunEvent.ts_us, RunEvent.id)
-                .limit(half)).all()
-        events = [*sorted(earlier, key=lambda r: r.seq)[-half:],
-                  *sorted(later, key=lambda r: r.seq)[:half]]
+        rows = connection.execute(union_all(*parts)).all()
+    earlier = sorted((r for r in rows if r.ts_us <= ts_us), key=lambda r: r.seq)[-half:]
+    later = sorted((r for r in rows if r.ts_us > ts_us), key=lambda r: r.seq)[:half]
+    events = [*earlier, *later]
     return [{"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
              "pod": pod, "node": node, "data": orjson.loads(data), "current": ts <= ts_us}
             for seq, ts, kind, pod, node, data in events]

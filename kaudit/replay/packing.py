@@ -31,6 +31,9 @@ from kaudit.framework.status import Code
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.schedule import Attempt
 
+# Plain ints: comparing an array with an IntEnum member goes through the enum's slow paths.
+_ERROR, _UNRESOLVABLE = int(Code.ERROR), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
 
 def pack_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     header = json.dumps([[name, array.dtype.str, list(array.shape)]
@@ -87,8 +90,7 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     rejected = {name: attempt.num_all_nodes for name, status in
                 attempt.pre_filter.statuses.items() if status.rejected}
     if run is not None:
-        counts = ((run.codes >= Code.ERROR) & (run.codes <= Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-                  ).sum(axis=1)
+        counts = ((run.codes >= _ERROR) & (run.codes <= _UNRESOLVABLE)).sum(axis=1)
         rejected.update((name, int(n)) for name, n in zip(run.plugins, counts, strict=True) if n)
     if rejected:
         document["rejectedBy"] = rejected

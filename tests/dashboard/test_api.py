@@ -116,7 +116,13 @@ def test_event_log_filters_and_pages(client: FlaskClient) -> None:
     everything = _json(client, "/api/v1/runs/default/events?limit=500")
     assert everything["total"] > 500 and len(everything["items"]) == 500
     second = _json(client, "/api/v1/runs/default/events?offset=500&limit=10")
-    assert second["items"][0]["seq"] > everything["items"][-1]["seq"]
+    assert [e["seq"] for e in second["items"]] == list(range(500, 510))
+    assert second["total"] == everything["total"]
+    last = _json(client, f"/api/v1/runs/default/events?offset={everything['total'] - 3}")
+    assert len(last["items"]) == 3
+    kinds = _json(client, "/api/v1/runs/default/events?kind=queue&offset=5&limit=5")
+    everything_queue = _json(client, "/api/v1/runs/default/events?kind=queue&limit=10")
+    assert kinds["items"] == everything_queue["items"][5:]
     attempts = _json(client, "/api/v1/runs/default/events?kind=attempt&limit=500")
     assert all(e["kind"] == "attempt" for e in attempts["items"])
     rejected = _json(client, "/api/v1/runs/default/events?plugin=NodeAffinity&limit=500")

@@ -51,6 +51,18 @@ def _chromium() -> str:
     raise AssertionError  # unreachable
 
 
+def _wide_trace(path: Path, nodes: int = 320, pods: int = 40) -> Path:
+    """More nodes than the history page draws as bars: it switches to a heat map."""
+    from kaudit.tracegen.builders import make_node, make_pod
+
+    lines = [{"ts": 0, "type": "ADDED", "object": make_node(f"wide-{i:03d}").capacity(
+        cpu="4", memory="16Gi", pods="110").zone(f"zone-{i % 2}").obj()} for i in range(nodes)]
+    lines += [{"ts": 1, "type": "ADDED", "object": make_pod(f"p-{i:03d}").req(
+        cpu="1", memory="1Gi").obj()} for i in range(pods)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
 def _hostile_trace(path: Path) -> Path:
     """A tiny trace whose names, labels and annotations hold HTML."""
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {
@@ -86,6 +98,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                  name=HOSTILE)
     config, registry = load()
     replay_trace(engine, get_trace(engine, HOSTILE), config, registry, name=HOSTILE_RUN)
+    ingest_trace(engine, [TraceInput(_wide_trace(directory / "wide.jsonl"))], name="wide")
+    replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -317,4 +331,20 @@ def test_hostile_values_are_shown_as_text(server: dict[str, Any], browser: Any) 
     page.click("#node-detail summary")
     assert f"team={HOSTILE}" in page.inner_text("#node-detail")
     visit.screenshot("hostile-values")
+    visit.close()
+
+
+def test_large_clusters_are_drawn_as_a_heat_map(server: dict[str, Any], browser: Any) -> None:
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/wide/history?t=1")
+    kind = page.evaluate("document.getElementById('chart-nodes').data[0].type")
+    assert kind == "heatmap"
+    rows = page.evaluate("document.getElementById('chart-nodes').data[0].y")
+    assert rows == ["zone-0 1–100", "zone-0 101–160", "zone-1 1–100", "zone-1 101–160"]
+    assert _card(page, "pods placed") == "40"
+    cell = page.locator("#chart-nodes .nsewdrag").bounding_box()
+    page.mouse.click(cell["x"] + 3, cell["y"] + 3)  # the first node of the first row
+    page.wait_for_selector("#node-pods")
+    assert page.inner_text("#node-name") == "wide-000"
+    visit.screenshot("history-heat-map")
     visit.close()

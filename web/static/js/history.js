@@ -38,23 +38,25 @@ K.start(async ({run, seconds, t}) => {
       layout = {hovermode: "closest", yaxis: {tickformat: ".0%", range: [0, Math.max(1, ...share)]},
         xaxis: {type: "multicategory", tickangle: -45}, margin: {l: 55, r: 15, t: 10, b: 110}};
     } else {
-      // Large clusters: one heat-map row per zone, one cell per node.
+      // Large clusters: a heat map, each zone a block of rows of at most 100 nodes.
+      const perRow = 100;
       const zones = [...new Set(nodes.zone)];
-      const width = Math.max(...zones.map((z) => nodes.zone.filter((v) => v === z).length));
-      const z = zones.map(() => new Array(width).fill(null));
-      const text = zones.map(() => new Array(width).fill(""));
-      const ids = zones.map(() => new Array(width).fill(""));
-      const fillCount = zones.map(() => 0);
-      nodes.name.forEach((n, i) => {
-        const row = zones.indexOf(nodes.zone[i]);
-        const col = fillCount[row]++;
-        z[row][col] = share[i];
-        text[row][col] = hover[i];
-        ids[row][col] = n;
+      const rows = [];
+      zones.forEach((zone) => {
+        const members = nodes.name.map((_, i) => i).filter((i) => nodes.zone[i] === zone);
+        for (let first = 0; first < members.length; first += perRow) {
+          const chunk = members.slice(first, first + perRow);
+          rows.push({label: `${zone || "(no zone)"} ${first + 1}–${first + chunk.length}`, chunk});
+        }
       });
-      traces = [{type: "heatmap", z, text, customdata: ids, hoverinfo: "text", zmin: 0, zmax: 1,
-        y: zones.map((zone) => zone || "(no zone)"), colorscale: "YlOrRd", colorbar: {tickformat: ".0%"}}];
-      layout = {hovermode: "closest", xaxis: {title: {text: "nodes of the zone"}}};
+      const pad = (values, fill) => values.concat(new Array(perRow - values.length).fill(fill));
+      traces = [{type: "heatmap", zmin: 0, zmax: 1, hoverinfo: "text", hoverongaps: false,
+        y: rows.map((r) => r.label), z: rows.map((r) => pad(r.chunk.map((i) => share[i]), null)),
+        text: rows.map((r) => pad(r.chunk.map((i) => hover[i]), "")),
+        customdata: rows.map((r) => pad(r.chunk.map((i) => nodes.name[i]), "")),
+        colorscale: "YlOrRd", reversescale: true, xgap: 1, ygap: 1, colorbar: {tickformat: ".0%"}}];
+      layout = {hovermode: "closest", xaxis: {title: {text: "node within the row"}, showgrid: false},
+        yaxis: {autorange: "reversed", showgrid: false, type: "category"}, margin: {l: 150, r: 15, t: 10, b: 45}};
     }
     K.plot("chart-nodes", traces, layout);
   }
