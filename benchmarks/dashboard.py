@@ -2,7 +2,7 @@
 
     python -m benchmarks.dashboard                      # SchedulingBasic, 5,000 nodes, SQLite
     python -m benchmarks.dashboard --clients 8 --rounds 5
-    python -m benchmarks.dashboard --db kaudit-bench.db # reuse a database built before
+    python -m benchmarks.dashboard --db kaudit-bench.db # build once, reuse after (or a URL)
     python -m benchmarks.dashboard --postgres postgresql://postgres@127.0.0.1/test
 
 Builds the replay benchmark's SchedulingBasic trace (5,000 nodes, 1,000 + 10,000 pods), replays
@@ -36,6 +36,7 @@ from typing import Any
 from benchmarks.ingest import fresh_postgres_database
 from benchmarks.replay import events
 from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.queries.runs import list_runs
 from kaudit.queries.traces import get_trace
 from kaudit.replay.run import replay_trace
 from kaudit.resources import sample_config
@@ -62,6 +63,16 @@ def build(db: str, nodes: int, initial: int, measured: int) -> None:
             replay_trace(engine, trace, config, registry, name=name)
     finally:
         engine.dispose()
+
+
+def _has_runs(url: str) -> bool:
+    """Whether the database already holds the benchmark's runs (then it is reused)."""
+    engine = open_database(url)
+    try:
+        names = {run.name for run in list_runs(engine)}
+    finally:
+        engine.dispose()
+    return set(RUNS) <= names
 
 
 def _get(base: str, path: str) -> tuple[float, int, int]:
@@ -208,8 +219,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.db:
-        path = Path(args.db)
-        result = run(f"sqlite:///{path.resolve()}", args, reuse=path.exists())
+        url = args.db if "://" in args.db else f"sqlite:///{Path(args.db).resolve()}"
+        result = run(url, args, reuse=_has_runs(url))
     elif args.postgres:
         with fresh_postgres_database(args.postgres) as url:
             result = run(url, args, reuse=False)

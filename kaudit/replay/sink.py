@@ -11,7 +11,8 @@ Record kinds and their ``data``:
 * ``watch`` — a trace event applied: ``{"traceSeq", "type", "resource"}``;
 * ``queue`` — a queue transition: ``{"from", "to", "event"}``;
 * ``attempt`` — a scheduling attempt (see :mod:`kaudit.replay.packing`, JSON + blob);
-* ``bind`` — the pod bound to ``node``; ``recorded`` — the trace's own placement;
+* ``bind`` — the pod bound to ``node``; ``bindfail`` — Reserve, Permit, PreBind or Bind
+  failed (the plugin's status); ``recorded`` — the trace's own placement;
 * ``nominate`` — preemption nominated ``node`` for the pod;
 * ``preempt`` — the pod was evicted by ``{"preemptor"}``;
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
