@@ -8,7 +8,7 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, run_with_span
-from kaudit.queries.pods import attempt_detail, pod_story
+from kaudit.queries.pods import attempt_detail, pod_story, require_pod
 
 bp = Blueprint("pods", __name__)
 
@@ -16,8 +16,8 @@ bp = Blueprint("pods", __name__)
 @bp.get("/runs/<run>/pods/<namespace>/<name>")
 def page(run: str, namespace: str, name: str) -> ResponseReturnValue:
     found, _ = run_with_span(run)
-    story = pod_story(get_engine(), found.name, f"{namespace}/{name}")  # 404 when unknown
-    return render_template("pod.html", run=found, pod=story["pod"])
+    key = require_pod(get_engine(), found, f"{namespace}/{name}")  # 404 when unknown
+    return render_template("pod.html", run=found, pod=key)
 
 
 @bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>")

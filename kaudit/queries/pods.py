@@ -58,6 +58,18 @@ def _lifecycle(records: list[tuple[int, str, str | None, dict[str, Any]]], span:
     return spans
 
 
+def require_pod(engine: Engine, run: RunSummary, pod_ref: str) -> str:
+    """The pod's ``NAMESPACE/NAME`` key; :class:`UnknownObjectError` when the run has no
+    record of it (one indexed look-up, for pages that only need to know it exists)."""
+    key = pod_key(engine, run.id, pod_ref)
+    with engine.connect() as connection:
+        found = connection.scalar(select(RunEvent.seq).where(
+            RunEvent.run_id == run.id, RunEvent.pod == key).limit(1))
+    if found is None:
+        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    return key
+
+
 def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     """The pod's story without per-node tables: lifecycle, queue, attempts, other events."""
     run = get_run(engine, run_ref)

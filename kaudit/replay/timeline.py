@@ -69,19 +69,12 @@ class Timeline:
                allocatable.get("cpu", 0), allocatable.get("memory", 0),
                allocatable.get("pods", 0), _extended(allocatable), _json(info.labels),
                info.unschedulable, len(info.taints)]
-        index = self._open_nodes.get(info.name)
-        if index is not None:
-            old = self.nodes[index]
-            if old[0:3] + old[5:] == row[0:3] + row[5:]:
-                return
-            self._close(self.nodes, index, 4, now)
-        self._open_nodes[info.name] = len(self.nodes)
-        self.nodes.append(row)
+        self._open(self.nodes, self._open_nodes, info.name, row, 4, now)
 
     def node_removed(self, now: int, name: str) -> None:
         index = self._open_nodes.pop(name, None)
         if index is not None:
-            self._close(self.nodes, index, 4, now)
+            self.nodes[index][4] = now
 
     # ------------------------------------------------------------------ pods
 
@@ -91,26 +84,19 @@ class Timeline:
         requests = pod.requests
         row = [pod.key, pod.node_name, now, None, by, pod.priority, requests.get("cpu", 0),
                requests.get("memory", 0), _extended(requests)]
-        index = self._open_placements.get(pod.uid)
-        if index is not None:
-            old = self.placements[index]
-            if old[1] == row[1] and old[5:] == row[5:]:
-                return
-            self._close(self.placements, index, 3, now)
-        self._open_placements[pod.uid] = len(self.placements)
-        self.placements.append(row)
+        self._open(self.placements, self._open_placements, pod.uid, row, 3, now)
 
     def release(self, now: int, uid: str) -> None:
         index = self._open_placements.pop(uid, None)
         if index is not None:
-            self._close(self.placements, index, 3, now)
+            self.placements[index][3] = now
 
     def queue(self, now: int, pod: PodInfo, source: str, target: str) -> None:
         if source in self._counts:
             self._counts[source] -= 1
             index = self._open_spans.pop(pod.uid, None)
             if index is not None:
-                self._close(self.queue_spans, index, 3, now)
+                self.queue_spans[index][3] = now
         if target in self._counts:
             self._counts[target] += 1
             self._open_spans[pod.uid] = len(self.queue_spans)
@@ -130,8 +116,19 @@ class Timeline:
         self.series.append((now, *state[:5], _json(rounded)))
 
     @staticmethod
-    def _close(rows: list[list[Any]], index: int, end_column: int, now: int) -> None:
-        rows[index][end_column] = now
+    def _open(rows: list[list[Any]], opened: dict[str, int], key: str, row: list[Any],
+              end_column: int, now: int) -> None:
+        """Open ``row`` for ``key`` from ``now``, closing the interval open for it; nothing
+        changes when the open one equals ``row`` but for its start and end."""
+        index = opened.get(key)
+        if index is not None:
+            old = rows[index]
+            if old[:end_column - 1] + old[end_column + 1:] == \
+                    row[:end_column - 1] + row[end_column + 1:]:
+                return
+            old[end_column] = now
+        opened[key] = len(rows)
+        rows.append(row)
 
 
 class NoTimeline(Timeline):
