@@ -40,7 +40,8 @@ def cli() -> None:
 
     \b
     Start with `kaudit demo`, or:
-      kaudit ingest trace.jsonl        store a recorded trace
+      kaudit record trace.jsonl        record a live cluster (list + watch)
+      kaudit ingest trace.jsonl        store a trace (watch, audit log, simulator, Alibaba)
       kaudit traces                    list stored traces
       kaudit whatif --cluster S --pod P   where would this pod go, and why
       kaudit config show               the effective scheduler configuration
@@ -49,11 +50,25 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kaudit.cli import check, config, db, demo, diff, ingest, replay, serve, traces, whatif
+    from kaudit.cli import (
+        check,
+        config,
+        db,
+        demo,
+        diff,
+        export,
+        ingest,
+        record,
+        replay,
+        serve,
+        traces,
+        whatif,
+    )
 
-    for command in (config.config, whatif.whatif, db.db, ingest.ingest, traces.traces,
-                    demo.demo, replay.replay, replay.runs, replay.explain, replay.events,
-                    diff.diff, check.compare, check.check, serve.serve):
+    for command in (config.config, whatif.whatif, db.db, record.record, ingest.ingest,
+                    traces.traces, demo.demo, replay.replay, replay.runs, replay.explain,
+                    replay.events, diff.diff, check.compare, check.check, export.export,
+                    serve.serve):
         cli.add_command(command)
 
 _register()

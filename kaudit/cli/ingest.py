@@ -9,10 +9,19 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import db_option, echo_json, human_duration, interactive, json_option
+from kaudit.cli.options import (
+    db_option,
+    dropped_table,
+    echo_json,
+    human_duration,
+    interactive,
+    json_option,
+)
 from kaudit.errors import InputError
 from kaudit.ingest import EVENTS, SNAPSHOT, IngestResult, TraceInput, ingest_trace
 from kaudit.queries.traces import get_trace
+from kaudit.readers.alibaba import AlibabaOptions
+from kaudit.readers.formats import ALIBABA, AUTO, FAMILIES
 from kaudit.readers.timestamps import format_timestamp, parse_timestamp
 from kaudit.store.schema import open_database
 
@@ -32,6 +41,11 @@ def _seconds_or_time(value: str | None, option: str) -> int | None:
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FAMILIES), default=AUTO, show_default=True,
+              help="How to read FILES: watch (kaudit's JSON Lines, kubectl watch output), "
+                   "audit (Kubernetes audit logs), simulator (kube-scheduler-simulator records "
+                   "or export), alibaba (the openb node and pod CSVs); auto looks at each "
+                   "file's first line.")
 @click.option("--snapshot", "snapshots", multiple=True, metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False),
               help="A Kubernetes List (kubectl get nodes,pods -A -o json; JSON or YAML) giving "
@@ -40,32 +54,70 @@ def _seconds_or_time(value: str | None, option: str) -> int | None:
 @click.option("--start", metavar="TIME",
               help="Time of snapshot objects and of events without `ts` (kubectl watch "
                    "output): RFC 3339 or seconds [default: the first event's time, else 0].")
-@click.option("--step", metavar="SECONDS", default="0", show_default=True,
-              help="Seconds between successive events without `ts` (arrival order).")
+@click.option("--step", metavar="SECONDS",
+              help="Seconds between successive events without `ts` (arrival order), or "
+                   "between shuffled Alibaba pods [default: 0; 0.01 for Alibaba pods].")
 @click.option("--sort", is_flag=True,
               help="Order events by time instead of failing when time goes backwards.")
 @click.option("--skip-invalid", is_flag=True,
               help="Store the valid lines and record each invalid one with its reason, "
                    "instead of storing nothing.")
+@click.option("--no-config", "no_config", is_flag=True,
+              help="Ignore a scheduler configuration the input carries (a simulator "
+                   "export's schedulerConfig); replay then needs --config or uses defaults.")
+@click.option("--shuffle", is_flag=True,
+              help="Alibaba trace: pods arrive in a seeded random order, --step apart "
+                   "(default 0.01 s), instead of at their creation times (the FGD paper's "
+                   "protocol).")
+@click.option("--seed", type=int, default=42, show_default=True,
+              help="Alibaba trace: seed of --shuffle and --gpu-load sampling.")
+@click.option("--gpu-load", type=float, metavar="RATIO",
+              help="Alibaba trace: add random copies of pods (or leave pods out) until their "
+                   "GPU requests reach RATIO × the cluster's GPUs, e.g. 1.3.")
+@click.option("--no-deletions", is_flag=True,
+              help="Alibaba trace: pods are never deleted (the paper's protocol).")
+@click.option("--gpu-sharing", type=click.Choice(["whole", "milli"]), default="whole",
+              show_default=True,
+              help="Alibaba trace: whole: a GPU-sharing pod asks one nvidia.com/gpu, as stock "
+                   "Kubernetes; milli: it asks its share as alibabacloud.com/gpu-milli.")
 @db_option
 @json_option
-def ingest(files: tuple[Path, ...], snapshots: tuple[Path, ...], name: str | None,
-           start: str | None, step: str, sort: bool, skip_invalid: bool, db: str | None,
-           as_json: bool) -> None:
-    """Ingest trace FILES (JSON Lines watch events, gzip accepted) as one trace.
+def ingest(files: tuple[Path, ...], fmt: str, snapshots: tuple[Path, ...], name: str | None,
+           start: str | None, step: str | None, sort: bool, skip_invalid: bool,
+           no_config: bool, shuffle: bool, seed: int, gpu_load: float | None,
+           no_deletions: bool, gpu_sharing: str, db: str | None, as_json: bool) -> None:
+    """Ingest trace FILES (gzip accepted) as one trace.
 
-    Native lines are {"ts": TIME, "type": "ADDED|MODIFIED|DELETED", "object": {...}};
-    `kubectl get ... --watch --output-watch-events -o json` output is accepted too.
+    \b
+    Formats (told from each file's first line, or --format):
+      watch      {"ts": TIME, "type": "ADDED|MODIFIED|DELETED", "object": {...}} lines, or
+                 `kubectl get ... --watch --output-watch-events -o json` output
+      audit      Kubernetes audit logs (audit.k8s.io/v1 Events, JSON Lines); rotated files
+                 and several API servers' logs are merged by time
+      simulator  kube-scheduler-simulator recorder lines, or its export (its
+                 schedulerConfig is stored for replay)
+      alibaba    NODES.csv PODS.csv of Alibaba cluster-trace-gpu-v2023
+    A Kubernetes List or simulator export among FILES is the state at the trace's start.
     On any invalid line nothing is stored and the error names FILE:LINE (exit code 2).
     """
     if not files and not snapshots:
         raise click.UsageError("give at least one trace FILE or --snapshot FILE")
     start_us = _seconds_or_time(start, "--start")
+    step_text = step if step is not None else "0"
     try:
-        step_us = round(float(step) * 1_000_000)
+        step_us = round(float(step_text) * 1_000_000)
     except ValueError:
-        raise InputError(f"--step: {step!r} is not a number of seconds") from None
-    inputs = [TraceInput(p, SNAPSHOT) for p in snapshots] + [TraceInput(p, EVENTS) for p in files]
+        raise InputError(f"--step: {step_text!r} is not a number of seconds") from None
+    if gpu_load is not None and not 0 < gpu_load <= 100:
+        raise InputError(f"--gpu-load: {gpu_load} must be a ratio above 0 and at most 100")
+    alibaba = None
+    shaping = (shuffle, seed != 42, gpu_load is not None, no_deletions, gpu_sharing != "whole")
+    if any(shaping) or fmt == ALIBABA:
+        alibaba = AlibabaOptions(shuffle=shuffle, seed=seed, gpu_load=gpu_load,
+                                 deletions=not no_deletions, gpu_sharing=gpu_sharing,
+                                 **({"step_us": step_us} if step is not None else {}))
+    inputs = ([TraceInput(p, SNAPSHOT) for p in snapshots]
+              + [TraceInput(p, EVENTS, fmt) for p in files])
     engine = open_database(db)
     total = sum(p.stat().st_size for p in (*snapshots, *files) if p.is_file())
     began = time.perf_counter()
@@ -75,13 +127,16 @@ def ingest(files: tuple[Path, ...], snapshots: tuple[Path, ...], name: str | Non
         with bar as progress:
             result = ingest_trace(engine, inputs, name=name, start_us=start_us, step_us=step_us,
                                   sort=sort, skip_invalid=skip_invalid,
-                                  progress=progress.update if progress is not None else None)
+                                  progress=progress.update if progress is not None else None,
+                                  alibaba=alibaba, scheduler_config=not no_config)
         elapsed = time.perf_counter() - began
         summary = get_trace(engine, result.trace_id)
     finally:
         engine.dispose()
     if as_json:
         echo_json({"trace": summary.as_json(), "duplicate": result.duplicate,
+                   "dropped": result.dropped,
+                   "schedulerConfig": result.scheduler_config is not None,
                    "seconds": round(elapsed, 3),
                    "eventsPerSecond": None if result.duplicate else
                    round(result.events / elapsed) if elapsed > 0 else None})
@@ -104,6 +159,16 @@ def _report(result: IngestResult, elapsed: float) -> None:
         span = (result.end_us - result.start_us) / 1e6
         click.echo(f"  time: {format_timestamp(result.start_us)} to "
                    f"{format_timestamp(result.end_us)} ({human_duration(span)})")
+    for source in result.sources:
+        summary = (source.get("details") or {}).get("summary")
+        if summary:
+            click.echo(f"  {source['path']}: {summary}")
     if result.rejected:
         click.echo(f"  rejected lines: {result.rejected} (`kaudit traces {result.name}` lists "
                    "them)")
+    if result.dropped:
+        click.echo(f"  left out: {result.dropped:,} records that carry nothing to replay")
+        click.echo(dropped_table(result.sources, limit=8))
+    if result.scheduler_config is not None:
+        click.echo("  scheduler configuration stored with the trace: `kaudit replay "
+                   f"{result.name}` uses it unless --config is given")

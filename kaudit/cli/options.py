@@ -50,3 +50,21 @@ def human_duration(seconds: float) -> str:
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def dropped_table(sources: Sequence[dict[str, Any]], limit: int | None = None,
+                  indent: int = 4) -> str:
+    """What readers left out of a trace, most frequent first: count, reason, first place."""
+    rows = []
+    for source in sources:
+        for reason, (count, line) in (source.get("dropped") or {}).items():
+            where = f"{source['path']}:{line}" if line else source["path"]
+            rows.append((count, reason, where))
+    rows.sort(key=lambda row: -row[0])
+    shown = rows if limit is None else rows[:limit]
+    lines = [" " * indent + f"{count:>9,}  {reason} (first at {where})"
+             for count, reason, where in shown]
+    if len(shown) < len(rows):
+        lines.append(" " * indent + f"{'':>9}  … {len(rows) - len(shown)} more reasons "
+                     "(`kaudit traces NAME` lists them)")
+    return "\n".join(lines)

@@ -25,7 +25,7 @@ from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs
 from kaudit.queries.traces import get_trace
 from kaudit.readers.timestamps import parse_timestamp
 from kaudit.replay.run import replay_trace
-from kaudit.scheduler.build import load
+from kaudit.scheduler.build import load, load_object_config
 from kaudit.store.schema import open_database
 
 
@@ -34,6 +34,9 @@ from kaudit.store.schema import open_database
 @click.option("--config", "config_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="A KubeSchedulerConfiguration [default: kube-scheduler's defaults].")
+@click.option("--defaults", "use_defaults", is_flag=True,
+              help="Use kube-scheduler's defaults even when the trace carries a "
+                   "configuration (a simulator export's).")
 @feature_gates_option
 @plugin_option
 @click.option("--name", help="Name of the run [default: TRACE-N].")
@@ -54,17 +57,32 @@ from kaudit.store.schema import open_database
                                    "placements and aggregates), a baseline for `kaudit check`.")
 @db_option
 @json_option
-def replay(trace: str, config_path: Path | None, feature_gates: str | None,
+def replay(trace: str, config_path: Path | None, use_defaults: bool,
+           feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
            recreate_preempted: bool, bind_latency: float, summary_out: Path | None,
            db: str | None, as_json: bool) -> None:
-    """Replay a stored TRACE through the scheduler and log every decision."""
+    """Replay a stored TRACE through the scheduler and log every decision.
+
+    The scheduler's configuration is --config, else the one stored with the trace (from a
+    kube-scheduler-simulator export), else kube-scheduler's defaults.
+    """
     if bind_latency < 0:
         raise InputError("--bind-latency must not be negative")
+    if use_defaults and config_path is not None:
+        raise click.UsageError("--defaults and --config exclude each other")
     config, registry = load(config_path, feature_gates, plugins)
     engine = open_database(db)
     try:
         summary_trace = get_trace(engine, trace)
+        if (config_path is None and not use_defaults
+                and summary_trace.scheduler_config is not None):
+            config, registry = load_object_config(
+                summary_trace.scheduler_config, f"trace {summary_trace.name}: schedulerConfig",
+                feature_gates, plugins)
+            if not as_json:
+                click.echo(f"using the scheduler configuration stored with trace "
+                           f"'{summary_trace.name}' (--defaults to ignore it)", err=True)
         bar = (click.progressbar(length=summary_trace.events, label="replaying",
                                  file=click.get_text_stream("stderr"))
                if interactive() and not as_json else nullcontext())

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from kaudit.cli.options import db_option, echo_json, human_duration, json_option, table
+from kaudit.cli.options import (
+    db_option,
+    dropped_table,
+    echo_json,
+    human_duration,
+    json_option,
+    table,
+)
 from kaudit.queries.traces import get_trace, list_traces, rejected_lines
 from kaudit.readers.timestamps import format_timestamp
 from kaudit.store.schema import open_database
@@ -57,8 +64,16 @@ def traces(trace: str | None, db: str | None, as_json: bool) -> None:
                      ["KIND", "EVENTS", ""], indent=2))
     click.echo("  sources:")
     for source in summary.sources:
+        dropped = sum(count for count, _ in (source.get("dropped") or {}).values())
         click.echo(f"    {source['path']} ({source['role']}, {source['format'] or 'empty'}): "
-                   f"{source['events']} events, {source['rejected']} rejected")
+                   f"{source['events']} events, {source['rejected']} rejected"
+                   + (f", {dropped:,} left out" if dropped else ""))
+    if any(source.get("dropped") for source in summary.sources):
+        click.echo("  left out (valid records with nothing to replay):")
+        click.echo(dropped_table(summary.sources))
+    if summary.has_scheduler_config:
+        click.echo("  scheduler configuration: stored with the trace (replay uses it unless "
+                   "--config is given)")
     if rejected:
         click.echo(f"  rejected lines ({len(rejected)}):")
         for item in rejected:

@@ -15,7 +15,7 @@ the defaults as they do upstream. Module by module:
 
 from kaudit.config.feature_gates import FeatureGates, parse_feature_gates
 from kaudit.config.fielderrors import FieldError
-from kaudit.config.load import load_configuration
+from kaudit.config.load import load_configuration, load_object
 from kaudit.config.model import EXTENSION_POINTS, PluginRef, Profile, SchedulerConfiguration
 from kaudit.config.plugins import IN_TREE_PLUGINS, PluginSpec, validate_plugin_args
 
@@ -29,6 +29,7 @@ __all__ = [
     "Profile",
     "SchedulerConfiguration",
     "load_configuration",
+    "load_object",
     "parse_feature_gates",
     "validate_plugin_args",
 ]

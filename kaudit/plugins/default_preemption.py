@@ -153,6 +153,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         for i in range(len(potential)):
             slot = potential[(offset + i) % len(potential)]
             node_name = cluster.node(slot).name
+            if not any(p.priority < pod.priority for p in cluster.pods_on[slot].values()):
+                # What select_victims_on_node answers, without copying the state first: with
+                # a cluster of equal priorities this is every node of every failed attempt.
+                details.node_statuses[node_name] = Status.of(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+                continue
             victims, violations, status = self.select_victims_on_node(
                 state.clone(), pod, cluster, slot, pdbs)
             if status.ok and victims:

@@ -27,6 +27,12 @@ class TraceSummary:
     rejected: int
     created_at: str
     sources: list[dict[str, Any]]
+    #: The KubeSchedulerConfiguration stored with the trace (a simulator export's), if any.
+    scheduler_config: dict[str, Any] | None = None
+
+    @property
+    def has_scheduler_config(self) -> bool:
+        return self.scheduler_config is not None
 
     @property
     def span_seconds(self) -> float:
@@ -46,6 +52,7 @@ class TraceSummary:
             "end": None if self.end_us is None else format_timestamp(self.end_us),
             "spanSeconds": self.span_seconds, "rejected": self.rejected,
             "ingestedAt": self.created_at, "sources": self.sources,
+            "schedulerConfig": self.scheduler_config,
         }
 
 
@@ -61,6 +68,8 @@ def _summary(row: Trace) -> TraceSummary:
         rejected=row.rejected_count,
         created_at=_utc(row.created_at).isoformat(timespec="seconds"),
         sources=orjson.loads(row.sources),
+        scheduler_config=None if row.scheduler_config is None
+        else orjson.loads(row.scheduler_config),
     )
 
 

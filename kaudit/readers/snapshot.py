@@ -1,8 +1,9 @@
 """Read cluster snapshots: a Kubernetes List (``kubectl get nodes,pods -A -o json``), JSON or YAML.
 
 Every item becomes an ``ADDED`` event at the trace's start; its ``line`` is the item's 1-based
-position in the snapshot. A single object, or several YAML
-documents, are accepted too. Errors name the file and the item (``items[3].spec...``).
+position in the snapshot. A single object, several YAML documents, or a kube-scheduler-simulator
+export (:mod:`kaudit.readers.simulator`) are accepted too. Errors name the file and the item
+(``items[3].spec...``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import orjson
 import yaml
 
 from kaudit.errors import TraceError
-from kaudit.readers.events import Rejected, WatchEvent
+from kaudit.readers import simulator
+from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import read_all
 from kaudit.readers.validate import ObjectError, validate_object
 
@@ -55,9 +57,20 @@ def _items(path: Path, documents: list[Any]) -> Iterator[tuple[str, Any]]:
                                               "List or object")
 
 
-def read_snapshot(path: Path, ts_us: int) -> Iterator[WatchEvent | Rejected]:
-    """Yield an ``ADDED`` event at ``ts_us`` for every object of the snapshot at ``path``."""
+def read_snapshot(path: Path, ts_us: int,
+                  stats: StreamStats | None = None) -> Iterator[WatchEvent | Rejected]:
+    """Yield an ``ADDED`` event at ``ts_us`` for every object of the snapshot at ``path``.
+
+    A kube-scheduler-simulator export is read too; its ``schedulerConfig`` lands in
+    ``stats.scheduler_config``.
+    """
+    stats = stats if stats is not None else StreamStats()
     documents = _documents(path, read_all(path))
+    if len(documents) == 1 and simulator.is_snapshot(documents[0]):
+        stats.scheduler_config = simulator.scheduler_config(documents[0], path)
+        yield from simulator.read_snapshot_export(path, documents[0], ts_us, stats)
+        return
+    stats.format = LIST
     for position, (where, item) in enumerate(_items(path, documents), start=1):
         try:
             kind, namespace, name, uid = validate_object(item, "ADDED")
@@ -66,6 +79,7 @@ def read_snapshot(path: Path, ts_us: int) -> Iterator[WatchEvent | Rejected]:
             yield Rejected(None, reason, orjson.dumps(item)[:1000].decode(errors="replace"))
             continue
         yield WatchEvent(ts_us, "ADDED", kind, namespace, name, uid, item, position)
+        stats.lines = position
 
 
 def load_objects(path: Path) -> list[dict[str, Any]]:

@@ -54,6 +54,11 @@ def format_timestamp(ts_us: int) -> str:
     """RFC 3339 text (UTC) for epoch microseconds; small values read as relative seconds."""
     if abs(ts_us) < 10 * 365 * 86_400 * 1_000_000:  # within ten years of zero: relative time
         return f"{ts_us / 1_000_000:g}s"
+    return format_rfc3339(ts_us)
+
+
+def format_rfc3339(ts_us: int) -> str:
+    """RFC 3339 text (UTC) for microseconds since the Unix epoch, whatever their size."""
     moment = _EPOCH + timedelta(microseconds=ts_us)
     text = moment.strftime("%Y-%m-%dT%H:%M:%S")
     if moment.microsecond:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from kaudit.readers.events import EVENT_TYPES, Rejected, WatchEvent
+from kaudit.readers.events import EVENT_TYPES, Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines
 from kaudit.readers.timestamps import parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
@@ -38,13 +38,6 @@ class UntimedClock:
         ts = self.start_us + self.count * self.step_us
         self.count += 1
         return ts
-
-
-@dataclass
-class StreamStats:
-    format: str | None = None
-    lines: int = 0
-    bookmarks: int = 0
 
 
 def _snippet(line: bytes) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kaudit.config import (
     IN_TREE_PLUGINS,
@@ -11,6 +12,7 @@ from kaudit.config import (
     PluginSpec,
     SchedulerConfiguration,
     load_configuration,
+    load_object,
     parse_feature_gates,
 )
 from kaudit.framework.plugin import Handle, Plugin, extension_points
@@ -34,6 +36,18 @@ def load(config_path: Path | None = None, feature_gates: str | FeatureGates | No
     registry = build_registry(plugins)
     config = load_configuration(config_path, feature_gates=gates,
                                 extra_plugins=out_of_tree_specs(registry))
+    return config, registry
+
+
+def load_object_config(obj: Any, source: str, feature_gates: str | FeatureGates | None = None,
+                       plugins: Sequence[str] = (),
+                       ) -> tuple[SchedulerConfiguration, dict[str, type[Plugin]]]:
+    """Like :func:`load` for an already parsed configuration (one stored with a trace)."""
+    gates = (feature_gates if isinstance(feature_gates, FeatureGates)
+             else parse_feature_gates(feature_gates or ""))
+    registry = build_registry(plugins)
+    config = load_object(obj, source, feature_gates=gates,
+                         extra_plugins=out_of_tree_specs(registry))
     return config, registry
 
 

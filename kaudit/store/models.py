@@ -60,6 +60,8 @@ class Trace(Base):
     start_us: Mapped[int | None] = mapped_column(BigInteger)
     end_us: Mapped[int | None] = mapped_column(BigInteger)
     rejected_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    #: The KubeSchedulerConfiguration (JSON) the trace was recorded under, when it says so.
+    scheduler_config: Mapped[str | None] = mapped_column(Text)
 
 
 class TraceEvent(Base):

@@ -1,0 +1,167 @@
+"""A replayed run as the watch events of the cluster it simulated (``kaudit export``).
+
+The run's event log orders everything that happened: each trace event it applied (``watch``
+records name the trace event), and kaudit's own actions. Folding the two gives the trace the
+replayed cluster would have produced:
+
+* a pod kaudit scheduled carries kaudit's node from kaudit's bind on (a ``MODIFIED`` at the bind
+  time) and no node before; the trace's own recorded binding is not repeated;
+* a pod kaudit preempted, or deleted at the end of its relative lifetime, is ``DELETED`` then,
+  and the trace's later events for it are left out;
+* a pod kaudit created in place of a preempted one (as its controller would) is ``ADDED``;
+* everything else is the trace's event as recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.errors import DatabaseError
+from kaudit.queries.runs import get_run
+from kaudit.queries.traces import iter_events
+from kaudit.store.models import Run, RunEvent
+
+#: Deletions of kaudit's own making (the trace's are exported as the trace's events).
+OWN_DELETIONS = frozenset({"preempted", "lifetime"})
+
+
+@dataclass(frozen=True)
+class ExportedEvent:
+    ts_us: int
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.object.get("kind"))
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """What an export needs to know about the run."""
+
+    run_id: int
+    name: str
+    trace_id: int
+    status: str
+    config: dict[str, Any]
+
+
+def run_source(engine: Engine, ref: str) -> RunSource:
+    run = get_run(engine, ref)
+    with engine.connect() as connection:
+        trace_id, config = connection.execute(
+            select(Run.trace_id, Run.config).where(Run.id == run.id)).one()
+    return RunSource(run.id, run.name, int(trace_id), run.status, orjson.loads(config))
+
+
+def _key(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("uid") or _key(obj)
+
+
+def _on_node(obj: dict[str, Any], node: str | None) -> dict[str, Any]:
+    spec = dict(obj.get("spec") or {})
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec.pop("nodeName", None)
+    return {**obj, "spec": spec}
+
+
+def _scheduled_by_kaudit(engine: Engine, run_id: int) -> set[str]:
+    """Pods kaudit queued: their placement is kaudit's, not the trace's."""
+    with engine.connect() as connection:
+        return set(connection.scalars(
+            select(RunEvent.pod).distinct()
+            .where(RunEvent.run_id == run_id, RunEvent.kind == "queue")))
+
+
+def _log(engine: Engine, run_id: int, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
+    kinds = ("watch", "bind", "delete", "create")
+    last = -1
+    while True:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
+                       RunEvent.data)
+                .where(RunEvent.run_id == run_id, RunEvent.seq > last,
+                       RunEvent.kind.in_(kinds))
+                .order_by(RunEvent.seq).limit(batch)).all()
+        if not rows:
+            return
+        yield from rows
+        last = rows[-1][0]
+
+
+def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent]:
+    """The replayed cluster's watch events, in order (see the module docstring)."""
+    managed = _scheduled_by_kaudit(engine, source.run_id)
+    trace = iter_events(engine, source.trace_id)
+    last: dict[str, dict[str, Any]] = {}  # pod key -> its latest object (kaudit's node on it)
+    node_of: dict[str, str] = {}  # pod key -> kaudit's node
+    removed: set[str] = set()  # uids kaudit deleted: the trace's later events are left out
+    victims: dict[str, dict[str, Any]] = {}  # preempted pods, for their replacements
+    for _seq, ts_us, kind, pod, node, data in _log(engine, source.run_id):
+        document = orjson.loads(data)
+        if kind == "watch":
+            wanted = document["traceSeq"]
+            event = next(trace, None)
+            while event is not None and event.seq < wanted:
+                event = next(trace, None)
+            if event is None or event.seq != wanted:
+                raise DatabaseError(f"run {source.name!r} refers to event {wanted} of its trace, "
+                                    "which is not stored")
+            obj = event.object
+            if event.kind != "Pod":
+                yield ExportedEvent(ts_us, event.type, obj)
+                continue
+            key = _key(obj)
+            if _uid(obj) in removed:
+                continue
+            if key in managed:
+                obj = _on_node(obj, node_of.get(key))
+            if event.type == "DELETED":
+                last.pop(key, None)
+                node_of.pop(key, None)
+            else:
+                last[key] = obj
+            yield ExportedEvent(ts_us, event.type, obj)
+        elif kind == "bind" and document.get("by") == "kaudit" and pod in last:
+            node_of[pod] = node
+            last[pod] = _on_node(last[pod], node)
+            yield ExportedEvent(ts_us, "MODIFIED", last[pod])
+        elif kind == "delete" and document.get("reason") in OWN_DELETIONS and pod in last:
+            obj = last.pop(pod)
+            node_of.pop(pod, None)
+            removed.add(_uid(obj))
+            if document["reason"] == "preempted":
+                victims[pod] = obj
+            yield ExportedEvent(ts_us, "DELETED", obj)
+        elif kind == "create" and document.get("replaces") in victims and pod:
+            obj = _replacement(victims[document["replaces"]], pod)
+            last[pod] = obj
+            yield ExportedEvent(ts_us, "ADDED", obj)
+
+
+def _replacement(victim: dict[str, Any], key: str) -> dict[str, Any]:
+    """The pod a controller creates in place of a preempted one, as the replay made it."""
+    namespace, _, name = key.rpartition("/")
+    metadata = {k: v for k, v in (victim.get("metadata") or {}).items()
+                if k not in ("deletionTimestamp", "deletionGracePeriodSeconds",
+                             "resourceVersion", "creationTimestamp")}
+    metadata.update(name=name, uid="kaudit-" + hashlib.sha1(key.encode()).hexdigest()[:24])
+    if namespace:
+        metadata["namespace"] = namespace
+    return {**_on_node(victim, None), "metadata": metadata, "status": {"phase": "Pending"}}

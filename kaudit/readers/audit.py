@@ -1,0 +1,475 @@
+"""Read Kubernetes audit logs (``audit.k8s.io/v1`` Events, JSON Lines) as watch events.
+
+The API server's log backend writes one ``Event`` per line (``--audit-log-path``; rotated files
+and gzip are fine; several files are merged by time, so the logs of every API server of an HA
+control plane can be given together). Each write request on a replayed resource becomes the
+watch event a watcher would have seen:
+
+* ``create`` → ``ADDED``; ``update``/``patch`` (and the ``status``, ``resize`` and
+  ``ephemeralcontainers`` subresources) → ``MODIFIED``; ``delete`` → ``DELETED``, or
+  ``MODIFIED`` while the object only starts terminating (finalizers left, or a bound pod's
+  graceful deletion, which the kubelet finishes with its own ``delete``); ``deletecollection``
+  with the deleted objects in its response → one event per object.
+* ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set: the recorded placement.
+* The object is ``responseObject`` when logged (level ``RequestResponse``), else
+  ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
+  the patch: it is applied to the last known state of the object (:mod:`kaudit.readers.patch`).
+
+Only stage ``ResponseComplete`` is used. Everything else is *dropped* and counted by reason
+(read requests, other resources, failed requests with ``responseStatus.code`` ≥ 400, dry runs,
+records logged at a level too low to rebuild the object, node heartbeats that change nothing
+the scheduler reads); a line that is not an audit event is *rejected* with the reason.
+
+Objects keep one ``metadata.uid`` for their whole life: one logged without (level ``Request``)
+gets the uid seen first for it, or a stable made-up one, so that replay never takes one pod
+for two.
+
+Upstream references: ``k8s.io/apiserver/pkg/apis/audit/v1/types.go`` (the Event),
+``k8s.io/apiserver/pkg/endpoints/handlers/delete.go`` and ``pkg/registry/core/pod/strategy.go``
+(``CheckGracefulDelete``: graceful deletion of bound pods), and
+``pkg/scheduler/eventhandlers.go`` / ``framework/events.go`` (which node changes the scheduler
+reacts to).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kaudit.readers.events import Rejected, StreamStats, WatchEvent
+from kaudit.readers.files import iter_lines
+from kaudit.readers.patch import PatchError, apply_patch
+from kaudit.readers.timestamps import parse_timestamp
+from kaudit.readers.validate import ObjectError, validate_object
+
+AUDIT = "audit"
+
+#: (API group, resource) → (kind, group/version used when the object does not say).
+RESOURCES: dict[tuple[str, str], tuple[str, str]] = {
+    ("", "pods"): ("Pod", "v1"),
+    ("", "nodes"): ("Node", "v1"),
+    ("", "namespaces"): ("Namespace", "v1"),
+    ("", "persistentvolumes"): ("PersistentVolume", "v1"),
+    ("", "persistentvolumeclaims"): ("PersistentVolumeClaim", "v1"),
+    ("", "services"): ("Service", "v1"),
+    ("", "replicationcontrollers"): ("ReplicationController", "v1"),
+    ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", "scheduling.k8s.io/v1"),
+    ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", "policy/v1"),
+    ("storage.k8s.io", "storageclasses"): ("StorageClass", "storage.k8s.io/v1"),
+    ("storage.k8s.io", "csinodes"): ("CSINode", "storage.k8s.io/v1"),
+    ("apps", "replicasets"): ("ReplicaSet", "apps/v1"),
+    ("apps", "statefulsets"): ("StatefulSet", "apps/v1"),
+}
+#: Subresources whose request and response carry the whole parent object.
+WHOLE_OBJECT_SUBRESOURCES = frozenset({"status", "resize", "ephemeralcontainers"})
+READ_VERBS = frozenset({"get", "list", "watch"})
+#: How far (seconds) events of one file may be out of time order; API servers log requests
+#: as they complete, so concurrent requests interleave by milliseconds.
+REORDER_WINDOW_US = 60 * 1_000_000
+_SNIPPET = 1000
+
+# Reasons, counted per source file (``kaudit traces NAME`` shows them).
+DROP_STAGE = "stage {stage}: only ResponseComplete is replayed"
+DROP_NON_RESOURCE = "non-resource request (no objectRef)"
+DROP_READ = "read request (get, list, watch)"
+DROP_RESOURCE = "resource {resource}: not replayed"
+DROP_SUBRESOURCE = "subresource {resource}/{subresource}: not replayed"
+DROP_EVICTION = "pods/eviction: the deletion that follows is replayed"
+DROP_FAILED = "failed request (code {code})"
+DROP_DRY_RUN = "dry run"
+DROP_NO_OBJECT = ("{verb} {resource} logged without its object (level Metadata): log it at "
+                  "level Request or RequestResponse")
+DROP_GENERATE_NAME = ("create with generateName logged at level Request: the name is only in "
+                      "the response (log pods at level RequestResponse)")
+DROP_PATCH_UNKNOWN = ("patch of {resource} not seen before, logged without the result: log it "
+                      "at level RequestResponse, or give the state at the start with --snapshot")
+DROP_PATCH_FAILED = "patch could not be applied to the last known {resource}"
+DROP_BINDING_NO_TARGET = ("pods/binding logged without its request (level Metadata): the node "
+                          "is only in the request")
+DROP_BINDING_UNKNOWN = "pods/binding of a pod not seen before"
+DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
+                   "RequestResponse")
+DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
+DROP_VERB = "verb {verb}: not a change"
+
+
+def _snippet(line: bytes) -> str:
+    return line[:_SNIPPET].decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+class _Parsed:
+    """An audit event that may become a watch event, with where it came from."""
+
+    __slots__ = ("doc", "index", "line", "ts")
+
+    def __init__(self, ts: int, index: int, line: int, doc: dict[str, Any]) -> None:
+        self.ts, self.index, self.line, self.doc = ts, index, line, doc
+
+    def __lt__(self, other: _Parsed) -> bool:
+        return (self.ts, self.index, self.line) < (other.ts, other.index, other.line)
+
+
+def _event_time(doc: dict[str, Any]) -> int:
+    value = doc.get("stageTimestamp") or doc.get("timestamp") or doc.get(
+        "requestReceivedTimestamp")
+    if value is None:
+        raise ValueError("stageTimestamp: missing")
+    try:
+        return parse_timestamp(value)
+    except ValueError as exc:
+        raise ValueError(f"stageTimestamp: {exc}") from None
+
+
+def _not_an_event(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return "not an audit event: expected a JSON object"
+    api_version = doc.get("apiVersion")
+    if not (isinstance(api_version, str) and api_version.startswith("audit.k8s.io/")):
+        if "type" in doc and "object" in doc:
+            return "a watch event, not an audit event: ingest it with --format watch"
+        return ("not an audit event: apiVersion must be audit.k8s.io/v1, not "
+                f"{api_version!r}")
+    if doc.get("kind") not in ("Event", "EventList"):
+        return f"kind: expected Event or EventList, not {doc.get('kind')!r}"
+    return None
+
+
+def _prefilter(doc: dict[str, Any], stats: StreamStats, line: int) -> bool:
+    """Whether the event may change a replayed object; drops are counted."""
+    stage = doc.get("stage")
+    if stage != "ResponseComplete":
+        stats.drop(DROP_STAGE.format(stage=stage), line)
+        return False
+    ref = doc.get("objectRef")
+    if not isinstance(ref, dict):
+        stats.drop(DROP_NON_RESOURCE, line)
+        return False
+    verb = doc.get("verb")
+    if verb in READ_VERBS:
+        stats.drop(DROP_READ, line)
+        return False
+    resource = ref.get("resource") or ""
+    group = ref.get("apiGroup") or ""
+    if (group, resource) not in RESOURCES:
+        shown = f"{resource}.{group}" if group else resource
+        stats.drop(DROP_RESOURCE.format(resource=shown), line)
+        return False
+    subresource = ref.get("subresource") or ""
+    if subresource == "eviction" and resource == "pods":
+        stats.drop(DROP_EVICTION, line)
+        return False
+    if subresource and subresource not in WHOLE_OBJECT_SUBRESOURCES and not (
+            resource == "pods" and subresource == "binding"):
+        stats.drop(DROP_SUBRESOURCE.format(resource=resource, subresource=subresource), line)
+        return False
+    status = doc.get("responseStatus")
+    code = status.get("code") if isinstance(status, dict) else None
+    if isinstance(code, int) and code >= 400:
+        stats.drop(DROP_FAILED.format(code=code), line)
+        return False
+    if "dryRun=" in (doc.get("requestURI") or ""):
+        stats.drop(DROP_DRY_RUN, line)
+        return False
+    if verb not in ("create", "update", "patch", "delete", "deletecollection"):
+        stats.drop(DROP_VERB.format(verb=verb), line)
+        return False
+    return True
+
+
+def _read_file(index: int, path: Path, stats: StreamStats,
+               progress: Callable[[int], None] | None) -> Iterator[_Parsed | Rejected]:
+    """The file's relevant events, reordered by time within :data:`REORDER_WINDOW_US`."""
+    stats.format = AUDIT
+    loads = orjson.loads
+    pending: list[_Parsed] = []
+    newest = None
+    for number, line in iter_lines(path, progress):
+        stats.lines = number
+        if not line.strip():
+            continue
+        try:
+            doc = loads(line)
+        except orjson.JSONDecodeError as exc:
+            yield Rejected(number, f"invalid JSON: {exc}", _snippet(line))
+            continue
+        problem = _not_an_event(doc)
+        if problem is not None:
+            yield Rejected(number, problem, _snippet(line))
+            continue
+        items = doc.get("items") if doc.get("kind") == "EventList" else [doc]
+        if not isinstance(items, list):
+            yield Rejected(number, "items: an EventList needs a list of events", _snippet(line))
+            continue
+        for item in items:
+            problem = _not_an_event(item) if item is not doc else None
+            if problem is not None:
+                yield Rejected(number, f"items: {problem}", _snippet(line))
+                continue
+            if not _prefilter(item, stats, number):
+                continue
+            try:
+                ts = _event_time(item)
+            except ValueError as exc:
+                yield Rejected(number, str(exc), _snippet(line))
+                continue
+            heapq.heappush(pending, _Parsed(ts, index, number, item))
+            newest = ts if newest is None else max(newest, ts)
+            while pending and pending[0].ts <= newest - REORDER_WINDOW_US:
+                yield heapq.heappop(pending)
+    while pending:
+        yield heapq.heappop(pending)
+
+
+def _uid(obj: Any) -> str | None:
+    if isinstance(obj, dict):
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("uid"), str):
+            return meta["uid"]
+    return None
+
+
+def _node_view(node: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a Node the scheduler reacts to (eventhandlers.go nodeSchedulingPropertiesChange,
+    plus the images ImageLocality reads): heartbeat timestamps left out."""
+    metadata = node.get("metadata") or {}
+    status = node.get("status") or {}
+    conditions = tuple(sorted((str(c.get("type")), str(c.get("status")))
+                              for c in status.get("conditions") or [] if isinstance(c, dict)))
+    return (orjson.dumps(node.get("spec"), option=orjson.OPT_SORT_KEYS),
+            orjson.dumps(metadata.get("labels"), option=orjson.OPT_SORT_KEYS),
+            orjson.dumps(metadata.get("annotations"), option=orjson.OPT_SORT_KEYS),
+            orjson.dumps(status.get("allocatable"), option=orjson.OPT_SORT_KEYS),
+            orjson.dumps(status.get("capacity"), option=orjson.OPT_SORT_KEYS),
+            orjson.dumps(status.get("images"), option=orjson.OPT_SORT_KEYS),
+            metadata.get("deletionTimestamp"), conditions)
+
+
+class AuditConverter:
+    """Turns time-ordered audit events into watch events, keeping each live object's state."""
+
+    def __init__(self, stats: Sequence[StreamStats]) -> None:
+        self.stats = stats
+        self.state: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.uids: dict[tuple[str, str, str], str] = {}
+
+    def convert(self, parsed: _Parsed) -> Iterator[WatchEvent | Rejected]:
+        doc, stats, line = parsed.doc, self.stats[parsed.index], parsed.line
+        ref = doc["objectRef"]
+        kind, default_api = RESOURCES[(ref.get("apiGroup") or "", ref["resource"])]
+        version = ref.get("apiVersion")
+        api_version = (f"{ref['apiGroup']}/{version}" if ref.get("apiGroup") and version
+                       else version or default_api)
+        namespace = ref.get("namespace") or ""
+        name = ref.get("name") or ""
+        verb = doc["verb"]
+        subresource = ref.get("subresource") or ""
+        response = doc.get("responseObject")
+        request = doc.get("requestObject")
+        resource = ref["resource"]
+
+        def whole(candidate: Any) -> dict[str, Any] | None:
+            """``candidate`` as the object itself (not a Status, a patch or DeleteOptions)."""
+            if not isinstance(candidate, dict) or candidate.get("kind") not in (kind, None):
+                return None
+            if candidate.get("kind") is None and "metadata" not in candidate:
+                return None
+            return candidate
+
+        if subresource == "binding":
+            yield from self._binding(parsed, kind, namespace, name, request, stats)
+            return
+        if verb == "deletecollection":
+            items = response.get("items") if isinstance(response, dict) else None
+            if not isinstance(items, list):
+                stats.drop(DROP_COLLECTION, line)
+                return
+            for item in items:
+                if isinstance(item, dict):
+                    item_name = (item.get("metadata") or {}).get("name") or ""
+                    yield from self._deleted(parsed, kind, api_version, namespace, item_name,
+                                             item, None)
+            return
+        if verb == "delete":
+            yield from self._deleted(parsed, kind, api_version, namespace, name,
+                                     whole(response), request)
+            return
+
+        obj = whole(response)
+        if obj is None and verb in ("create", "update"):
+            obj = whole(request)
+        if obj is None and verb == "patch" and request is not None:
+            obj = self._patched(parsed, kind, namespace, name, request, stats)
+            if obj is None:
+                return
+        if obj is None:
+            stats.drop(DROP_NO_OBJECT.format(verb=verb, resource=resource), line)
+            return
+        obj = self._complete(obj, kind, api_version, namespace, name)
+        if not (obj.get("metadata") or {}).get("name"):
+            stats.drop(DROP_GENERATE_NAME, line)
+            return
+        yield from self._emit(parsed, "ADDED" if verb == "create" else "MODIFIED", obj)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str, str]:
+        metadata = obj.get("metadata") or {}
+        return kind, metadata.get("namespace") or "", metadata.get("name") or ""
+
+    @staticmethod
+    def _complete(obj: dict[str, Any], kind: str, api_version: str, namespace: str,
+                  name: str) -> dict[str, Any]:
+        """The object with ``kind``, ``apiVersion`` and identity filled in from the request."""
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
+        fill = {}
+        if name and not metadata.get("name"):
+            fill["name"] = name
+        if namespace and not metadata.get("namespace"):
+            fill["namespace"] = namespace
+        if obj.get("kind") and obj.get("apiVersion") and not fill and "metadata" in obj:
+            return obj
+        completed = {"apiVersion": obj.get("apiVersion") or api_version, "kind": kind, **obj}
+        completed["kind"] = kind
+        completed["metadata"] = {**metadata, **fill}
+        return completed
+
+    def _with_uid(self, key: tuple[str, str, str], obj: dict[str, Any],
+                  ts: int) -> dict[str, Any]:
+        wanted = self.uids.get(key)
+        if wanted is None:
+            wanted = _uid(obj) or "audit-" + hashlib.sha1(
+                f"{'/'.join(key)}@{ts}".encode()).hexdigest()[:24]
+            self.uids[key] = wanted
+        if _uid(obj) == wanted:
+            return obj
+        return {**obj, "metadata": {**(obj.get("metadata") or {}), "uid": wanted}}
+
+    def _emit(self, parsed: _Parsed, event_type: str,
+              obj: dict[str, Any]) -> Iterator[WatchEvent | Rejected]:
+        kind = obj["kind"]
+        key = self._key(kind, obj)
+        if event_type == "ADDED" and key in self.state:
+            event_type = "MODIFIED"  # created again while we thought it alive: a missed delete
+        if event_type == "ADDED":
+            self.uids.pop(key, None)
+        obj = self._with_uid(key, obj, parsed.ts)
+        if (kind == "Node" and event_type == "MODIFIED" and key in self.state
+                and _node_view(self.state[key]) == _node_view(obj)):
+            self.state[key] = obj
+            self.stats[parsed.index].drop(DROP_HEARTBEAT, parsed.line)
+            return
+        try:
+            kind, namespace, name, uid = validate_object(obj, event_type)
+        except ObjectError as exc:
+            yield Rejected(parsed.line, f"{_source_of(parsed.doc)}: {exc}",
+                           orjson.dumps(obj)[:_SNIPPET].decode(errors="replace"))
+            return
+        if event_type == "DELETED":
+            self.state.pop(key, None)
+            self.uids.pop(key, None)
+        else:
+            self.state[key] = obj
+        yield WatchEvent(parsed.ts, event_type, kind, namespace, name, uid, obj, parsed.line)
+
+    def _patched(self, parsed: _Parsed, kind: str, namespace: str, name: str, patch: Any,
+                 stats: StreamStats) -> dict[str, Any] | None:
+        base = self.state.get((kind, namespace, name))
+        resource = parsed.doc["objectRef"]["resource"]
+        if base is None:
+            stats.drop(DROP_PATCH_UNKNOWN.format(resource=resource), parsed.line)
+            return None
+        try:
+            return apply_patch(base, patch, kind)
+        except PatchError:
+            stats.drop(DROP_PATCH_FAILED.format(resource=resource), parsed.line)
+            return None
+
+    def _binding(self, parsed: _Parsed, kind: str, namespace: str, name: str, request: Any,
+                 stats: StreamStats) -> Iterator[WatchEvent | Rejected]:
+        target = request.get("target") if isinstance(request, dict) else None
+        node = target.get("name") if isinstance(target, dict) else None
+        if not isinstance(node, str) or not node:
+            stats.drop(DROP_BINDING_NO_TARGET, parsed.line)
+            return
+        if not name and isinstance(request, dict):
+            name = (request.get("metadata") or {}).get("name") or ""
+        base = self.state.get((kind, namespace, name))
+        if base is None:
+            stats.drop(DROP_BINDING_UNKNOWN, parsed.line)
+            return
+        bound = {**base, "spec": {**(base.get("spec") or {}), "nodeName": node}}
+        yield from self._emit(parsed, "MODIFIED", bound)
+
+    def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
+                 response: dict[str, Any] | None,
+                 request: Any) -> Iterator[WatchEvent | Rejected]:
+        key = (kind, namespace, name)
+        known = self.state.get(key)
+        obj = response if response is not None else known
+        if obj is None:
+            obj = {"apiVersion": api_version, "kind": kind,
+                   "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+        obj = self._complete(obj, kind, api_version, namespace, name)
+        yield from self._emit(parsed, "MODIFIED" if _terminating(kind, obj, response, request,
+                                                                 known) else "DELETED", obj)
+
+
+def _terminating(kind: str, obj: dict[str, Any], response: dict[str, Any] | None,
+                 request: Any, known: dict[str, Any] | None) -> bool:
+    """Whether a successful delete only started the object's termination.
+
+    With the response: finalizers left, or a bound pod deleted with a grace period (the
+    kubelet deletes it for good later). Without it (level Request): a bound pod whose delete
+    did not ask for ``gracePeriodSeconds: 0``.
+    """
+    metadata = obj.get("metadata") or {}
+    if response is not None:
+        if not metadata.get("deletionTimestamp"):
+            return False
+        if metadata.get("finalizers"):
+            return True
+        return (kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
+                and (metadata.get("deletionGracePeriodSeconds") or 0) > 0)
+    if kind != "Pod" or known is None or not (known.get("spec") or {}).get("nodeName"):
+        return False
+    grace = request.get("gracePeriodSeconds") if isinstance(request, dict) else None
+    return grace != 0
+
+
+def _source_of(doc: dict[str, Any]) -> str:
+    ref = doc.get("objectRef") or {}
+    resource = ref.get("resource", "?")
+    if ref.get("subresource"):
+        resource += "/" + ref["subresource"]
+    return f"{doc.get('verb', '?')} {resource}"
+
+
+def read_audit(paths: Sequence[Path], stats: Sequence[StreamStats],
+               progress: Callable[[int], None] | None = None
+               ) -> Iterator[tuple[int, WatchEvent | Rejected]]:
+    """``(input index, item)`` for the audit logs ``paths``, merged in time order."""
+    converter = AuditConverter(stats)
+    rejected: list[tuple[int, Rejected]] = []
+
+    def relevant(index: int, path: Path) -> Iterator[_Parsed]:
+        for item in _read_file(index, path, stats[index], progress):
+            if isinstance(item, Rejected):
+                rejected.append((index, item))
+            else:
+                yield item
+
+    streams = [relevant(i, p) for i, p in enumerate(paths)]
+    for parsed in heapq.merge(*streams):
+        while rejected:
+            yield rejected.pop(0)
+        for item in converter.convert(parsed):
+            yield parsed.index, item
+    while rejected:
+        yield rejected.pop(0)

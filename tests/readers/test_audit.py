@@ -1,0 +1,293 @@
+"""Kubernetes audit logs as watch events: the conversion rules, what is left out and why,
+malformed lines, merged and rotated files, and an audit log ingested and replayed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import Result
+from sqlalchemy import Engine, func, select
+
+from kaudit.errors import TraceError
+from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.readers.audit import read_audit
+from kaudit.readers.events import Rejected, StreamStats, WatchEvent
+from kaudit.store.models import Trace
+from tests.data.audit.make_audit_log import build, event, node, pod
+
+AUDIT_LOG = Path(__file__).parents[1] / "data" / "audit" / "audit.log"
+
+
+def _read(*paths: Path) -> tuple[list[WatchEvent], list[Rejected], list[StreamStats]]:
+    stats = [StreamStats() for _ in paths]
+    events, rejected = [], []
+    for _, item in read_audit(list(paths), stats):
+        (rejected if isinstance(item, Rejected) else events).append(item)
+    return events, rejected, stats
+
+
+def _write(path: Path, docs: list[Any]) -> Path:
+    path.write_bytes(b"".join((d if isinstance(d, bytes) else orjson.dumps(d)) + b"\n"
+                              for d in docs))
+    return path
+
+
+def _summary(events: list[WatchEvent]) -> list[tuple[str, str, str]]:
+    return [(e.type, e.kind, e.name) for e in events]
+
+
+def test_the_fixture_is_what_its_builder_makes() -> None:
+    assert AUDIT_LOG.read_bytes() == b"".join(orjson.dumps(e) + b"\n" for e in build())
+
+
+def test_realistic_audit_log_becomes_the_watch_events_a_watcher_would_see() -> None:
+    events, rejected, [stats] = _read(AUDIT_LOG)
+    assert rejected == []
+    assert _summary(events) == [
+        ("ADDED", "Node", "node-0"), ("ADDED", "Node", "node-1"),
+        ("ADDED", "PriorityClass", "batch-low"), ("ADDED", "PodDisruptionBudget", "web"),
+        ("ADDED", "Pod", "web-7d4b9c-xk2pq"), ("ADDED", "Pod", "web-7d4b9c-m9z7d"),
+        ("MODIFIED", "Pod", "web-7d4b9c-xk2pq"), ("MODIFIED", "Pod", "web-7d4b9c-m9z7d"),
+        ("MODIFIED", "Pod", "web-7d4b9c-xk2pq"),  # the kubelet's status patch
+        ("MODIFIED", "Node", "node-0"),  # allocatable changed (the heartbeat is left out)
+        ("MODIFIED", "Node", "node-1"),  # cordoned
+        ("MODIFIED", "Pod", "web-7d4b9c-xk2pq"),  # graceful deletion starts
+        ("DELETED", "Pod", "web-7d4b9c-xk2pq"),  # the kubelet's final delete
+    ]
+    by_line = {e.line: e for e in events}
+    assert [e.line for e in events] == sorted(by_line)
+    created, bound, running = [e for e in events if e.name == "web-7d4b9c-xk2pq"][:3]
+    # Created by a controller with generateName: the name and uid come from the response.
+    assert created.namespace == "shop" and created.uid == "uid-web-0"
+    assert "nodeName" not in created.object["spec"]
+    # pods/binding at level Request: the node from the request's target.
+    assert bound.object["spec"]["nodeName"] == "node-1"
+    assert bound.object["status"] == {"phase": "Pending", "qosClass": "Burstable"}
+    # The strategic merge patch applied to the bound pod.
+    assert running.object["spec"]["nodeName"] == "node-1"
+    assert running.object["status"]["phase"] == "Running"
+    assert [c["type"] for c in running.object["status"]["conditions"]] == [
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"]
+    allocatable = next(e for e in events if e.name == "node-0" and e.type == "MODIFIED")
+    assert allocatable.object["status"]["allocatable"]["memory"] == "15Gi"
+    assert allocatable.object["status"]["allocatable"]["cpu"] == "4"
+    cordoned = next(e for e in events if e.name == "node-1" and e.type == "MODIFIED")
+    assert cordoned.object["spec"]["unschedulable"] is True
+    assert events[-1].ts_us - events[-2].ts_us == 25_000_000
+    assert {e.uid for e in events if e.name == "web-7d4b9c-xk2pq"} == {"uid-web-0"}
+
+    dropped = {reason: count for reason, (count, _) in stats.dropped.items()}
+    assert dropped == {
+        "stage RequestReceived: only ResponseComplete is replayed": 1,
+        "read request (get, list, watch)": 3,
+        "resource leases.coordination.k8s.io: not replayed": 1,
+        "failed request (code 409)": 1,
+        "dry run": 1,
+        "resource configmaps: not replayed": 1,
+        "patch pods logged without its object (level Metadata): log it at level Request or "
+        "RequestResponse": 1,
+        "node status heartbeat: nothing the scheduler reads changed": 1,
+    }
+    first_read = stats.dropped["read request (get, list, watch)"][1]
+    assert json.loads(AUDIT_LOG.read_text().splitlines()[first_read - 1])["verb"] == "get"
+    assert stats.format == "audit" and stats.lines == 23
+
+
+def _pod_created_at_request_level(t: float) -> dict[str, Any]:
+    body = pod("batch-1", "1", "1Gi", uid="ignored")
+    body["metadata"] = {"name": "batch-1", "namespace": "shop"}
+    body.pop("status")
+    return event(t, "create", "pods", name="batch-1", namespace="shop", level="Request",
+                 request=body)
+
+
+def test_objects_keep_one_uid_when_some_records_lack_it(tmp_path: Path) -> None:
+    full = pod("batch-1", "1", "1Gi", uid="real-uid")
+    full["spec"]["nodeName"] = "node-0"
+    log = _write(tmp_path / "audit.log", [
+        _pod_created_at_request_level(1),
+        event(2, "create", "pods", name="batch-1", namespace="shop", subresource="binding",
+              request={"kind": "Binding", "apiVersion": "v1",
+                       "metadata": {"name": "batch-1"}, "target": {"name": "node-0"}}),
+        event(3, "update", "pods", name="batch-1", namespace="shop", subresource="status",
+              level="RequestResponse", request=full, response=full),
+    ])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    uids = {e.uid for e in events}
+    assert len(uids) == 1 and next(iter(uids)).startswith("audit-")
+    assert [e.object["spec"].get("nodeName") for e in events] == [None, "node-0", "node-0"]
+    assert events[0].object["kind"] == "Pod" and events[0].object["apiVersion"] == "v1"
+
+
+def test_request_level_update_patch_and_json_patch(tmp_path: Path) -> None:
+    updated = pod("batch-1", "2", "1Gi", uid="u")
+    updated["metadata"]["labels"] = {"app": "batch", "tier": "low"}
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="batch-1", namespace="shop", level="RequestResponse",
+              request=pod("batch-1", "1", "1Gi", uid="u"),
+              response=pod("batch-1", "1", "1Gi", uid="u")),
+        event(2, "update", "pods", name="batch-1", namespace="shop", request=updated),
+        event(3, "patch", "pods", name="batch-1", namespace="shop",
+              request={"metadata": {"labels": {"tier": None, "team": "data"}}}),
+        event(4, "patch", "pods", name="batch-1", namespace="shop",
+              request=[{"op": "add", "path": "/metadata/annotations",
+                        "value": {"note": "json patch"}}]),
+        event(5, "patch", "pods", name="batch-1", namespace="shop",
+              request=[{"op": "remove", "path": "/spec/no-such-field"}]),
+        event(6, "patch", "pods", name="unknown", namespace="shop",
+              request={"metadata": {"labels": {"a": "b"}}}),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED"]
+    assert events[1].object["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "2"
+    assert events[2].object["metadata"]["labels"] == {"app": "batch", "team": "data"}
+    assert events[3].object["metadata"]["annotations"] == {"note": "json patch"}
+    assert events[3].object["metadata"]["labels"] == {"app": "batch", "team": "data"}
+    assert set(stats.dropped) == {
+        "patch could not be applied to the last known pods",
+        "patch of pods not seen before, logged without the result: log it at level "
+        "RequestResponse, or give the state at the start with --snapshot"}
+
+
+def test_deletions_graceful_finalizers_and_collections(tmp_path: Path) -> None:
+    bound = pod("web-1", "1", "1Gi", uid="u1")
+    bound["spec"]["nodeName"] = "node-0"
+    unbound = pod("web-2", "1", "1Gi", uid="u2")
+    held = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "shop", "uid": "u3",
+                         "finalizers": ["kubernetes.io/pvc-protection"]},
+            "spec": {"resources": {"requests": {"storage": "1Gi"}}}}
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", namespace="shop", level="RequestResponse",
+              request=bound, response=bound),
+        event(1.5, "create", "pods", namespace="shop", level="RequestResponse",
+              request=unbound, response=unbound),
+        event(1.7, "create", "persistentvolumeclaims", namespace="shop",
+              level="RequestResponse", request=held, response=held),
+        # Level Request, no response: a bound pod deleted without gracePeriodSeconds: 0.
+        event(2, "delete", "pods", name="web-1", namespace="shop",
+              request={"kind": "DeleteOptions", "apiVersion": "v1"}),
+        event(3, "delete", "pods", name="web-1", namespace="shop",
+              request={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}),
+        # An unbound pod goes at once.
+        event(4, "delete", "pods", name="web-2", namespace="shop", level="Metadata"),
+        # Finalizers left: terminating, then gone with the collection.
+        event(5, "delete", "persistentvolumeclaims", name="data", namespace="shop",
+              level="RequestResponse",
+              response={**held, "metadata": {**held["metadata"],
+                                             "deletionTimestamp": "2026-11-02T09:00:05Z"}}),
+        event(6, "deletecollection", "persistentvolumeclaims", namespace="shop",
+              level="RequestResponse",
+              response={"kind": "PersistentVolumeClaimList", "apiVersion": "v1",
+                        "items": [{**held, "metadata": {**held["metadata"],
+                                                        "finalizers": []}}]}),
+        event(7, "deletecollection", "pods", namespace="shop", level="Metadata"),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert _summary(events)[3:] == [
+        ("MODIFIED", "Pod", "web-1"), ("DELETED", "Pod", "web-1"), ("DELETED", "Pod", "web-2"),
+        ("MODIFIED", "PersistentVolumeClaim", "data"),
+        ("DELETED", "PersistentVolumeClaim", "data")]
+    assert events[5].object["spec"]["containers"]  # the last known object, not a stub
+    assert list(stats.dropped) == [
+        "deletecollection logged without the deleted objects: log it at level RequestResponse"]
+
+
+def test_files_are_merged_by_time_whatever_their_order(tmp_path: Path) -> None:
+    lines = AUDIT_LOG.read_bytes().splitlines(keepends=True)
+    newer = tmp_path / "audit.log"
+    newer.write_bytes(b"".join(lines[12:]))
+    older = tmp_path / "audit-2026-11-02T09-00-12.000.log.gz"
+    older.write_bytes(gzip.compress(b"".join(lines[:12])))
+    merged, rejected, stats = _read(newer, older)
+    whole, _, _ = _read(AUDIT_LOG)
+    assert not rejected
+    assert [(e.ts_us, e.type, e.name) for e in merged] == [
+        (e.ts_us, e.type, e.name) for e in whole]
+    assert sum(s.dropped_count for s in stats) == 10
+
+
+def test_events_slightly_out_of_order_are_reordered(tmp_path: Path) -> None:
+    a = event(10.2, "create", "nodes", name="late", level="RequestResponse",
+              response=node("late", "z"), request=node("late", "z"))
+    b = event(10.0, "create", "nodes", name="early", level="RequestResponse",
+              response=node("early", "z"), request=node("early", "z"))
+    events, _, _ = _read(_write(tmp_path / "audit.log", [a, b]))
+    assert [e.name for e in events] == ["early", "late"]
+    assert [e.line for e in events] == [2, 1]
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    (b"{not json", "invalid JSON"),
+    (orjson.dumps({"type": "ADDED", "object": {}}), "a watch event, not an audit event"),
+    (orjson.dumps({"kind": "Event", "apiVersion": "v1"}), "apiVersion must be audit.k8s.io/v1"),
+    (orjson.dumps({"kind": "Policy", "apiVersion": "audit.k8s.io/v1"}),
+     "kind: expected Event or EventList"),
+    (orjson.dumps({**event(1, "create", "nodes", name="n", level="RequestResponse",
+                           response=node("n", "z")), "stageTimestamp": "yesterday"}),
+     "stageTimestamp: timestamp 'yesterday' is not RFC 3339"),
+    (orjson.dumps(event(1, "create", "nodes", name="n", level="RequestResponse",
+                        response=node("n", "z") | {"status": {"allocatable": {"cpu": "lots"}}})),
+     "create nodes: object.status.allocatable.cpu: invalid quantity 'lots'"),
+])
+def test_malformed_lines_are_rejected_with_line_and_reason(tmp_path: Path, line: bytes,
+                                                           reason: str) -> None:
+    good = AUDIT_LOG.read_bytes().splitlines()[0]
+    log = _write(tmp_path / "audit.log", [good, line])
+    events, rejected, _ = _read(log)
+    assert len(events) == 1
+    assert [r.line for r in rejected] == [2]
+    assert reason in rejected[0].reason
+
+
+def test_event_lists_from_the_webhook_backend_are_read(tmp_path: Path) -> None:
+    items = build()[:3]
+    log = _write(tmp_path / "batch.json", [{"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
+                                            "items": items}])
+    events, rejected, _ = _read(log)
+    assert not rejected and [e.name for e in events] == ["node-0", "node-1", "batch-low"]
+
+
+def test_ingest_audit_log_all_or_nothing(engine: Engine, tmp_path: Path) -> None:
+    lines = AUDIT_LOG.read_bytes().splitlines()
+    broken = _write(tmp_path / "audit.log", [*lines[:10], b'{"kind": "Event"', *lines[10:]])
+    with pytest.raises(TraceError) as caught:
+        ingest_trace(engine, [TraceInput(broken, format="audit")])
+    assert str(caught.value).startswith(f"{broken}:11: invalid JSON")
+    with engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(Trace)) == 0
+
+    result = ingest_trace(engine, [TraceInput(broken, format="audit")], skip_invalid=True)
+    assert result.events == 13 and result.rejected == 1 and result.dropped == 10
+
+
+def test_ingest_and_replay_an_audit_log(run_kaudit: Callable[..., Result]) -> None:
+    ingested = run_kaudit("ingest", str(AUDIT_LOG), "--name", "prod", "--json")
+    assert ingested.exit_code == 0, ingested.output
+    report = json.loads(ingested.output)
+    assert report["trace"]["sources"][0]["format"] == "audit"
+    assert report["dropped"] == 10 and report["trace"]["events"] == 13
+    shown = run_kaudit("traces", "prod")
+    assert "left out (valid records with nothing to replay)" in shown.output
+    assert "failed request (code 409) (first at" in shown.output
+
+    replayed = run_kaudit("replay", "prod", "--name", "r", "--json")
+    assert replayed.exit_code == 0, replayed.output
+    story = json.loads(run_kaudit("explain", "r", "shop/web-7d4b9c-m9z7d", "--json").output)
+    assert story["recordedNode"] == "node-0"
+    assert story["boundNode"] in ("node-0", "node-1")
+
+
+def test_format_is_told_from_the_first_line(run_kaudit: Callable[..., Result]) -> None:
+    result = run_kaudit("ingest", str(AUDIT_LOG), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["trace"]["sources"][0]["format"] == "audit"
