@@ -208,7 +208,8 @@ def _plan(inputs: Sequence[TraceInput], alibaba: AlibabaOptions | None) -> _Plan
         if item.role == SNAPSHOT:
             resolved.append((item, DOCUMENT))
             continue
-        sniffed = formats.sniff(item.path) if item.format in (AUTO, ALIBABA) else None
+        sniffed = (formats.sniff(item.path) if item.format in (AUTO, ALIBABA, SIMULATOR)
+                   else None)
         if item.format == AUTO:
             assert sniffed is not None
             fmt = sniffed
@@ -219,7 +220,7 @@ def _plan(inputs: Sequence[TraceInput], alibaba: AlibabaOptions | None) -> _Plan
                                  "(name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
             fmt = sniffed
         elif item.format == SIMULATOR:
-            fmt = SIMULATOR_RECORDS
+            fmt = DOCUMENT if sniffed == DOCUMENT else SIMULATOR_RECORDS
         else:
             fmt = item.format
         if fmt == DOCUMENT:
