@@ -2,6 +2,7 @@
 
     python -m benchmarks.ingest --events 1000000            # SQLite in a temporary directory
     python -m benchmarks.ingest --events 1000000 --postgres postgresql://postgres@127.0.0.1/test
+    python -m benchmarks.ingest --audit --events 1000000  # a kube-apiserver audit log instead
 
 The trace is generated first (not timed), then ``kaudit ingest`` runs as a child process so
 its peak resident memory is measured on its own (``wait4``'s rusage). Each run
@@ -26,6 +27,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from benchmarks.audit_log import write_audit_log
 from kaudit.store.engine import resolve_url
 from kaudit.tracegen.synthetic import write_synthetic
 
@@ -50,6 +52,9 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gzip", action="store_true", help="compress the generated trace")
+    parser.add_argument("--audit", action="store_true",
+                        help="generate a kube-apiserver audit log (benchmarks/audit_log.py) "
+                             "instead of watch events; --events counts its lines")
     parser.add_argument("--postgres", metavar="SERVER_URL",
                         help="benchmark PostgreSQL: a URL of a server to create the run's "
                              "database on [default: SQLite in a temporary directory]")
@@ -58,8 +63,10 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="kaudit-bench-") as tmp:
         trace = Path(tmp) / ("bench.jsonl.gz" if args.gzip else "bench.jsonl")
-        print(f"generating {args.events:,} events ...", file=sys.stderr)
-        size = write_synthetic(trace, args.events, args.nodes)
+        print(f"generating {args.events:,} {'audit events' if args.audit else 'events'} ...",
+              file=sys.stderr)
+        size = (write_audit_log(trace, args.events, args.nodes) if args.audit
+                else write_synthetic(trace, args.events, args.nodes))
         with (fresh_postgres_database(args.postgres) if args.postgres
               else nullcontext(f"sqlite:///{Path(tmp) / 'bench.db'}")) as db:
             subprocess.run([sys.executable, "-m", "kaudit", "db", "upgrade", "--db", db],
@@ -78,7 +85,8 @@ def main() -> int:
         db_size = Path(tmp, "bench.db").stat().st_size if not args.postgres else None
 
     figures = {
-        "events": args.events, "inputBytes": size, "gzip": args.gzip,
+        "events": args.events, "format": "audit" if args.audit else "watch",
+        "inputBytes": size, "gzip": args.gzip,
         "database": "postgresql" if args.postgres else "sqlite",
         "seconds": round(elapsed, 2), "eventsPerSecond": round(args.events / elapsed),
         "inputMBPerSecond": round(size / 1e6 / elapsed, 1),

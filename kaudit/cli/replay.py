@@ -106,6 +106,11 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                f"preempted, {s['attempts']} attempts")
     click.echo(f"  virtual time {human_duration(s['virtualSpanSeconds'])} replayed in "
                f"{s['wallSeconds']:.2f}s ({s['podsPerSecond'] or 0:,.0f} pods/s)")
+    allocation = s.get("allocation") or {}
+    if allocation:
+        click.echo("  allocation (mean / peak): " + ", ".join(
+            f"{name} {100 * share['mean']:.1f}% / {100 * share['peak']:.1f}%"
+            for name, share in allocation.items()))
     click.echo(f"  explore: kaudit explain {run.name} POD | kaudit events {run.name}")
 
 
