@@ -316,13 +316,26 @@ def _parts(plan: _Plan, stats: list[StreamStats], start_us: int | None, step_us:
             progress(plan.inputs[index].path.stat().st_size)
 
     audit = [i for i, fmt in enumerate(plan.formats) if fmt == AUDIT]
+    known: list[dict[str, Any]] = []  # snapshot objects, the state audit logs start from
+
+    def remembered(items: Iterator[WatchEvent | Rejected]) -> Iterator[WatchEvent | Rejected]:
+        for element in items:
+            if audit and isinstance(element, WatchEvent):
+                known.append(element.object)
+            yield element
+
+    def merged_audit() -> _Items:
+        for position, element in read_audit([plan.inputs[i].path for i in audit],
+                                            [stats[i] for i in audit], progress, known):
+            yield audit[position], element
+
     for index, (item, fmt) in enumerate(zip(plan.inputs, plan.formats, strict=True)):
         if fmt == DOCUMENT:
-            yield [index], tagged(index, read_snapshot(item.path, start_us or 0, stats[index]))
+            yield [index], tagged(index, remembered(
+                read_snapshot(item.path, start_us or 0, stats[index])))
         elif fmt == AUDIT:
             if index == audit[0]:
-                yield audit, read_audit([plan.inputs[i].path for i in audit],
-                                        [stats[i] for i in audit], progress)
+                yield audit, merged_audit()
         elif fmt == SIMULATOR_RECORDS:
             yield [index], tagged(index, read_records(item.path, stats[index], progress))
         elif fmt == formats.ALIBABA_NODES:

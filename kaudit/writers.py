@@ -40,10 +40,11 @@ class Event:
     object: dict[str, Any]
 
 
-def open_output(path: Path | None, stdout: IO[bytes]) -> IO[bytes]:
+def open_output(path: Path | None, stdout: IO[bytes], compress: bool | None = None) -> IO[bytes]:
+    """``path`` for writing (gzip when it ends in ``.gz``, or as ``compress`` says)."""
     if path is None:
         return stdout
-    if path.suffix == ".gz":
+    if compress if compress is not None else path.suffix == ".gz":
         return gzip.open(path, "wb")  # type: ignore[return-value]
     return path.open("wb")
 

@@ -63,7 +63,8 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
                              "can be exported")
         events = exported_events(engine, source)
         partial = output.with_name(output.name + ".partial") if output is not None else None
-        out = open_output(partial, sys.stdout.buffer)
+        out = open_output(partial, sys.stdout.buffer,
+                          compress=output is not None and output.suffix == ".gz")
         try:
             if fmt == NATIVE:
                 counts = write_native(events, out)

@@ -112,7 +112,7 @@ def ingest(files: tuple[Path, ...], fmt: str, snapshots: tuple[Path, ...], name:
         raise InputError(f"--gpu-load: {gpu_load} must be a ratio above 0 and at most 100")
     alibaba = None
     shaping = (shuffle, seed != 42, gpu_load is not None, no_deletions, gpu_sharing != "whole")
-    if any(shaping) or fmt == ALIBABA:
+    if any(shaping) or fmt == ALIBABA or step is not None:
         alibaba = AlibabaOptions(shuffle=shuffle, seed=seed, gpu_load=gpu_load,
                                  deletions=not no_deletions, gpu_sharing=gpu_sharing,
                                  **({"step_us": step_us} if step is not None else {}))

@@ -33,7 +33,8 @@ from kaudit.store.schema import open_database
 @click.argument("trace")
 @click.option("--config", "config_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="A KubeSchedulerConfiguration [default: kube-scheduler's defaults].")
+              help="A KubeSchedulerConfiguration [default: the one stored with the trace, "
+                   "else kube-scheduler's defaults].")
 @click.option("--defaults", "use_defaults", is_flag=True,
               help="Use kube-scheduler's defaults even when the trace carries a "
                    "configuration (a simulator export's).")

@@ -51,6 +51,7 @@ class RunSource:
     trace_id: int
     status: str
     config: dict[str, Any]
+    lifetime: str = "recorded"
 
 
 def run_source(engine: Engine, ref: str) -> RunSource:
@@ -58,7 +59,8 @@ def run_source(engine: Engine, ref: str) -> RunSource:
     with engine.connect() as connection:
         trace_id, config = connection.execute(
             select(Run.trace_id, Run.config).where(Run.id == run.id)).one()
-    return RunSource(run.id, run.name, int(trace_id), run.status, orjson.loads(config))
+    return RunSource(run.id, run.name, int(trace_id), run.status, orjson.loads(config),
+                     run.lifetime)
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -113,6 +115,8 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
     node_of: dict[str, str] = {}  # pod key -> kaudit's node
     removed: set[str] = set()  # uids kaudit deleted: the trace's later events are left out
     victims: dict[str, dict[str, Any]] = {}  # preempted pods, for their replacements
+    seen: set[str] = set()
+    placed_by_trace: set[str] = set()
     for _seq, ts_us, kind, pod, node, data in _log(engine, source.run_id):
         document = orjson.loads(data)
         if kind == "watch":
@@ -127,10 +131,17 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             if event.kind != "Pod":
                 yield ExportedEvent(ts_us, event.type, obj)
                 continue
-            key = _key(obj)
-            if _uid(obj) in removed:
+            key, uid = _key(obj), _uid(obj)
+            if uid in removed:
                 continue
-            if key in managed:
+            if uid not in seen:
+                seen.add(uid)
+                if (obj.get("spec") or {}).get("nodeName"):
+                    placed_by_trace.add(uid)  # created bound: the trace's placement stands
+            if source.lifetime == "relative" and key in node_of and (
+                    event.type == "DELETED" or _finished(obj)):
+                continue  # kaudit keeps the pod for its recorded run time from its own bind
+            if key in managed and uid not in placed_by_trace:
                 obj = _on_node(obj, node_of.get(key))
             if event.type == "DELETED":
                 last.pop(key, None)
@@ -153,6 +164,10 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             obj = _replacement(victims[document["replaces"]], pod)
             last[pod] = obj
             yield ExportedEvent(ts_us, "ADDED", obj)
+
+
+def _finished(obj: dict[str, Any]) -> bool:
+    return (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _replacement(victim: dict[str, Any], key: str) -> dict[str, Any]:

@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from kaudit.errors import TraceError
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines
 from kaudit.readers.patch import PatchError, apply_patch
-from kaudit.readers.timestamps import parse_timestamp
+from kaudit.readers.timestamps import format_rfc3339, parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
 
 AUDIT = "audit"
@@ -125,9 +126,11 @@ def _event_time(doc: dict[str, Any]) -> int:
         raise ValueError(f"stageTimestamp: {exc}") from None
 
 
-def _not_an_event(doc: Any) -> str | None:
+def _not_an_event(doc: Any, item: bool = False) -> str | None:
     if not isinstance(doc, dict):
         return "not an audit event: expected a JSON object"
+    if item and "apiVersion" not in doc and "kind" not in doc:
+        return _bad_fields(doc)  # the items of an EventList carry no type of their own
     api_version = doc.get("apiVersion")
     if not (isinstance(api_version, str) and api_version.startswith("audit.k8s.io/")):
         if "type" in doc and "object" in doc:
@@ -136,6 +139,25 @@ def _not_an_event(doc: Any) -> str | None:
                 f"{api_version!r}")
     if doc.get("kind") not in ("Event", "EventList"):
         return f"kind: expected Event or EventList, not {doc.get('kind')!r}"
+    return _bad_fields(doc) if doc.get("kind") == "Event" else None
+
+
+def _bad_fields(doc: dict[str, Any]) -> str | None:
+    """What is wrong with the fields kaudit reads, if anything."""
+    for name in ("stage", "verb", "requestURI"):
+        if doc.get(name) is not None and not isinstance(doc[name], str):
+            return f"{name}: must be a string"
+    ref = doc.get("objectRef")
+    if ref is None:
+        return None
+    if not isinstance(ref, dict):
+        return "objectRef: must be an object"
+    for name in ("resource", "subresource", "apiGroup", "apiVersion", "namespace", "name"):
+        if ref.get(name) is not None and not isinstance(ref[name], str):
+            return f"objectRef.{name}: must be a string"
+    status = doc.get("responseStatus")
+    if status is not None and not isinstance(status, dict):
+        return "responseStatus: must be an object"
     return None
 
 
@@ -206,7 +228,7 @@ def _read_file(index: int, path: Path, stats: StreamStats,
             yield Rejected(number, "items: an EventList needs a list of events", _snippet(line))
             continue
         for item in items:
-            problem = _not_an_event(item) if item is not doc else None
+            problem = _not_an_event(item, item=True) if item is not doc else None
             if problem is not None:
                 yield Rejected(number, f"items: {problem}", _snippet(line))
                 continue
@@ -256,6 +278,19 @@ class AuditConverter:
         self.stats = stats
         self.state: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.uids: dict[tuple[str, str, str], str] = {}
+        #: Objects whose uid kaudit made up (none was logged when they were created).
+        self.made_up: set[tuple[str, str, str]] = set()
+
+    def know(self, objects: Iterable[dict[str, Any]]) -> None:
+        """Objects that exist before the log begins (a snapshot)."""
+        for obj in objects:
+            kind = obj.get("kind")
+            if isinstance(kind, str):
+                key = self._key(kind, obj)
+                self.state[key] = obj
+                uid = _uid(obj)
+                if uid is not None:
+                    self.uids[key] = uid
 
     def convert(self, parsed: _Parsed) -> Iterator[WatchEvent | Rejected]:
         doc, stats, line = parsed.doc, self.stats[parsed.index], parsed.line
@@ -290,9 +325,10 @@ class AuditConverter:
                 return
             for item in items:
                 if isinstance(item, dict):
+                    # The list is of the objects as they were before their deletion began.
                     item_name = (item.get("metadata") or {}).get("name") or ""
                     yield from self._deleted(parsed, kind, api_version, namespace, item_name,
-                                             item, None)
+                                             None, request, listed=item)
             return
         if verb == "delete":
             yield from self._deleted(parsed, kind, api_version, namespace, name,
@@ -344,8 +380,10 @@ class AuditConverter:
                   ts: int) -> dict[str, Any]:
         wanted = self.uids.get(key)
         if wanted is None:
-            wanted = _uid(obj) or "audit-" + hashlib.sha1(
-                f"{'/'.join(key)}@{ts}".encode()).hexdigest()[:24]
+            wanted = _uid(obj)
+            if wanted is None:
+                wanted = "audit-" + hashlib.sha1(f"{'/'.join(key)}@{ts}".encode()).hexdigest()[:24]
+                self.made_up.add(key)
             self.uids[key] = wanted
         if _uid(obj) == wanted:
             return obj
@@ -355,10 +393,21 @@ class AuditConverter:
               obj: dict[str, Any]) -> Iterator[WatchEvent | Rejected]:
         kind = obj["kind"]
         key = self._key(kind, obj)
+        logged = _uid(obj)
+        if key in self.state and event_type != "DELETED" and logged is not None \
+                and self.uids.get(key) not in (None, logged) and key not in self.made_up:
+            # Another object under the same name: its predecessor's deletion is not in the
+            # log. Close the old one so that replay does not take one for the other.
+            gone = self.state[key]
+            yield from self._emit(parsed, "DELETED", gone)
+            event_type = "ADDED"
         if event_type == "ADDED" and key in self.state:
             event_type = "MODIFIED"  # created again while we thought it alive: a missed delete
         if event_type == "ADDED":
             self.uids.pop(key, None)
+            self.made_up.discard(key)
+        if event_type == "MODIFIED" and _finally_deleted(kind, obj):
+            event_type = "DELETED"  # the last finalizer of a deleted object is gone
         obj = self._with_uid(key, obj, parsed.ts)
         if (kind == "Node" and event_type == "MODIFIED" and key in self.state
                 and _node_view(self.state[key]) == _node_view(obj)):
@@ -374,6 +423,7 @@ class AuditConverter:
         if event_type == "DELETED":
             self.state.pop(key, None)
             self.uids.pop(key, None)
+            self.made_up.discard(key)
         else:
             self.state[key] = obj
         yield WatchEvent(parsed.ts, event_type, kind, namespace, name, uid, obj, parsed.line)
@@ -408,39 +458,68 @@ class AuditConverter:
         yield from self._emit(parsed, "MODIFIED", bound)
 
     def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
-                 response: dict[str, Any] | None,
-                 request: Any) -> Iterator[WatchEvent | Rejected]:
+                 response: dict[str, Any] | None, request: Any,
+                 listed: dict[str, Any] | None = None) -> Iterator[WatchEvent | Rejected]:
         key = (kind, namespace, name)
-        known = self.state.get(key)
+        known = self.state.get(key) or listed
         obj = response if response is not None else known
         if obj is None:
             obj = {"apiVersion": api_version, "kind": kind,
                    "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
         obj = self._complete(obj, kind, api_version, namespace, name)
-        yield from self._emit(parsed, "MODIFIED" if _terminating(kind, obj, response, request,
-                                                                 known) else "DELETED", obj)
+        if response is not None:
+            terminating = _responds_terminating(kind, obj)
+        else:
+            grace = _grace_period(kind, obj, request)
+            terminating = grace is not None or bool((obj.get("metadata") or {}).get(
+                "finalizers"))
+            if terminating:
+                obj = _marked_for_deletion(obj, parsed.ts, grace or 0)
+        yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj)
 
 
-def _terminating(kind: str, obj: dict[str, Any], response: dict[str, Any] | None,
-                 request: Any, known: dict[str, Any] | None) -> bool:
-    """Whether a successful delete only started the object's termination.
-
-    With the response: finalizers left, or a bound pod deleted with a grace period (the
-    kubelet deletes it for good later). Without it (level Request): a bound pod whose delete
-    did not ask for ``gracePeriodSeconds: 0``.
-    """
+def _responds_terminating(kind: str, obj: dict[str, Any]) -> bool:
+    """Whether a delete's response shows an object still terminating: finalizers left, or a
+    bound pod given a grace period (the kubelet deletes it for good later)."""
     metadata = obj.get("metadata") or {}
-    if response is not None:
-        if not metadata.get("deletionTimestamp"):
-            return False
-        if metadata.get("finalizers"):
-            return True
-        return (kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
-                and (metadata.get("deletionGracePeriodSeconds") or 0) > 0)
-    if kind != "Pod" or known is None or not (known.get("spec") or {}).get("nodeName"):
+    if not metadata.get("deletionTimestamp"):
         return False
+    if metadata.get("finalizers"):
+        return True
+    return (kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
+            and (metadata.get("deletionGracePeriodSeconds") or 0) > 0)
+
+
+def _grace_period(kind: str, obj: dict[str, Any], request: Any) -> int | None:
+    """The grace period of a pod's deletion, None when it goes at once (upstream
+    ``pkg/registry/core/pod/strategy.go`` CheckGracefulDelete)."""
+    if kind != "Pod":
+        return None
+    spec = obj.get("spec") or {}
+    if not spec.get("nodeName"):
+        return None  # never ran anywhere: deleted at once
+    if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
     grace = request.get("gracePeriodSeconds") if isinstance(request, dict) else None
-    return grace != 0
+    if not isinstance(grace, int):
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+    return grace if isinstance(grace, int) and grace > 0 else None
+
+
+def _marked_for_deletion(obj: dict[str, Any], ts_us: int, grace: int) -> dict[str, Any]:
+    metadata = dict(obj.get("metadata") or {})
+    metadata.setdefault("deletionTimestamp", format_rfc3339(ts_us + grace * 1_000_000))
+    metadata.setdefault("deletionGracePeriodSeconds", grace)
+    return {**obj, "metadata": metadata}
+
+
+def _finally_deleted(kind: str, obj: dict[str, Any]) -> bool:
+    """An update that leaves a deleted object without finalizers removes it (upstream
+    ``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go``
+    shouldDeleteDuringUpdate); pods wait for the kubelet's delete."""
+    metadata = obj.get("metadata") or {}
+    return (kind != "Pod" and bool(metadata.get("deletionTimestamp"))
+            and not metadata.get("finalizers"))
 
 
 def _source_of(doc: dict[str, Any]) -> str:
@@ -452,18 +531,27 @@ def _source_of(doc: dict[str, Any]) -> str:
 
 
 def read_audit(paths: Sequence[Path], stats: Sequence[StreamStats],
-               progress: Callable[[int], None] | None = None
+               progress: Callable[[int], None] | None = None,
+               known: Iterable[dict[str, Any]] = ()
                ) -> Iterator[tuple[int, WatchEvent | Rejected]]:
-    """``(input index, item)`` for the audit logs ``paths``, merged in time order."""
+    """``(position in paths, item)`` for the audit logs ``paths``, merged in time order.
+
+    ``known`` are the objects that exist when the logs begin (a snapshot): patches, bindings
+    and deletions of them are rebuilt from their state.
+    """
     converter = AuditConverter(stats)
+    converter.know(known)
     rejected: list[tuple[int, Rejected]] = []
 
     def relevant(index: int, path: Path) -> Iterator[_Parsed]:
-        for item in _read_file(index, path, stats[index], progress):
-            if isinstance(item, Rejected):
-                rejected.append((index, item))
-            else:
-                yield item
+        try:
+            for item in _read_file(index, path, stats[index], progress):
+                if isinstance(item, Rejected):
+                    rejected.append((index, item))
+                else:
+                    yield item
+        except TraceError as exc:  # a damaged file ends its own stream, not the others
+            rejected.append((index, Rejected(exc.line, exc.reason)))
 
     streams = [relevant(i, p) for i, p in enumerate(paths)]
     for parsed in heapq.merge(*streams):

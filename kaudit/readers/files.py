@@ -16,6 +16,7 @@ from typing import BinaryIO
 from kaudit.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
 
 
@@ -58,6 +59,8 @@ def iter_lines(path: Path, progress: Callable[[int], None] | None = None
             if not line:
                 break
             line_number += 1
+            if line_number == 1 and line.startswith(UTF8_BOM):
+                line = line[len(UTF8_BOM):]  # written by some Windows editors
             yield line_number, line
             if progress is not None and line_number % 512 == 0:
                 position = raw.tell()

@@ -30,36 +30,51 @@ ALIBABA_PODS = "alibaba-pods"
 SIMULATOR_RECORDS = simulator.SIMULATOR_RECORDS
 
 
-def _first_line(path: Path) -> bytes | None:
+def _first_lines(path: Path, count: int = 5) -> list[bytes]:
+    lines: list[bytes] = []
     for _, line in iter_lines(path):
         if line.strip():
-            return line.strip()
-    return None
+            lines.append(line.strip())
+            if len(lines) == count:
+                break
+    return lines
+
+
+def _json_format(doc: object) -> str:
+    if not isinstance(doc, dict):
+        return WATCH
+    api_version = doc.get("apiVersion")
+    if isinstance(api_version, str) and api_version.startswith("audit.k8s.io/"):
+        return AUDIT
+    if simulator.is_record(doc):
+        return SIMULATOR_RECORDS
+    if "type" in doc and "object" in doc:
+        return WATCH
+    if doc.get("kind") == "List" or "items" in doc or simulator.is_snapshot(doc):
+        return DOCUMENT
+    return WATCH  # the watch reader says what is wrong with the line
 
 
 def sniff(path: Path) -> str:
     """The format of ``path``: WATCH, AUDIT, SIMULATOR_RECORDS, DOCUMENT, ALIBABA_NODES or
-    ALIBABA_PODS; a file none of these raises :class:`TraceError`."""
-    line = _first_line(path)
-    if line is None:
+    ALIBABA_PODS; a file none of these raises :class:`TraceError`.
+
+    JSON Lines are told by the first of their first lines that parses, so that one damaged
+    line does not hide the format of the rest (its reader then reports that line).
+    """
+    lines = _first_lines(path)
+    if not lines:
         return WATCH  # an empty file: an empty trace
+    line = lines[0]
     if line[:1] == b"{":
-        try:
-            doc = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return DOCUMENT  # indented JSON: a List or an export, or a bad file (said later)
-        if not isinstance(doc, dict):
-            return WATCH
-        api_version = doc.get("apiVersion")
-        if isinstance(api_version, str) and api_version.startswith("audit.k8s.io/"):
-            return AUDIT
-        if simulator.is_record(doc):
-            return SIMULATOR_RECORDS
-        if "type" in doc and "object" in doc:
-            return WATCH
-        if doc.get("kind") == "List" or "items" in doc or simulator.is_snapshot(doc):
-            return DOCUMENT
-        return WATCH  # the watch reader says what is wrong with the line
+        if line == b"{":
+            return DOCUMENT  # indented JSON: a List or an export
+        for candidate in lines:
+            try:
+                return _json_format(orjson.loads(candidate))
+            except orjson.JSONDecodeError:
+                continue
+        return WATCH
     if line[:1] == b"[":
         return DOCUMENT
     header = [cell.strip() for cell in line.decode("utf-8", errors="replace").split(",")]

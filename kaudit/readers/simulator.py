@@ -67,6 +67,7 @@ def read_records(path: Path, stats: StreamStats,
                  ) -> Iterator[WatchEvent | Rejected]:
     """The events of a recorder file, or a :class:`Rejected` per bad line."""
     stats.format = SIMULATOR_RECORDS
+    uids: dict[tuple[str, str, str], str] = {}
     for number, line in iter_lines(path, progress):
         stats.lines = number
         if not line.strip():
@@ -80,7 +81,7 @@ def read_records(path: Path, stats: StreamStats,
             yield Rejected(number, 'not a simulator record: expected {"time", "event", '
                                    '"resource"}', _snippet(line))
             continue
-        event_type = RECORD_EVENTS.get(doc["event"])
+        event_type = RECORD_EVENTS.get(doc["event"]) if isinstance(doc["event"], str) else None
         if event_type is None:
             yield Rejected(number, f"event: {doc['event']!r} is not one of Add, Update, Delete",
                            _snippet(line))
@@ -98,7 +99,18 @@ def read_records(path: Path, stats: StreamStats,
         except ObjectError as exc:
             yield Rejected(number, str(exc).replace("object", "resource", 1), _snippet(line))
             continue
-        yield WatchEvent(ts_us, event_type, kind, namespace, name, uid, doc["resource"], number)
+        resource = doc["resource"]
+        key = (kind, namespace, name)
+        if event_type == "DELETED":
+            # The recorder writes only the name of a deleted object: give it the uid it had,
+            # or replay would not find it.
+            known = uids.pop(key, None)
+            if uid is None and known is not None:
+                uid = known
+                resource = {**resource, "metadata": {**resource["metadata"], "uid": uid}}
+        elif uid is not None:
+            uids[key] = uid
+        yield WatchEvent(ts_us, event_type, kind, namespace, name, uid, resource, number)
 
 
 def scheduler_config(doc: dict[str, Any], path: Path) -> dict[str, Any] | None:

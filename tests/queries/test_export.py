@@ -99,6 +99,9 @@ def test_export_refuses_to_overwrite_and_bad_options(sample_runs: Engine, tmp_pa
     assert out.read_text() == "keep me"
     assert run_kaudit("export", "default", "-o", str(out), "--force").exit_code == 0
     assert out.read_text() != "keep me" and not out.with_name("out.jsonl.partial").exists()
+    packed = tmp_path / "out.jsonl.gz"
+    assert run_kaudit("export", "default", "-o", str(packed)).exit_code == 0
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
     assert run_kaudit("export", "nope", "-o", str(tmp_path / "x")).exit_code == 2
     assert run_kaudit("export", "default", "--at", "5").exit_code == 2
     assert run_kaudit("export", "default", "--json").exit_code == 2
@@ -106,3 +109,20 @@ def test_export_refuses_to_overwrite_and_bad_options(sample_runs: Engine, tmp_pa
     assert stdout.exit_code == 0
     first = orjson.loads(stdout.stdout_bytes.splitlines()[0])
     assert set(first) == {"ts", "type", "object"}
+
+
+def test_relative_lifetimes_are_exported_as_kaudit_kept_them(
+        engine: Engine, run_kaudit: Callable[..., Result], sample_path: Path) -> None:
+    assert run_kaudit("ingest", str(sample_path)).exit_code == 0
+    assert run_kaudit("replay", "sample", "--name", "rel", "--lifetime", "relative").exit_code == 0
+    events = list(exported_events(engine, run_source(engine, "rel")))
+    bound: dict[str, int] = {}
+    for event in events:
+        key = event.object["metadata"].get("name")
+        if event.type == "MODIFIED" and event.object.get("spec", {}).get("nodeName"):
+            bound.setdefault(key, event.ts_us)
+    deletions = [e for e in events if e.type == "DELETED" and e.kind == "Pod"]
+    assert deletions
+    # No pod is deleted twice, and none before kaudit bound it.
+    names = [e.object["metadata"]["name"] for e in deletions]
+    assert len(names) == len(set(names))

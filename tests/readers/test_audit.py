@@ -184,11 +184,15 @@ def test_deletions_graceful_finalizers_and_collections(tmp_path: Path) -> None:
               level="RequestResponse",
               response={**held, "metadata": {**held["metadata"],
                                              "deletionTimestamp": "2026-11-02T09:00:05Z"}}),
+        # A collection deleted: the response lists the objects as they were before.
         event(6, "deletecollection", "persistentvolumeclaims", namespace="shop",
               level="RequestResponse",
               response={"kind": "PersistentVolumeClaimList", "apiVersion": "v1",
-                        "items": [{**held, "metadata": {**held["metadata"],
-                                                        "finalizers": []}}]}),
+                        "items": [held]}),
+        # The protection controller removes the last finalizer: the claim is gone.
+        event(6.5, "patch", "persistentvolumeclaims", name="data", namespace="shop",
+              request={"metadata": {"$deleteFromPrimitiveList/finalizers": [
+                  "kubernetes.io/pvc-protection"]}}),
         event(7, "deletecollection", "pods", namespace="shop", level="Metadata"),
     ])
     events, rejected, [stats] = _read(log)
@@ -196,7 +200,11 @@ def test_deletions_graceful_finalizers_and_collections(tmp_path: Path) -> None:
     assert _summary(events)[3:] == [
         ("MODIFIED", "Pod", "web-1"), ("DELETED", "Pod", "web-1"), ("DELETED", "Pod", "web-2"),
         ("MODIFIED", "PersistentVolumeClaim", "data"),
+        ("MODIFIED", "PersistentVolumeClaim", "data"),
         ("DELETED", "PersistentVolumeClaim", "data")]
+    terminating = events[3].object["metadata"]
+    assert terminating["deletionGracePeriodSeconds"] == 30
+    assert terminating["deletionTimestamp"] == "2026-11-02T09:00:32Z"
     assert events[5].object["spec"]["containers"]  # the last known object, not a stub
     assert list(stats.dropped) == [
         "deletecollection logged without the deleted objects: log it at level RequestResponse"]
@@ -291,3 +299,73 @@ def test_format_is_told_from_the_first_line(run_kaudit: Callable[..., Result]) -
     result = run_kaudit("ingest", str(AUDIT_LOG), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["trace"]["sources"][0]["format"] == "audit"
+
+
+def test_upstream_graceful_delete_rules_and_recreated_names(tmp_path: Path) -> None:
+    done = pod("job-1", "1", "1Gi", uid="j1")
+    done["spec"]["nodeName"] = "node-0"
+    done["status"] = {"phase": "Succeeded"}
+    quick = pod("quick", "1", "1Gi", uid="q1")
+    quick["spec"].update(nodeName="node-0", terminationGracePeriodSeconds=0)
+    first = pod("db-0", "1", "1Gi", uid="db-a")
+    second = pod("db-0", "1", "1Gi", uid="db-b")
+    log = _write(tmp_path / "audit.log", [
+        *(event(1 + i, "create", "pods", namespace="shop", level="RequestResponse",
+                request=p, response=p) for i, p in enumerate((done, quick, first))),
+        event(5, "delete", "pods", name="job-1", namespace="shop"),  # finished: at once
+        event(6, "delete", "pods", name="quick", namespace="shop"),  # no grace period
+        # db-0's deletion is missing from the log; a new db-0 appears.
+        event(7, "create", "pods", namespace="shop", level="RequestResponse",
+              request=second, response=second),
+    ])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    assert [(e.type, e.name, e.uid) for e in events[3:]] == [
+        ("DELETED", "job-1", "j1"), ("DELETED", "quick", "q1"),
+        ("DELETED", "db-0", "db-a"), ("ADDED", "db-0", "db-b")]
+
+
+def test_snapshot_objects_are_known_to_the_log(engine: Engine, tmp_path: Path) -> None:
+    running = pod("old", "1", "1Gi", uid="u-old")
+    running["spec"]["nodeName"] = "node-0"
+    state = tmp_path / "state.json"
+    state.write_bytes(orjson.dumps({"kind": "List", "items": [node("node-0", "z"), running]}))
+    log = _write(tmp_path / "audit.log", [
+        event(5, "patch", "pods", name="old", namespace="shop", subresource="status",
+              request={"status": {"phase": "Running"}}),
+        event(6, "delete", "pods", name="old", namespace="shop",
+              request={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}),
+    ])
+    result = ingest_trace(engine, [TraceInput(state, "snapshot"), TraceInput(log)])
+    assert [s["events"] for s in result.sources] == [2, 2]
+    assert result.dropped == 0
+    from kaudit.queries.traces import iter_events
+
+    stored = list(iter_events(engine, result.trace_id))
+    assert [(e.type, e.name) for e in stored] == [
+        ("ADDED", "node-0"), ("ADDED", "old"), ("MODIFIED", "old"), ("DELETED", "old")]
+    assert stored[-1].object["metadata"]["uid"] == "u-old"
+    assert stored[0].ts_us == stored[2].ts_us  # the snapshot moved to the log's start
+
+
+def test_a_damaged_file_does_not_stop_the_others(tmp_path: Path) -> None:
+    lines = AUDIT_LOG.read_bytes()
+    good = tmp_path / "a.log"
+    good.write_bytes(lines)
+    damaged = tmp_path / "b.log.gz"
+    damaged.write_bytes(gzip.compress(lines)[:-30])
+    events, rejected, _ = _read(good, damaged)
+    assert len(events) >= 13
+    assert any("gzip" in r.reason for r in rejected)
+
+
+def test_event_list_items_need_no_type_and_bad_field_types_are_rejected(
+        tmp_path: Path) -> None:
+    items = [{k: v for k, v in e.items() if k not in ("kind", "apiVersion")}
+             for e in build()[:2]]
+    bad = {**build()[2], "verb": ["create"]}
+    log = _write(tmp_path / "batch.log", [
+        {"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": items}, bad])
+    events, rejected, _ = _read(log)
+    assert [e.name for e in events] == ["node-0", "node-1"]
+    assert [(r.line, r.reason) for r in rejected] == [(2, "verb: must be a string")]

@@ -171,3 +171,30 @@ def test_an_old_export_config_is_refused_unless_ignored(run_kaudit: Callable[...
     result = run_kaudit("ingest", str(old), "--no-config", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["trace"]["schedulerConfig"] is None
+
+
+def test_a_delete_record_gets_the_uid_its_object_had(run_kaudit: Callable[..., Result],
+                                                     tmp_path: Path) -> None:
+    path = _write(tmp_path / "record.jsonl", _records())
+    events = [e for e in read_records(path, StreamStats()) if isinstance(e, WatchEvent)]
+    assert events[-1].uid == "uid-web-1" == events[1].uid
+    assert run_kaudit("ingest", str(path), "--name", "rec").exit_code == 0
+    assert run_kaudit("replay", "rec", "--name", "r").exit_code == 0
+    deletes = [json.loads(line) for line in
+               run_kaudit("events", "r", "--kind", "delete").output.splitlines()]
+    assert [(d["pod"], d["reason"]) for d in deletes] == [("default/web-1", "trace")]
+
+
+def test_a_byte_order_mark_and_a_damaged_first_line(run_kaudit: Callable[..., Result],
+                                                    tmp_path: Path) -> None:
+    lines = [orjson.dumps(r) for r in _records()]
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")
+    result = run_kaudit("ingest", str(bom), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["trace"]["events"] == 4
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(lines[0][:40] + b"\n" + b"\n".join(lines[1:]) + b"\n")
+    result = run_kaudit("ingest", str(damaged), "--skip-invalid", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["trace"]["events"] == 3
