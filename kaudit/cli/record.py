@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kaudit.cli.options import echo_json, human_duration, interactive, json_option
-from kaudit.record.kinds import KINDS, parse_kinds
+from kaudit.model.kinds import KINDS, parse_kinds
 from kaudit.record.recorder import Recorder, RecordSummary
 from kaudit.record.writer import TraceWriter
 

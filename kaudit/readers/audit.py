@@ -42,8 +42,9 @@ from typing import Any
 import orjson
 
 from kaudit.errors import TraceError
+from kaudit.model.kinds import KINDS
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
-from kaudit.readers.files import iter_lines
+from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.patch import PatchError, apply_patch
 from kaudit.readers.timestamps import format_rfc3339, parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
@@ -52,19 +53,8 @@ AUDIT = "audit"
 
 #: (API group, resource) → (kind, group/version used when the object does not say).
 RESOURCES: dict[tuple[str, str], tuple[str, str]] = {
-    ("", "pods"): ("Pod", "v1"),
-    ("", "nodes"): ("Node", "v1"),
-    ("", "namespaces"): ("Namespace", "v1"),
-    ("", "persistentvolumes"): ("PersistentVolume", "v1"),
-    ("", "persistentvolumeclaims"): ("PersistentVolumeClaim", "v1"),
-    ("", "services"): ("Service", "v1"),
-    ("", "replicationcontrollers"): ("ReplicationController", "v1"),
-    ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", "scheduling.k8s.io/v1"),
-    ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", "policy/v1"),
-    ("storage.k8s.io", "storageclasses"): ("StorageClass", "storage.k8s.io/v1"),
-    ("storage.k8s.io", "csinodes"): ("CSINode", "storage.k8s.io/v1"),
-    ("apps", "replicasets"): ("ReplicaSet", "apps/v1"),
-    ("apps", "statefulsets"): ("StatefulSet", "apps/v1"),
+    (spec.api_version.rpartition("/")[0], spec.resource): (spec.kind, spec.api_version)
+    for spec in KINDS
 }
 #: Subresources whose request and response carry the whole parent object.
 WHOLE_OBJECT_SUBRESOURCES = frozenset({"status", "resize", "ephemeralcontainers"})
@@ -72,7 +62,6 @@ READ_VERBS = frozenset({"get", "list", "watch"})
 #: How far (seconds) events of one file may be out of time order; API servers log requests
 #: as they complete, so concurrent requests interleave by milliseconds.
 REORDER_WINDOW_US = 60 * 1_000_000
-_SNIPPET = 1000
 
 # Reasons, counted per source file (``kaudit traces NAME`` shows them).
 DROP_STAGE = "stage {stage}: only ResponseComplete is replayed"
@@ -98,9 +87,6 @@ DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it 
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
 DROP_VERB = "verb {verb}: not a change"
 
-
-def _snippet(line: bytes) -> str:
-    return line[:_SNIPPET].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 class _Parsed:
@@ -217,27 +203,27 @@ def _read_file(index: int, path: Path, stats: StreamStats,
         try:
             doc = loads(line)
         except orjson.JSONDecodeError as exc:
-            yield Rejected(number, f"invalid JSON: {exc}", _snippet(line))
+            yield Rejected(number, f"invalid JSON: {exc}", snippet(line))
             continue
         problem = _not_an_event(doc)
         if problem is not None:
-            yield Rejected(number, problem, _snippet(line))
+            yield Rejected(number, problem, snippet(line))
             continue
         items = doc.get("items") if doc.get("kind") == "EventList" else [doc]
         if not isinstance(items, list):
-            yield Rejected(number, "items: an EventList needs a list of events", _snippet(line))
+            yield Rejected(number, "items: an EventList needs a list of events", snippet(line))
             continue
         for item in items:
             problem = _not_an_event(item, item=True) if item is not doc else None
             if problem is not None:
-                yield Rejected(number, f"items: {problem}", _snippet(line))
+                yield Rejected(number, f"items: {problem}", snippet(line))
                 continue
             if not _prefilter(item, stats, number):
                 continue
             try:
                 ts = _event_time(item)
             except ValueError as exc:
-                yield Rejected(number, str(exc), _snippet(line))
+                yield Rejected(number, str(exc), snippet(line))
                 continue
             heapq.heappush(pending, _Parsed(ts, index, number, item))
             newest = ts if newest is None else max(newest, ts)
@@ -418,7 +404,7 @@ class AuditConverter:
             kind, namespace, name, uid = validate_object(obj, event_type)
         except ObjectError as exc:
             yield Rejected(parsed.line, f"{_source_of(parsed.doc)}: {exc}",
-                           orjson.dumps(obj)[:_SNIPPET].decode(errors="replace"))
+                           orjson.dumps(obj)[:SNIPPET].decode(errors="replace"))
             return
         if event_type == "DELETED":
             self.state.pop(key, None)

@@ -15,6 +15,8 @@ from typing import BinaryIO
 
 from kaudit.errors import TraceError
 
+#: How much of a rejected line is kept to show (characters).
+SNIPPET = 1000
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
@@ -23,6 +25,11 @@ _CHUNK = 1 << 20
 def is_gzip(path: Path) -> bool:
     with path.open("rb") as handle:
         return handle.read(2) == GZIP_MAGIC
+
+
+def snippet(line: bytes) -> str:
+    """The start of a rejected line, as text, to show with the reason."""
+    return line[:SNIPPET].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _open(path: Path) -> tuple[BinaryIO, BinaryIO]:

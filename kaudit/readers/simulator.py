@@ -23,7 +23,7 @@ import orjson
 
 from kaudit.errors import TraceError
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
-from kaudit.readers.files import iter_lines
+from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.timestamps import parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
 
@@ -45,11 +45,7 @@ SNAPSHOT_KEYS: dict[str, tuple[str, str]] = {
 CONFIG_KEY = "schedulerConfig"
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 CONFIG_KIND = "KubeSchedulerConfiguration"
-_SNIPPET = 1000
 
-
-def _snippet(line: bytes) -> str:
-    return line[:_SNIPPET].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def is_record(doc: Any) -> bool:
@@ -75,29 +71,29 @@ def read_records(path: Path, stats: StreamStats,
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            yield Rejected(number, f"invalid JSON: {exc}", _snippet(line))
+            yield Rejected(number, f"invalid JSON: {exc}", snippet(line))
             continue
         if not is_record(doc):
             yield Rejected(number, 'not a simulator record: expected {"time", "event", '
-                                   '"resource"}', _snippet(line))
+                                   '"resource"}', snippet(line))
             continue
         event_type = RECORD_EVENTS.get(doc["event"]) if isinstance(doc["event"], str) else None
         if event_type is None:
             yield Rejected(number, f"event: {doc['event']!r} is not one of Add, Update, Delete",
-                           _snippet(line))
+                           snippet(line))
             continue
         if "time" not in doc:
-            yield Rejected(number, "time: missing", _snippet(line))
+            yield Rejected(number, "time: missing", snippet(line))
             continue
         try:
             ts_us = parse_timestamp(doc["time"])
         except ValueError as exc:
-            yield Rejected(number, f"time: {exc}", _snippet(line))
+            yield Rejected(number, f"time: {exc}", snippet(line))
             continue
         try:
             kind, namespace, name, uid = validate_object(doc["resource"], event_type)
         except ObjectError as exc:
-            yield Rejected(number, str(exc).replace("object", "resource", 1), _snippet(line))
+            yield Rejected(number, str(exc).replace("object", "resource", 1), snippet(line))
             continue
         resource = doc["resource"]
         key = (kind, namespace, name)
@@ -147,7 +143,7 @@ def read_snapshot_export(path: Path, doc: dict[str, Any], ts_us: int,
                 _, namespace, name, uid = validate_object(item, "ADDED")
             except ObjectError as exc:
                 yield Rejected(None, str(exc).replace("object", where, 1),
-                               orjson.dumps(item)[:_SNIPPET].decode(errors="replace"))
+                               orjson.dumps(item)[:SNIPPET].decode(errors="replace"))
                 continue
             yield WatchEvent(ts_us, "ADDED", kind, namespace, name, uid, item, position)
         stats.lines = position

@@ -16,14 +16,13 @@ from pathlib import Path
 import orjson
 
 from kaudit.readers.events import EVENT_TYPES, Rejected, StreamStats, WatchEvent
-from kaudit.readers.files import iter_lines
+from kaudit.readers.files import iter_lines, snippet
 from kaudit.readers.timestamps import parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
 
 NATIVE = "native"
 KUBECTL_WATCH = "kubectl-watch"
 
-_SNIPPET = 1000
 
 
 @dataclass
@@ -39,9 +38,6 @@ class UntimedClock:
         self.count += 1
         return ts
 
-
-def _snippet(line: bytes) -> str:
-    return line[:_SNIPPET].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _shape_hint(doc: object) -> str:
@@ -74,10 +70,10 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
                           "for a List, or record with --output-watch-events")
             else:
                 reason = f"invalid JSON: {exc}"
-            yield Rejected(number, reason, _snippet(line))
+            yield Rejected(number, reason, snippet(line))
             continue
         if not isinstance(doc, dict) or "type" not in doc or "object" not in doc:
-            yield Rejected(number, _shape_hint(doc), _snippet(line))
+            yield Rejected(number, _shape_hint(doc), snippet(line))
             continue
         event_type = doc["type"]
         if event_type == "BOOKMARK":
@@ -87,11 +83,11 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
             status = doc["object"] if isinstance(doc["object"], dict) else {}
             yield Rejected(number, f"watch ERROR event: {status.get('code', '?')} "
                                    f"{status.get('reason', '')}: {status.get('message', '')}",
-                           _snippet(line))
+                           snippet(line))
             continue
         if event_type not in EVENT_TYPES:
             yield Rejected(number, f"type: {event_type!r} is not one of ADDED, MODIFIED, "
-                                   "DELETED (or BOOKMARK, ERROR)", _snippet(line))
+                                   "DELETED (or BOOKMARK, ERROR)", snippet(line))
             continue
 
         has_ts = "ts" in doc
@@ -100,16 +96,16 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
         if stats.format == NATIVE:
             if not has_ts:
                 yield Rejected(number, "ts: missing (earlier events of this file have one)",
-                               _snippet(line))
+                               snippet(line))
                 continue
             try:
                 ts_us = parse_timestamp(doc["ts"])
             except ValueError as exc:
-                yield Rejected(number, f"ts: {exc}", _snippet(line))
+                yield Rejected(number, f"ts: {exc}", snippet(line))
                 continue
         elif has_ts:
             yield Rejected(number, "ts: unexpected (earlier events of this file have none)",
-                           _snippet(line))
+                           snippet(line))
             continue
         else:
             ts_us = clock.next()
@@ -117,6 +113,6 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
         try:
             kind, namespace, name, uid = validate_object(doc["object"], event_type)
         except ObjectError as exc:
-            yield Rejected(number, str(exc), _snippet(line))
+            yield Rejected(number, str(exc), snippet(line))
             continue
         yield WatchEvent(ts_us, event_type, kind, namespace, name, uid, doc["object"], number)

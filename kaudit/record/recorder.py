@@ -9,7 +9,7 @@ that position is no longer available: the thread lists again and reconciles, emi
 capped exponential backoff. A kind whose first list is refused (401/403/404) is skipped with a
 warning; the others go on.
 
-The first lists run one kind after the other in :data:`~kaudit.record.kinds.KINDS` order and
+The first lists run one kind after the other in :data:`~kaudit.model.kinds.KINDS` order and
 the watches start when all are done, so a trace opens with the whole initial state, pods last.
 Events reach the writer through one bounded queue, in arrival order, and only the thread that
 calls :meth:`Recorder.run` writes. Memory is bounded by the cluster, not by the duration: per
@@ -33,8 +33,8 @@ from typing import Any, Protocol
 import orjson
 
 from kaudit.errors import InputError
+from kaudit.model.kinds import KindSpec
 from kaudit.record.client import ApiError, Channel, TransportError
-from kaudit.record.kinds import KindSpec
 
 WATCH_TIMEOUT = 300
 PAGE_SIZE = 500

@@ -1,7 +1,7 @@
 """A fake Kubernetes API server for the ``kaudit record`` tests: list and watch over real HTTP.
 
 :class:`FakeCluster` keeps objects per resource with resourceVersions from one global counter
-and serves, on 127.0.0.1, the collection paths of :data:`kaudit.record.kinds.KINDS`:
+and serves, on 127.0.0.1, the collection paths of :data:`kaudit.model.kinds.KINDS`:
 
 - LIST with ``limit``/``continue`` paging (pages of one snapshot) and ``metadata.resourceVersion``;
 - WATCH (``watch=1``, ``resourceVersion``, ``allowWatchBookmarks``, ``timeoutSeconds``) as an
@@ -35,8 +35,8 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 import pytest
 
+from kaudit.model.kinds import BY_RESOURCE, parse_kinds
 from kaudit.record.client import KubeClient, load_configuration
-from kaudit.record.kinds import BY_RESOURCE, parse_kinds
 from kaudit.record.recorder import Recorder, RecordSummary
 from kaudit.record.writer import TraceWriter
 

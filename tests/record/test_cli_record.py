@@ -16,8 +16,8 @@ from click.testing import CliRunner, Result
 
 from kaudit.cli import KauditGroup, cli
 from kaudit.cli.record import record
+from kaudit.model.kinds import KINDS
 from kaudit.record.client import INSTALL_HINT
-from kaudit.record.kinds import KINDS
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.record.conftest import FakeCluster, names, read_events, wait_until
 

@@ -1,4 +1,5 @@
-"""The kinds ``kaudit record`` can record: resource name, kind, API version and scope."""
+"""The Kubernetes kinds kaudit replays: resource name, kind, API version and scope (what
+``kaudit record`` lists and watches, and what audit logs are read for)."""
 
 from __future__ import annotations
 
