@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import Engine, create_engine, select, text
@@ -31,6 +32,8 @@ POSTGRES_ADMIN_URL = os.environ.get("KAUDIT_TEST_POSTGRES_URL",
                                     "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("KAUDIT_REQUIRE_POSTGRES") == "1"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: Test data shipped with the project.
+DATA = Path(__file__).resolve().parent / "data"
 
 _ran: Counter[str] = Counter()
 _postgres_error: list[str] = []
@@ -168,3 +171,13 @@ def sample_runs(engine: Engine) -> Engine:
     """A database holding the sample trace replayed under two configurations."""
     replay_sample_twice(engine)
     return engine
+
+
+def write_trace(path: Path, *events: tuple[float, str, dict[str, Any]]) -> Path:
+    """A native JSON Lines trace of ``(seconds after 2026-01-05T09:00:00Z, type, object)``."""
+    lines = []
+    for seconds, kind, obj in events:
+        stamp = f"2026-01-05T09:{int(seconds) // 60:02d}:{seconds % 60:06.3f}Z"
+        lines.append(orjson.dumps({"ts": stamp, "type": kind, "object": obj}))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path

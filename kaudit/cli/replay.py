@@ -193,9 +193,12 @@ def _print_story(story: dict[str, Any]) -> None:
                 click.echo(table(failing[:12], ["NODE", "REJECTED BY", "REASONS"], indent=2))
                 if len(failing) > 12:
                     click.echo(f"  ... and {len(failing) - 12} more (--json has them all)")
-        if "preemption" in attempt and attempt["preemption"]["nominatedNode"]:
-            click.echo(f"  preemption nominated {attempt['preemption']['nominatedNode']}, "
-                       f"evicting {', '.join(attempt['preemption']['victims'])}")
+        preemption = attempt.get("preemption")
+        if preemption and preemption["nominatedNode"]:
+            click.echo(f"  preemption nominated {preemption['nominatedNode']}, evicting "
+                       f"{', '.join(preemption['victims'])} ({preemption['pdbViolations']} "
+                       f"PodDisruptionBudget violation(s); best of {preemption['candidates']} "
+                       "candidate node(s))")
     others = [e for e in story["events"] if e["kind"] not in ("watch",)]
     if others:
         click.echo("\nOther events:")

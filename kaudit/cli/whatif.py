@@ -103,7 +103,7 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
     rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))
     if rows:
         click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
-    else:
+    elif node_count:
         click.echo("No node was evaluated: PreFilter rejected the pod for every node.")
     feasible = [(n, v) for n, v in report["nodes"].items() if v["feasible"] and "total" in v]
     if feasible:

@@ -382,7 +382,10 @@ class Framework:
             if not status.rejected:
                 raise PluginError(f"running PostFilter plugin {plugin.name!r}: "
                                   f"{status.message}")
-            if outcome is not None and outcome.nominated_node_name is not None:
+            # The last outcome that changes the nomination wins, as upstream's last non-noop
+            # PostFilterResult; a no-op one is kept only for its details (for explanations).
+            if outcome is not None and (outcome.nominated_node_name is not None
+                                        or result is None):
                 result = outcome
             reasons.extend(status.reasons)
             rejector = rejector or plugin.name

@@ -55,10 +55,28 @@ class Candidate:
 class PreemptionDetails:
     """What the dry run found: for the event log and ``kaudit explain``."""
 
+    eligible: bool = True
     potential_nodes: int = 0
     candidates: list[Candidate] = field(default_factory=list)
     chosen: Candidate | None = None
     node_statuses: dict[str, Status] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``preemption`` object of every attempt JSON (``whatif``, ``explain``, the pod
+        page): the nominated node, its victims in upstream's order (most important first),
+        their PodDisruptionBudget violations, and how many nodes the dry run found workable
+        (each listed under ``candidateNodes``)."""
+        chosen = self.chosen
+        return {
+            "eligible": self.eligible,
+            "nominatedNode": chosen.node if chosen else None,
+            "victims": [v.key for v in chosen.victims] if chosen else [],
+            "pdbViolations": chosen.pdb_violations if chosen else None,
+            "candidates": len(self.candidates),
+            "potentialNodes": self.potential_nodes,
+            "candidateNodes": [{"node": c.node, "victims": [v.key for v in c.victims],
+                                "pdbViolations": c.pdb_violations} for c in self.candidates],
+        }
 
 
 def _terminating_by_preemption(pod: PodInfo) -> bool:
@@ -123,6 +141,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
+        details.eligible = ok
         if not ok:
             return PostFilterResult(details=details), Status.of(Code.UNSCHEDULABLE,
                                                                  "preemption: " + message)

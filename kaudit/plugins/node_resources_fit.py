@@ -143,15 +143,24 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pods_column = cluster.resources["pods"]
         too_many = cluster.pod_count[slots] + 1 > cluster.allocatable[slots, pods_column]
         failures.append((TOO_MANY_PODS, too_many))
+        # A request larger than the node's whole allocatable is ``Unresolvable`` upstream:
+        # no eviction can make it fit, so the node's status is UnschedulableAndUnresolvable
+        # and preemption does not try it. "Too many pods" is never unresolvable.
+        unresolvable = np.zeros(len(slots), dtype=bool)
         checked = self._checked_resources(pod)
         if any(amount for _, amount in checked):
             for resource, amount in checked:
                 if amount <= 0:
                     continue
                 column = cluster.column(resource)
-                free = cluster.allocatable[slots, column] - cluster.requested[slots, column]
-                failures.append((f"Insufficient {resource}", amount > free))
-        return combine_failures(failures, len(slots), Code.UNSCHEDULABLE)
+                allocatable = cluster.allocatable[slots, column]
+                short = amount > allocatable - cluster.requested[slots, column]
+                failures.append((f"Insufficient {resource}", short))
+                unresolvable |= short & (amount > allocatable)
+        verdicts = combine_failures(failures, len(slots), Code.UNSCHEDULABLE)
+        if unresolvable.any():
+            verdicts.codes[unresolvable] = np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return verdicts
 
     # ----------------------------------------------------------------- score
 

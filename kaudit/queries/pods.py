@@ -18,7 +18,7 @@ from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
 from kaudit.readers.timestamps import format_timestamp
-from kaudit.replay.packing import unpack_attempt
+from kaudit.replay.packing import preemption_json, unpack_attempt
 from kaudit.store.models import RunEvent
 
 FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
@@ -92,7 +92,7 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
             story["queue"].append({"time": when, "t": span.t(ts_us), "from": document["from"],
                                    "to": document["to"], "event": document["event"]})
         elif kind == "attempt":
-            preemption = document.get("preemption") or {}
+            preemption = preemption_json(document) or {}
             story["attempts"].append({
                 "index": len(story["attempts"]), "seq": seq, "time": when, "t": span.t(ts_us),
                 "cycle": document.get("cycle"), "result": document.get("result"),
@@ -103,6 +103,7 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                 "rejectedBy": document.get("rejectedBy") or {},
                 "nominatedNode": preemption.get("nominatedNode"),
                 "victims": preemption.get("victims") or [],
+                "preemption": preemption or None,
             })
         else:
             if kind == "recorded":

@@ -10,8 +10,12 @@ nominates the node for the preemptor, which is retried after its backoff.
 
 Same-instant order (see :mod:`kaudit.replay.clock`): trace events first, then bindings, timers
 and completions, then the scheduler drains activeQ. After the trace's last event (plus
-``settle_us``) the replay goes on only while pods wait in activeQ or backoffQ: pods left in
-unschedulablePods are reported unschedulable.
+``settle_us``) the replay goes on only while a retry could change something: a pod waiting in
+activeQ or backoffQ that has not yet failed against the current cluster state and nominations.
+Upstream retries such pods after every backoff for ever (a pod with no rejecting plugin, as
+with no nodes at all, always goes to backoffQ); since a scheduling cycle is a function of that
+state, those retries would only repeat the same failure, so the replay ends and reports the
+pods left waiting as unschedulable.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.clock import EventLoop, Priority
 from kaudit.replay.events import PLUGIN_EVENTS, interested_plugins
 from kaudit.replay.packing import pack_attempt
-from kaudit.replay.queue import QueuedPod, SchedulingQueue
+from kaudit.replay.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue
 from kaudit.replay.sink import EventSink
 from kaudit.replay.timeline import NoTimeline, Timeline
 from kaudit.scheduler.cluster import ClusterState
@@ -123,6 +127,8 @@ class Replay:
             max_in_unschedulable_us=options.max_in_unschedulable_us,
             transition=self._transition)
         self.nominated: dict[str, dict[str, PodInfo]] = {}
+        #: Bumped whenever a nomination is made or cleared.
+        self.nomination_version = 0
         self.kaudit_pods: set[str] = set()
         self.recorded: dict[str, str] = {}
         self.unschedulable_once: set[str] = set()
@@ -208,12 +214,18 @@ class Replay:
         self.summary.log_records = dict(self.sink.count_by_kind)
         return self.summary
 
+    def _state_version(self) -> tuple[int, int]:
+        """Changes whenever anything a scheduling cycle reads changes."""
+        return self.cluster.generation, self.nomination_version
+
     def _retries_pending(self) -> bool:
-        """Pods in activeQ or backoffQ will be tried again soon (a preemptor waiting for its
-        backoff, say); pods in unschedulablePods would only be retried by their periodic flush,
-        forever, so they do not keep a finished trace going."""
-        counts = self.queue.counts()
-        return bool(counts["active"] or counts["backoff"])
+        """Pods in activeQ or backoffQ that may fare differently when tried again (a preemptor
+        waiting for its backoff, say). Pods in unschedulablePods would only be retried by
+        their periodic flush, and pods that already failed against the current state would
+        fail again: neither keeps a finished trace going."""
+        version = self._state_version()
+        return any(q.where in (ACTIVE, BACKOFF) and q.failed_at != version
+                   for q in self.queue.pods.values())
 
     # ------------------------------------------------------------------ trace events
 
@@ -324,7 +336,8 @@ class Replay:
 
     def _clear_nomination(self, uid: str) -> None:
         for pods in self.nominated.values():
-            pods.pop(uid, None)
+            if pods.pop(uid, None) is not None:
+                self.nomination_version += 1
 
     # ------------------------------------------------------------------ scheduling
 
@@ -341,6 +354,7 @@ class Replay:
         framework = self.scheduler.framework_for(pod)
         assert framework is not None
         started = time.perf_counter()
+        seen = self._state_version()
         attempt = self.scheduler.schedule(self.cluster, pod, attempt=queued.attempts,
                                           nominator=self.nominated_for)
         self.summary.scheduling_seconds += time.perf_counter() - started
@@ -356,6 +370,8 @@ class Replay:
             self._nominate(queued, result.nominated_node_name, result.details)
         rejecting = set(attempt.diagnosis.unschedulable_plugins)
         self.queue.requeue(now, queued, rejecting, error=attempt.error is not None)
+        # The state this attempt saw, not the one its preemption left behind.
+        queued.failed_at = seen
         self._arm_timers(queued)
 
     def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
@@ -411,6 +427,7 @@ class Replay:
         if not node:
             return
         self.nominated.setdefault(node, {})[queued.pod.uid] = queued.pod
+        self.nomination_version += 1
         self.sink.record(now, "nominate", queued.pod.key, node)
         chosen = getattr(details, "chosen", None)
         for victim in chosen.victims if chosen is not None else ():
@@ -427,6 +444,7 @@ class Replay:
         for uid, other in list(self.nominated.get(node, {}).items()):
             if other.priority < queued.pod.priority:
                 del self.nominated[node][uid]
+                self.nomination_version += 1
                 if uid in self.queue.pods:
                     self.queue.pods[uid].pod = replace(other, nominated_node_name="")
 

@@ -117,14 +117,8 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     details = attempt.post_filter_result.details if attempt.post_filter_result else None
     if attempt.post_filter is not None:
         document["postFilter"] = attempt.post_filter.as_json()
-    if details is not None and hasattr(details, "candidates"):
-        document["preemption"] = {
-            "potentialNodes": details.potential_nodes,
-            "candidates": [{"node": c.node, "victims": [v.key for v in c.victims],
-                            "pdbViolations": c.pdb_violations} for c in details.candidates],
-            "nominatedNode": details.chosen.node if details.chosen else None,
-            "victims": [v.key for v in details.chosen.victims] if details.chosen else [],
-        }
+    if details is not None and hasattr(details, "as_json"):
+        document["preemption"] = details.as_json()
     if attempt.error:
         document["error"] = attempt.error
     return document, pack_arrays(arrays) if arrays else b""
@@ -196,7 +190,33 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         "evaluatedNodes": document.get("evaluatedNodes"),
         "feasibleNodes": document.get("feasibleNodes"),
     }
-    if "preemption" in document:
-        shaped["preemption"] = {"nominatedNode": document["preemption"]["nominatedNode"],
-                                "victims": document["preemption"]["victims"]}
+    if "postFilter" in document:
+        shaped["postFilter"] = document["postFilter"]
+    preemption = preemption_json(document)
+    if preemption is not None:
+        shaped["preemption"] = preemption
     return shaped
+
+
+def preemption_json(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt's ``preemption`` object, also from documents stored before it carried
+    ``eligible``, ``pdbViolations`` and a candidate count (their ``candidates`` was the list
+    now under ``candidateNodes``)."""
+    stored = document.get("preemption")
+    if stored is None:
+        return None
+    if not isinstance(stored.get("candidates"), list):
+        return stored
+    listed = stored["candidates"]
+    nominated = stored.get("nominatedNode")
+    chosen = next((c for c in listed if c["node"] == nominated), None)
+    message = (document.get("postFilter") or {}).get("reasons") or []
+    return {
+        "eligible": not any("not eligible" in reason for reason in message),
+        "nominatedNode": nominated,
+        "victims": stored.get("victims") or [],
+        "pdbViolations": chosen["pdbViolations"] if chosen else None,
+        "candidates": len(listed),
+        "potentialNodes": stored.get("potentialNodes", 0),
+        "candidateNodes": listed,
+    }

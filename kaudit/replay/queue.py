@@ -49,6 +49,9 @@ class QueuedPod:
     cycle: int = 0
     where: str = NONE
     version: int = field(default=0)
+    #: The replay's state version when the pod last failed: a retry at the same version
+    #: would fail again (see ``Replay._retries_pending``).
+    failed_at: object = None
 
 
 class SchedulingQueue:

@@ -79,7 +79,7 @@ class ClusterState:
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._zones: dict[str, list[int]] = {}
         self._order: list[int] | None = []
-        self._order_array: np.ndarray | None = None
+        self._order_array: np.ndarray | None = np.zeros(0, dtype=np.int64)
         self._topology: dict[str, TopologyCodes] = {}
         self.image_nodes: dict[str, int] = defaultdict(int)
         # Other API objects, keyed by name or "namespace/name".
@@ -327,7 +327,11 @@ class ClusterState:
 
     def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
         for resource, amount in pod.requests.items():
-            self.requested[slot, self.column(resource)] += sign * amount
+            # column() may widen the arrays: look the column up before indexing them. A pod
+            # may request a resource no node advertises (bound with nodeName, or its node's
+            # device plugin went away); upstream counts it on the node all the same.
+            column = self.column(resource)
+            self.requested[slot, column] += sign * amount
         self.non_zero[slot, 0] += sign * pod.non_zero_cpu
         self.non_zero[slot, 1] += sign * pod.non_zero_memory
         self.pod_count[slot] += sign
@@ -335,6 +339,9 @@ class ClusterState:
     def fork(self, slot: int) -> ClusterState:
         """A copy whose node ``slot`` can take or lose pods without touching this state."""
         clone = copy.copy(self)
+        # The clone may meet a resource this state has not seen (column() widens its arrays
+        # and registers the name): it must not register it here too.
+        clone.resources = dict(self.resources)
         clone.requested = self.requested.copy()
         clone.non_zero = self.non_zero.copy()
         clone.pod_count = self.pod_count.copy()

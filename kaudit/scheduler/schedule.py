@@ -127,7 +127,9 @@ class Scheduler:
         state.write(DECISION_SEED_KEY, f"{self.seed}/{pod.uid}/{attempt}")
         result.state = state
         if len(order) == 0:
-            result.error = NO_NODES_AVAILABLE
+            # ``ErrNoNodesAvailable``: upstream returns before any plugin runs and treats it as
+            # UnschedulableAndUnresolvable with no rejecting plugin, so the pod backs off and is
+            # retried (any cluster event moves it too).
             result.message = NO_NODES_AVAILABLE
             return result
         try:
@@ -305,7 +307,7 @@ def attempt_json(attempt: Attempt, cluster: ClusterState, framework: Framework
             nodes[cluster.node(slot).name] = node
     pre_score = ({name: status.as_json() for name, status in attempt.scores.pre_score.items()}
                  if attempt.scores is not None else {})
-    return {
+    report: dict[str, Any] = {
         "pod": attempt.pod.key,
         "profile": attempt.profile,
         "preFilter": pre_filter,
@@ -315,3 +317,9 @@ def attempt_json(attempt: Attempt, cluster: ClusterState, framework: Framework
         "tiedNodes": attempt.tied,
         "message": None if attempt.selected is not None else attempt.message,
     }
+    if attempt.post_filter is not None:
+        report["postFilter"] = attempt.post_filter.as_json()
+    details = attempt.post_filter_result.details if attempt.post_filter_result else None
+    if details is not None and hasattr(details, "as_json"):
+        report["preemption"] = details.as_json()
+    return report

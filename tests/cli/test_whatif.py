@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from kaudit.cli import cli
 from kaudit.resources import sample_trace
+from kaudit.tracegen.builders import make_node, make_pod
 
 
 def run(*args: str) -> Result:
@@ -95,11 +96,80 @@ def test_candidates_restrict_evaluation(sample_state: dict[str, Path]) -> None:
 
 
 def test_preemption_is_reported(sample_state: dict[str, Path]) -> None:
-    result = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
-                 str(sample_state["payments-0"]))
+    args = ("whatif", "--cluster", str(sample_state["state"]), "--pod",
+            str(sample_state["payments-0"]))
+    result = run(*args)
     assert result.exit_code == 0
     assert "0/11 nodes are available:" in result.output
-    assert "Preemption would nominate" in result.output
+    report = json.loads(run(*args, "--json").output)
+    preemption = report["preemption"]
+    assert report["postFilter"] == {"code": "Success", "reasons": []}
+    assert preemption["eligible"] and preemption["nominatedNode"]
+    assert preemption["victims"] and preemption["pdbViolations"] == 1
+    assert preemption["candidates"] == len(preemption["candidateNodes"]) >= 1
+    chosen = next(c for c in preemption["candidateNodes"]
+                  if c["node"] == preemption["nominatedNode"])
+    assert chosen["victims"] == preemption["victims"]
+    # The text says the same as the JSON.
+    assert (f"Preemption would nominate {preemption['nominatedNode']}, evicting "
+            f"{', '.join(preemption['victims'])} (1 PodDisruptionBudget violation(s))"
+            in result.output)
+
+
+def _write(path: Path, *objects: dict) -> Path:
+    path.write_bytes(orjson.dumps({"kind": "List", "items": list(objects)}))
+    return path
+
+
+def test_preemption_never_is_reported_as_not_eligible(tmp_path: Path) -> None:
+    state = _write(tmp_path / "state.json",
+                   make_node("n1").capacity(cpu="2", memory="4Gi").obj(),
+                   make_pod("low").node("n1").req(cpu="2").priority(0).obj())
+    pod = make_pod("high").req(cpu="2").priority(1000).obj()
+    pod["spec"]["preemptionPolicy"] = "Never"
+    report = json.loads(run("whatif", "--cluster", str(state), "--pod",
+                            str(_write(tmp_path / "pod.json", pod)), "--json").output)
+    assert report["message"].endswith(
+        "preemption: not eligible due to preemptionPolicy=Never.")
+    assert report["preemption"] == {
+        "eligible": False, "nominatedNode": None, "victims": [], "pdbViolations": None,
+        "candidates": 0, "potentialNodes": 0, "candidateNodes": []}
+
+
+def test_a_cluster_with_no_nodes_gets_upstreams_answer(tmp_path: Path) -> None:
+    state = _write(tmp_path / "state.json",
+                   make_pod("orphan").node("gone").req(cpu="1").obj())
+    pod = _write(tmp_path / "pod.json", make_pod("p").req(cpu="1").obj())
+    report = json.loads(run("whatif", "--cluster", str(state), "--pod", str(pod),
+                            "--json").output)
+    assert report["message"] == "no nodes available to schedule pods"
+    assert report["nodes"] == {} and report["selectedNode"] is None
+    assert "postFilter" not in report  # upstream returns before PostFilter
+    text = run("whatif", "--cluster", str(state), "--pod", str(pod))
+    assert text.exit_code == 0 and "0 nodes" in text.output
+    assert "no nodes available to schedule pods" in text.output
+
+
+def test_a_pod_bound_without_its_extended_resource_is_counted(tmp_path: Path) -> None:
+    """A GPU pod bound to a node that does not advertise GPUs (its device plugin went away):
+    upstream counts the request on the node, which is then short of GPUs."""
+    state = _write(tmp_path / "state.json",
+                   make_node("cpu-only").capacity(cpu="4", memory="8Gi").obj(),
+                   make_node("gpu").capacity(cpu="4", memory="8Gi")
+                   .extended("nvidia.com/gpu", "1").obj(),
+                   make_pod("stale").node("cpu-only").req(cpu="1")
+                   .extended("nvidia.com/gpu", "1").obj())
+    gpu_pod = _write(tmp_path / "gpu.json",
+                     make_pod("g").req(cpu="1").extended("nvidia.com/gpu", "1").obj())
+    report = json.loads(run("whatif", "--cluster", str(state), "--pod", str(gpu_pod),
+                            "--json").output)
+    assert report["selectedNode"] == "gpu"
+    assert report["nodes"]["cpu-only"]["filter"]["NodeResourcesFit"] == {
+        "code": "UnschedulableAndUnresolvable", "reasons": ["Insufficient nvidia.com/gpu"]}
+    cpu_pod = _write(tmp_path / "cpu.json", make_pod("c").req(cpu="3").obj())
+    report = json.loads(run("whatif", "--cluster", str(state), "--pod", str(cpu_pod),
+                            "--json").output)
+    assert report["nodes"]["cpu-only"]["feasible"] and report["nodes"]["gpu"]["feasible"]
 
 
 def test_bad_inputs_exit_2_naming_the_file(sample_state: dict[str, Path], tmp_path: Path) -> None:

@@ -82,18 +82,43 @@ def test_fit_error_messages_match_upstream_examples() -> None:
 
 
 def test_unschedulable_pod_gets_upstreams_message() -> None:
+    busy = tuple(make_pod(f"busy{i}").node(f"busy{i}").req(cpu="1").obj() for i in (1, 2))
     cluster = cluster_of(
         make_node("tainted").capacity(cpu="4", memory="8Gi").taint("k", "v", "NoSchedule").obj(),
-        node("small1", cpu="1"), node("small2", cpu="1"))
+        node("busy1", cpu="2"), node("busy2", cpu="2"), node("small", cpu="1"), pods=busy)
     pod = pod_info(cluster, make_pod("big").req(cpu="2", memory="1Gi").obj())
     attempt = scheduler().schedule(cluster, pod)
     assert attempt.selected is None
-    # The small nodes are preemption candidates (Unschedulable) but hold no victims; the
-    # tainted one (UnschedulableAndUnresolvable) never is.
+    # The busy nodes are preemption candidates (Unschedulable: 2 cores would fit once their
+    # pod left) but hold no lower-priority victims; the tainted node, and the small one whose
+    # whole allocatable is below the request, are UnschedulableAndUnresolvable: never tried.
     assert attempt.message == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not "
-        "helpful for scheduling, 2 No preemption victims found for incoming pod.")
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/4 nodes are available: 2 No preemption "
+        "victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
+
+
+def test_request_above_allocatable_is_unresolvable() -> None:
+    """``fitsRequest`` marks a request larger than the node's whole allocatable Unresolvable
+    (``noderesources/fit.go``, v1.34); "Too many pods" never is."""
+    full = tuple(make_pod(f"p{i}").node("n").req(cpu="1").obj() for i in range(2))
+    cluster = cluster_of(make_node("n").capacity(cpu="4", memory="1Gi", pods="2").obj(),
+                         pods=full)
+    fit = scheduler().frameworks["default-scheduler"].instances["NodeResourcesFit"]
+    slots = np.asarray([cluster.slot_of["n"]])
+
+    def verdict(**requests: str) -> tuple[Code, tuple[str, ...]]:
+        status = fit.filter(None, pod_info(cluster, make_pod("x").req(**requests).obj()),
+                            cluster, slots).status(0)
+        return status.code, status.reasons
+
+    assert verdict(cpu="3") == (Code.UNSCHEDULABLE, ("Too many pods", "Insufficient cpu"))
+    assert verdict(cpu="5") == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                ("Too many pods", "Insufficient cpu"))
+    assert verdict(memory="2Gi")[0] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert verdict(**{"example.com/gpu": "1"}) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Too many pods", "Insufficient example.com/gpu"))
+    assert verdict(cpu="1") == (Code.UNSCHEDULABLE, ("Too many pods",))
 
 
 def test_single_feasible_node_is_not_scored() -> None:

@@ -84,7 +84,9 @@ K.start(async ({run, pod}) => {
       ], [...plugins, "total"].filter((p) => p !== "total"), {id: "decision-table"}),
       el("p", {class: "note", text: `total ${decision.winnerTotal} against ${decision.runnerUpTotal}${decision.tie ? " (tied: a seeded coin flip decided)" : ""}`}));
     } else if (detail.preemption && detail.preemption.nominatedNode) {
-      K.fill("decision", el("p", {class: "lead", text: `Preemption nominated ${detail.preemption.nominatedNode}, evicting ${detail.preemption.victims.join(", ")}`}));
+      const preemption = detail.preemption;
+      const pdb = preemption.pdbViolations ? `, violating ${preemption.pdbViolations} PodDisruptionBudget(s)` : "";
+      K.fill("decision", el("p", {class: "lead", text: `Preemption nominated ${preemption.nominatedNode}, evicting ${preemption.victims.join(", ")}${pdb} (best of ${preemption.candidates} candidate node(s))`}));
     } else {
       K.fill("decision");
     }

@@ -1,0 +1,90 @@
+"""The column-wise cluster state: resources seen for the first time anywhere, and no nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kaudit.scheduler.build import build_scheduler, load
+from kaudit.scheduler.cluster import ClusterState
+from kaudit.scheduler.objects import pod_info
+from kaudit.scheduler.schedule import NO_NODES_AVAILABLE
+from kaudit.tracegen.builders import make_node, make_pod
+
+GPU = "nvidia.com/gpu"
+
+
+def free(cluster: ClusterState, node: str, resource: str) -> int:
+    slot, column = cluster.slot_of[node], cluster.column(resource)
+    return int(cluster.allocatable[slot, column] - cluster.requested[slot, column])
+
+
+def test_a_bound_pod_may_request_a_resource_no_node_advertises() -> None:
+    """Upstream counts the request on the node (a GPU pod whose device plugin went away, or a
+    pod created with nodeName); the node is then short of it."""
+    cluster = ClusterState()
+    cluster.add_node(make_node("cpu-only").capacity(cpu="4", memory="8Gi").obj())
+    bound = make_pod("trainer").node("cpu-only").req(cpu="1").extended(GPU, "2").obj()
+    cluster.add_pod(pod_info(cluster, bound))
+    assert free(cluster, "cpu-only", GPU) == -2
+    assert free(cluster, "cpu-only", "cpu") == 3000
+    cluster.remove_pod(pod_info(cluster, bound).uid)
+    assert free(cluster, "cpu-only", GPU) == 0 and free(cluster, "cpu-only", "cpu") == 4000
+
+
+def test_a_pod_on_a_node_not_yet_seen_is_accounted_when_the_node_arrives() -> None:
+    cluster = ClusterState()
+    cluster.add_pod(pod_info(cluster, make_pod("early").node("late").req(cpu="1")
+                             .extended("example.com/fpga", "1").obj()))
+    cluster.add_node(make_node("late").capacity(cpu="2", memory="1Gi")
+                     .extended("example.com/fpga", "1").obj())
+    assert free(cluster, "late", "cpu") == 1000
+    assert free(cluster, "late", "example.com/fpga") == 0
+
+
+def test_a_node_update_that_drops_a_resource_keeps_what_pods_request() -> None:
+    cluster = ClusterState()
+    gpu_node = make_node("g1").capacity(cpu="8", memory="8Gi").extended(GPU, "4")
+    cluster.add_node(gpu_node.obj())
+    cluster.add_pod(pod_info(cluster, make_pod("p").node("g1").extended(GPU, "1").obj()))
+    cluster.add_node(make_node("g1").capacity(cpu="8", memory="8Gi").obj())  # plugin gone
+    assert free(cluster, "g1", GPU) == -1
+
+
+def test_an_incoming_pod_with_a_new_resource_is_refused_everywhere() -> None:
+    config, registry = load()
+    scheduler = build_scheduler(config, registry)
+    cluster = ClusterState()
+    for name in ("a", "b"):
+        cluster.add_node(make_node(name).capacity(cpu="4", memory="8Gi").obj())
+    pod = pod_info(cluster, make_pod("x").req(cpu="1").extended("example.com/new", "1").obj())
+    attempt = scheduler.schedule(cluster, pod, exhaustive=True)
+    assert attempt.selected is None and attempt.error is None
+    assert attempt.message is not None
+    assert attempt.message.startswith("0/2 nodes are available: 2 Insufficient example.com/new.")
+
+
+def test_a_fork_that_meets_a_new_resource_leaves_the_original_intact() -> None:
+    cluster = ClusterState()
+    cluster.add_node(make_node("n").capacity(cpu="4", memory="8Gi").obj())
+    fork = cluster.fork(cluster.slot_of["n"])
+    fork.add_pod(pod_info(fork, make_pod("p").node("n").extended("example.com/new", "1").obj()))
+    assert "example.com/new" not in cluster.resources
+    assert cluster.requested.shape[1] == len(cluster.resources)
+    cluster.add_pod(pod_info(cluster, make_pod("q").node("n").req(cpu="1").obj()))
+    assert free(cluster, "n", "cpu") == 3000
+
+
+def test_no_nodes_is_an_answer_not_an_error() -> None:
+    config, registry = load()
+    scheduler = build_scheduler(config, registry)
+    cluster = ClusterState()
+    assert len(cluster.order_array) == 0 and cluster.order_array.dtype == np.int64
+    attempt = scheduler.schedule(cluster, pod_info(cluster, make_pod("p").req(cpu="1").obj()))
+    assert attempt.selected is None and attempt.error is None
+    assert attempt.message == NO_NODES_AVAILABLE == "no nodes available to schedule pods"
+    # A node that leaves while its pods remain does not count either.
+    cluster.add_node(make_node("n1").capacity(cpu="4", memory="8Gi").obj())
+    cluster.add_pod(pod_info(cluster, make_pod("b").node("n1").req(cpu="1").obj()))
+    cluster.remove_node("n1")
+    again = scheduler.schedule(cluster, pod_info(cluster, make_pod("p").req(cpu="1").obj()))
+    assert again.message == NO_NODES_AVAILABLE and again.post_filter is None
