@@ -14,8 +14,8 @@ from kaudit.cli import cli
 def test_version_names_the_mirrored_kubernetes_release() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
-    assert __version__ in result.output and KUBERNETES_VERSION == "v1.34"
-    assert "Kubernetes v1.34" in result.output
+    assert __version__ in result.output and KUBERNETES_VERSION == "v1.34.2"
+    assert "Kubernetes v1.34.2" in result.output
 
 
 def test_every_command_has_help_and_a_db_option() -> None:

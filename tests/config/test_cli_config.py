@@ -25,7 +25,7 @@ def test_show_prints_the_defaults_as_yaml() -> None:
     result = run()
     assert result.exit_code == 0, result.output
     assert result.output.startswith("# Effective configuration of kube-scheduler defaults "
-                                    "(Kubernetes v1.34)\n")
+                                    "(Kubernetes v1.34.2)\n")
     assert yaml.safe_load(result.output) == load_configuration().to_dict()
 
 

@@ -1,14 +1,13 @@
 """Plugin arguments: validation as given (validation_pluginargs.go) and defaulting.
 
 Validation cases follow ``validation_pluginargs_test.go``; the ``args_error`` cases of the
-shared conformance suite are read from disk.
+transcribed upstream tables (``tests/data/conformance``) are read from disk.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,9 @@ from kaudit.config import (
     validate_plugin_args,
 )
 from kaudit.errors import ConfigError
+from tests.conftest import DATA
 
-CASES_DIR = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
+CASES_DIR = DATA / "conformance" / "cases"
 
 
 def conformance_cases(*files: str) -> list[Any]:
@@ -48,13 +48,11 @@ def test_conformance_args_errors(case: dict[str, Any]) -> None:
 
 def test_conformance_has_the_six_weight_cases() -> None:
     cases = [c for c in conformance_cases(*ERROR_FILES) if "args_error" in c.values[0]["expect"]]
-    if not CASES_DIR.exists():
-        pytest.skip(f"{CASES_DIR} is absent")
     assert len(cases) == 6
 
 
 def distinct_valid_args() -> list[tuple[str, dict[str, Any]]]:
-    files = sorted(p.name for p in CASES_DIR.glob("*.json")) if CASES_DIR.exists() else []
+    files = sorted(p.name for p in CASES_DIR.glob("*.json"))
     seen = {(c.values[0]["plugin"], json.dumps(c.values[0]["args"], sort_keys=True))
             for c in conformance_cases(*files) if "args_error" not in c.values[0]["expect"]}
     return [(plugin, json.loads(args)) for plugin, args in sorted(seen)]

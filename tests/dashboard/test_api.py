@@ -183,7 +183,7 @@ def test_unknown_pages_are_html_404s(client: FlaskClient) -> None:
 
 def test_introspection(client: FlaskClient) -> None:
     versions = _json(client, "/-/versions")
-    assert versions["kubernetes"] == "v1.34" and versions["schemaRevision"] == "0005"
+    assert versions["kubernetes"] == "v1.34.2" and versions["schemaRevision"] == "0005"
     config = _json(client, "/-/config/packing")
     strategy = config["configuration"]["profiles"][0]["pluginConfig"]
     assert "MostAllocated" in json.dumps(strategy)
