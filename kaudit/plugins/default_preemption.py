@@ -49,6 +49,10 @@ class Candidate:
     node: str
     victims: tuple[PodInfo, ...]
     pdb_violations: int
+    #: Groups of equally ranked potential victims (same priority and start time) whose fates
+    #: differed: upstream orders them with an unstable sort, so which of them are evicted (or
+    #: count against a PodDisruptionBudget) is a coin flip.
+    victim_ties: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
@@ -57,9 +61,25 @@ class PreemptionDetails:
 
     eligible: bool = True
     potential_nodes: int = 0
+    #: Potential nodes the dry run examined: fewer than ``potential_nodes`` when it stopped
+    #: early, so the candidates found depended on the random start offset.
+    examined_nodes: int = 0
     candidates: list[Candidate] = field(default_factory=list)
     chosen: Candidate | None = None
+    #: The candidates still tied after all of upstream's selection criteria (upstream takes
+    #: whichever comes first in its parallel dry run).
+    tied: list[Candidate] = field(default_factory=list)
     node_statuses: dict[str, Status] = field(default_factory=dict)
+
+    @property
+    def tie_exposed(self) -> frozenset[str]:
+        """Pods whose eviction or reprieve a coin flip decided: every victim of every tied
+        node when the node was tied, else the members of the chosen node's victim ties."""
+        if self.chosen is None:
+            return frozenset()
+        if len(self.tied) > 1:
+            return frozenset(v.key for c in self.tied for v in c.victims)
+        return frozenset(key for group in self.chosen.victim_ties for key in group)
 
     def as_json(self) -> dict[str, Any]:
         """The ``preemption`` object of every attempt JSON (``whatif``, ``explain``, the pod
@@ -74,6 +94,9 @@ class PreemptionDetails:
             "pdbViolations": chosen.pdb_violations if chosen else None,
             "candidates": len(self.candidates),
             "potentialNodes": self.potential_nodes,
+            "examinedNodes": self.examined_nodes,
+            "tiedNodes": [c.node for c in self.tied],
+            "victimTies": [list(group) for group in chosen.victim_ties] if chosen else [],
             "candidateNodes": [{"node": c.node, "victims": [v.key for v in c.victims],
                                 "pdbViolations": c.pdb_violations} for c in self.candidates],
         }
@@ -159,7 +182,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             text = fit_error_message(cluster.node_count, fit)
             return (PostFilterResult(nominated_node_name="", details=details),
                     Status.of(Code.UNSCHEDULABLE, "preemption: " + text))
-        details.chosen = self.select_candidate(details.candidates)
+        details.tied = self.best_candidates(details.candidates)
+        details.chosen = details.tied[0]
         return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
                 Status.success())
 
@@ -170,6 +194,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         for i in range(len(potential)):
+            details.examined_nodes = i + 1
             slot = potential[(offset + i) % len(potential)]
             node_name = cluster.node(slot).name
             if not any(p.priority < pod.priority for p in cluster.pods_on[slot].values()):
@@ -178,10 +203,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 details.node_statuses[node_name] = Status.of(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
                 continue
-            victims, violations, status = self.select_victims_on_node(
+            victims, violations, status, ties = self.select_victims_on_node(
                 state.clone(), pod, cluster, slot, pdbs)
             if status.ok and victims:
-                candidate = Candidate(node_name, tuple(victims), violations)
+                candidate = Candidate(node_name, tuple(victims), violations, ties)
                 (non_violating if violations == 0 else violating).append(candidate)
                 if non_violating and len(non_violating) + len(violating) >= wanted:
                     break
@@ -194,7 +219,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def select_victims_on_node(self, state, pod: PodInfo, cluster: ClusterState, slot: int,
                                pdbs: Sequence[dict[str, Any]]
-                               ) -> tuple[list[PodInfo], int, Status]:  # type: ignore[no-untyped-def]
+                               ) -> tuple[list[PodInfo], int, Status,
+                                          tuple[tuple[str, ...], ...]]:  # type: ignore[no-untyped-def]
+        """``SelectVictimsOnNode``: (victims, PDB violations, status, victim ties)."""
         framework = self.handle.framework
         nominator = getattr(self.handle, "nominator", None)
         forked = cluster.fork(slot)
@@ -203,11 +230,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             forked.remove_pod(victim.uid)
             framework.run_pre_filter_remove_pod(state, pod, victim, slot, forked)
         if not potential:
-            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS), ()
         run = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
                                                   nominator)
         if not run.feasible.all():
-            return [], 0, run.status(0)
+            return [], 0, run.status(0), ()
         potential.sort(key=self.more_important)
         violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
@@ -232,13 +259,31 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             reprieve(candidate)
         if violating_pods and non_violating_pods:
             victims.sort(key=self.more_important)
-        return victims, violations, Status.success()
+        evicted = {v.uid for v in victims}
+        violators = {v.uid for v in violating_pods}
+        fates = {p.uid: (p.uid in evicted, p.uid in violators) for p in potential}
+        return victims, violations, Status.success(), self._ties(potential, fates)
+
+    def _ties(self, ranked: list[PodInfo], fates: dict[str, tuple[bool, bool]]
+              ) -> tuple[tuple[str, ...], ...]:
+        """Groups of equally ranked pods (``MoreImportantPod`` cannot order them) whose fates
+        (evicted or not, counted against a PodDisruptionBudget or not) differ."""
+        groups: dict[tuple[int, int], list[PodInfo]] = {}
+        for p in ranked:
+            groups.setdefault(self.more_important(p), []).append(p)
+        return tuple(tuple(p.key for p in group) for group in groups.values()
+                     if len({fates[p.uid] for p in group}) > 1)
 
     # ------------------------------------------------------------------ choosing
 
     def select_candidate(self, candidates: list[Candidate]) -> Candidate:
+        return self.best_candidates(candidates)[0]
+
+    def best_candidates(self, candidates: list[Candidate]) -> list[Candidate]:
+        """``pickOneNodeForPreemption``'s criteria in turn; the candidates still tied after
+        the last one (upstream then takes the first it found)."""
         if len(candidates) == 1:
-            return candidates[0]
+            return list(candidates)
         criteria = (
             lambda c: -c.pdb_violations,
             lambda c: -c.victims[0].priority,
@@ -252,8 +297,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             best = max(scores)
             remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
             if len(remaining) == 1:
-                return remaining[0]
-        return remaining[0]
+                break
+        return remaining
 
     def _earliest_start_of_most_important(self, candidate: Candidate) -> int:
         """``GetEarliestPodStartTime``: the earliest start among the highest-priority victims

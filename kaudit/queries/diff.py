@@ -1,7 +1,10 @@
 """Compare two runs of one trace (either may be ``recorded``), pod by pod, with reasons.
 
 A pod that landed on different nodes is a *tie flip* when the other run's node was among the
-top-scoring nodes of the binding attempt (a coin flip, not a change); otherwise the reason is
+top-scoring nodes of the binding attempt, or among the candidate nodes its preemption left tied
+(or that preemption's dry run stopped early, so its candidates depended on a random offset); a
+pod evicted in one run only is a tie flip when a tie among equally ranked victims decided it.
+Those are coin flips, not changes. Otherwise the reason is
 read from the binding attempt of run B (or A): which plugins' weighted scores put the winner
 ahead of the other run's node, or which filter rejected that node. When both runs used the same
 configuration, every other difference follows from earlier tie-breaks (the cluster drifted
@@ -128,12 +131,23 @@ def _differs(pa: PodOutcome, pb: PodOutcome) -> bool:
 
 def _tie_flip(pa: PodOutcome, pb: PodOutcome, attempt_a: dict[str, Any] | None,
               attempt_b: dict[str, Any] | None) -> bool:
-    """The other run's node was among this run's top-scoring nodes (either way round)."""
+    """The other run's node was among this run's top-scoring nodes, or among the nodes this
+    run's preemption left tied (either way round); or a preemption dry run that stopped early
+    nominated the node."""
     if pa.node is None or pb.node is None or pa.node == pb.node:
         return False
-    tied_b = attempt_b["tiedNodes"] if attempt_b else []
-    tied_a = attempt_a["tiedNodes"] if attempt_a else []
-    return pa.node in tied_b or pb.node in tied_a
+    tied_b = [*(attempt_b["tiedNodes"] if attempt_b else []), *pb.nomination_tied]
+    tied_a = [*(attempt_a["tiedNodes"] if attempt_a else []), *pa.nomination_tied]
+    return (pa.node in tied_b or pb.node in tied_a
+            or pa.nomination_partial or pb.nomination_partial)
+
+
+EVICTION_TIE = "evicted in one run only, by a preemption tie: a coin flip"
+
+
+def _eviction_tie(pa: PodOutcome, pb: PodOutcome) -> bool:
+    """Evicted in one run only, and a preemption's tie decided its fate in either run."""
+    return pa.preempted != pb.preempted and (pa.preempted_by_tie or pb.preempted_by_tie)
 
 
 def _stem(key: str) -> str:
@@ -158,6 +172,20 @@ def _pair_replacements(a: Outcomes, b: Outcomes) -> list[tuple[str, str]]:
     return pairs
 
 
+def _with_spared_victims(a: Outcomes, b: Outcomes) -> tuple[Outcomes, Outcomes]:
+    """A pod one run evicted and the other does not list (it was bound by the trace and left
+    alone there) is compared as not preempted, not reported as a pod of one run only."""
+    def spared(x: Outcomes, y: Outcomes) -> Outcomes:
+        missing = {key: PodOutcome(key) for key, outcome in y.pods.items()
+                   if outcome.preempted and key not in x.pods}
+        if not missing:
+            return x
+        return Outcomes(x.name, x.trace_id, x.run_id, {**x.pods, **missing}, x.config,
+                        x.utilisation)
+
+    return spared(a, b), spared(b, a)
+
+
 def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
     """The changed pods with reasons, and both sides' aggregates."""
     original_a, original_b = a, b
@@ -167,6 +195,7 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
               "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
     same_config = a.config is not None and a.config == b.config
+    a, b = _with_spared_victims(a, b)
     pairs = [(key, key) for key in sorted(set(a.pods) & set(b.pods))]
     pairs += _pair_replacements(a, b)
     common = [ka if ka == kb else f"{ka} ≈ {kb}" for ka, kb in pairs]
@@ -181,16 +210,22 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
             nodes = (a.pods[key].node, b.pods[key].node)
             attempt_b = attempts.get(b, b.pods[key], nodes)
             attempt_a = attempts.get(a, a.pods[key], nodes)
-            flip = _tie_flip(a.pods[key], b.pods[key], attempt_a, attempt_b)
+            evicted_by_tie = _eviction_tie(a.pods[key], b.pods[key])
+            flip = evicted_by_tie or _tie_flip(a.pods[key], b.pods[key], attempt_a, attempt_b)
             counts["tieFlips" if flip else "tieConsequences"] += 1
             changes.append(PodChange(
                 key, "tie-flip" if flip else "tie-consequence", a.pods[key].as_json(),
                 b.pods[key].as_json(),
+                EVICTION_TIE if evicted_by_tie else
                 "both nodes were among the top scores: a coin flip" if flip else
                 "same configuration: follows from earlier tie-breaks"))
             continue
         pa, pb = a.pods[key], b.pods[key]
         sides = pa.as_json(), pb.as_json()
+        if _eviction_tie(pa, pb):
+            counts["tieFlips"] += 1
+            changes.append(PodChange(key, "tie-flip", *sides, EVICTION_TIE))
+            continue
         if pa.preempted != pb.preempted:
             change = "preempted-only-in-a" if pa.preempted else "preempted-only-in-b"
             counts["preemptedOnlyInA" if pa.preempted else "preemptedOnlyInB"] += 1

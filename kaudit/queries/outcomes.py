@@ -31,6 +31,13 @@ class PodOutcome:
     #: seq of the attempt that bound the pod (replay runs only).
     binding_attempt: int | None = None
     tied: list[str] = field(default_factory=list)
+    #: Its last nomination's candidate nodes tied after all of upstream's criteria, and
+    #: whether that dry run stopped early (its candidates depended on a random offset).
+    nomination_tied: list[str] = field(default_factory=list)
+    nomination_partial: bool = False
+    #: Whether it was evicted or spared was decided by a tie among equally ranked victims (or
+    #: among tied nodes) of some preemption.
+    preempted_by_tie: bool = False
 
     @property
     def pending_us(self) -> int | None:
@@ -85,7 +92,7 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
             select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
                    RunEvent.data)
             .where(RunEvent.run_id == run_id,
-                   RunEvent.kind.in_(("queue", "attempt", "bind", "preempt")))
+                   RunEvent.kind.in_(("queue", "attempt", "bind", "preempt", "nominate")))
             .order_by(RunEvent.seq)).all()
     for seq, ts_us, kind, pod, node, data in rows:
         if pod is None:
@@ -103,6 +110,13 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
                 outcome.node, outcome.bound_us = node, ts_us
         elif kind == "preempt":
             outcome.preempted = True
+            outcome.preempted_by_tie = bool(orjson.loads(data).get("tie"))
+        elif kind == "nominate":
+            facts = orjson.loads(data)
+            outcome.nomination_tied = facts.get("tiedNodes") or []
+            outcome.nomination_partial = bool(facts.get("partialDryRun"))
+            for spared in facts.get("tiedVictims") or ():
+                pods.setdefault(spared, PodOutcome(spared)).preempted_by_tie = True
     return {k: v for k, v in pods.items() if v.attempts or v.preempted}
 
 

@@ -428,13 +428,15 @@ class Replay:
             return
         self.nominated.setdefault(node, {})[queued.pod.uid] = queued.pod
         self.nomination_version += 1
-        self.sink.record(now, "nominate", queued.pod.key, node)
+        self.sink.record(now, "nominate", queued.pod.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
+        exposed = getattr(details, "tie_exposed", frozenset())
         for victim in chosen.victims if chosen is not None else ():
             if victim.uid not in self.cluster.pods:
                 continue
             self.sink.record(now, "preempt", victim.key, victim.node_name,
-                             {"preemptor": queued.pod.key})
+                             {"preemptor": queued.pod.key,
+                              **({"tie": True} if victim.key in exposed else {})})
             self.summary.pods_preempted += 1
             self._delete_pod(victim.uid, victim, "preempted")
             if self.options.recreate_preempted and victim.owner is not None and \
@@ -475,6 +477,23 @@ class Replay:
         tick = start + -(-(due - start) // UNSCHEDULABLE_FLUSH_US) * UNSCHEDULABLE_FLUSH_US
         self.loop.at(tick, Priority.TIMER,
                      lambda: self.queue.flush_unschedulable(self.loop.now_us))
+
+
+def _nomination_ties(details: Any) -> dict[str, Any] | None:
+    """What a nomination owes to chance, for ``kaudit diff``: the other candidate nodes tied
+    after all of upstream's criteria, and whether the dry run stopped before examining every
+    potential node (then the candidates depended on its random start offset)."""
+    tied = [c.node for c in getattr(details, "tied", ())]
+    partial = getattr(details, "examined_nodes", 0) < getattr(details, "potential_nodes", 0)
+    facts: dict[str, Any] = {}
+    if len(tied) > 1:
+        facts["tiedNodes"] = tied
+    if partial:
+        facts["partialDryRun"] = True
+    exposed = getattr(details, "tie_exposed", frozenset())
+    if exposed:
+        facts["tiedVictims"] = sorted(exposed)
+    return facts or None
 
 
 def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | None, int | None]]:

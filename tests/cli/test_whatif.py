@@ -133,7 +133,8 @@ def test_preemption_never_is_reported_as_not_eligible(tmp_path: Path) -> None:
         "preemption: not eligible due to preemptionPolicy=Never.")
     assert report["preemption"] == {
         "eligible": False, "nominatedNode": None, "victims": [], "pdbViolations": None,
-        "candidates": 0, "potentialNodes": 0, "candidateNodes": []}
+        "candidates": 0, "potentialNodes": 0, "examinedNodes": 0, "tiedNodes": [],
+        "victimTies": [], "candidateNodes": []}
 
 
 def test_a_cluster_with_no_nodes_gets_upstreams_answer(tmp_path: Path) -> None:

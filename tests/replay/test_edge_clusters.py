@@ -110,6 +110,7 @@ def test_every_attempt_json_carries_the_preemption_facts(
     assert preempting["postFilter"]["code"] == "Success"
     assert preempting["preemption"] == {
         "eligible": True, "nominatedNode": "n1", "victims": ["default/low"],
-        "pdbViolations": 0, "candidates": 1, "potentialNodes": 1,
+        "pdbViolations": 0, "candidates": 1, "potentialNodes": 1, "examinedNodes": 1,
+        "tiedNodes": ["n1"], "victimTies": [],
         "candidateNodes": [{"node": "n1", "victims": ["default/low"], "pdbViolations": 0}]}
     assert told["boundNode"] == "n1"

@@ -118,6 +118,7 @@ def test_agrees_with_upstream(case: dict[str, Any], scenarios: Path) -> None:
     assert got["nominatedNode"] == want["nominatedNode"] == expect.get("nominatedNode")
     if want["nominatedNode"] is not None:
         assert got["nominatedNode"] in want["tiedNodes"]
+    assert sorted(got["tiedNodes"]) == sorted(want["tiedNodes"])
     assert got["victims"] == want["victims"]
     assert got["pdbViolations"] == want["numPDBViolations"]
     assert got["candidates"] == len(want["candidates"])
