@@ -53,6 +53,14 @@ from kaudit.store.schema import open_database
 @click.option("--bind-latency", type=float, default=0.0, show_default=True, metavar="SECONDS",
               help="Virtual time a binding takes; the pod's resources are held (assumed) "
                    "meanwhile.")
+@click.option("--api-latency", type=float, default=0.02, show_default=True, metavar="SECONDS",
+              help="Virtual time one API call of the scheduler takes (preemption's status "
+                   "patches and deletions, issued in the background as upstream's "
+                   "asynchronous preemption does).")
+@click.option("--victim-termination", type=float, default=1.0, show_default=True,
+              metavar="SECONDS",
+              help="How long a preempted pod takes to terminate once deleted; the scheduler "
+                   "counts it on its node until it is gone.")
 @click.option("--summary-out", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Also write a self-contained summary of the run (per-pod "
                                    "placements and aggregates), a baseline for `kaudit check`.")
@@ -61,15 +69,18 @@ from kaudit.store.schema import open_database
 def replay(trace: str, config_path: Path | None, use_defaults: bool,
            feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
-           recreate_preempted: bool, bind_latency: float, summary_out: Path | None,
+           recreate_preempted: bool, bind_latency: float, api_latency: float,
+           victim_termination: float, summary_out: Path | None,
            db: str | None, as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision.
 
     The scheduler's configuration is --config, else the one stored with the trace (from a
     kube-scheduler-simulator export), else kube-scheduler's defaults.
     """
-    if bind_latency < 0:
-        raise InputError("--bind-latency must not be negative")
+    for flag, value in (("--bind-latency", bind_latency), ("--api-latency", api_latency),
+                        ("--victim-termination", victim_termination)):
+        if not 0 <= value <= 3600:
+            raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")
     if use_defaults and config_path is not None:
         raise click.UsageError("--defaults and --config exclude each other")
     config, registry = load(config_path, feature_gates, plugins)
@@ -92,6 +103,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 engine, summary_trace, config, registry, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,
                 bind_latency_us=round(bind_latency * 1_000_000),
+                api_latency_us=round(api_latency * 1_000_000),
+                victim_termination_us=round(victim_termination * 1_000_000),
                 progress=progress.update if progress is not None else None)
         run = get_run(engine, str(run_id))
         if summary_out is not None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import ClusterEventWithHint
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 
@@ -61,6 +62,9 @@ class Handle:
     nominator: Any = None
     #: The current (virtual) time in microseconds, for pods without a start time.
     now_us: Any = None
+    #: ``preempting(uid)``: whether the pod's asynchronous preemption is still issuing its
+    #: API calls (set by the replay; DefaultPreemption's PreEnqueue holds such pods back).
+    preempting: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +75,13 @@ class Plugin:
                  handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEventWithHint] | None:
+        """``EnqueueExtensions.EventsToRegister``: the cluster events that may make a pod this
+        plugin rejected schedulable, each with an optional queueing hint. None (the default)
+        means the plugin does not say, so every event may (upstream's wildcard); an empty
+        list means only an update of the pod itself may."""
+        return None
 
 
 # --------------------------------------------------------------------------- verdicts

@@ -8,6 +8,7 @@ namespace selectors, topology spread constraints, host ports, images, claims, ga
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -293,3 +294,18 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         owner=(owners[0].get("kind") or "", owners[0].get("name") or "") if owners else None,
         parse_errors=tuple(errors),
     )
+
+
+def terminating_object(obj: JSON, deletion_timestamp: str) -> JSON:
+    """A pod preempted by the scheduler as its status patch and graceful deletion leave it:
+    ``deletionTimestamp`` set and the ``DisruptionTarget`` condition
+    (``PreemptionByScheduler``)."""
+    terminating = copy.deepcopy(obj)
+    terminating.setdefault("metadata", {})["deletionTimestamp"] = deletion_timestamp
+    status = terminating.setdefault("status", {})
+    status["conditions"] = [*(c for c in status.get("conditions") or []
+                              if c.get("type") != "DisruptionTarget"),
+                            {"type": "DisruptionTarget", "status": "True",
+                             "reason": "PreemptionByScheduler",
+                             "message": "kaudit: preempting to accommodate a higher priority pod"}]
+    return terminating

@@ -15,8 +15,8 @@ Mirrors ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.g
 The random offset comes from the attempt's seeded RNG, so replays are reproducible. The plugin
 does not delete anything: its result names the node to nominate and the victims, and the
 replay engine applies them (deleting victims, clearing lower nominations) as upstream's
-``prepareCandidate`` does through the API server, with no delay, so the PreEnqueue check that
-holds a preemptor back while asynchronous preemption runs always passes.
+``prepareCandidateAsync`` does through the API server, taking virtual time; meanwhile this
+plugin's PreEnqueue holds the preemptor back (``SchedulerAsyncPreemption``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
+from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
@@ -41,6 +42,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 MAX_INT32 = 2**31 - 1
 
 
@@ -116,9 +118,24 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name = names.DEFAULT_PREEMPTION
 
     def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
-        """Upstream blocks a preemptor while its asynchronous preemption API calls run
-        (``SchedulerAsyncPreemption``); in a replay the victims go at once, so never."""
+        """With ``SchedulerAsyncPreemption``, hold a preemptor back while its preemption's API
+        calls are still being issued (``IsPodRunningPreemption``)."""
+        preempting = getattr(self.handle, "preempting", None)
+        if self.async_preemption and preempting is not None and preempting(pod.uid):
+            return Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
         return Status.success()
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Pod/Delete with a hint that never requeues: the registration only lets a pod
+        this plugin gates see pod deletions (its other rejecting plugins decide)."""
+        if not self.async_preemption:
+            return []
+        return [register(POD, "Delete", lambda pod, old, new: QueueingHint.QUEUE_SKIP)]
+
+    @property
+    def async_preemption(self) -> bool:
+        gates = getattr(self.handle, "feature_gates", None)
+        return gates is not None and gates.enabled("SchedulerAsyncPreemption")
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)

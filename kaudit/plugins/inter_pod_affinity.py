@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
     FilterPlugin,
@@ -45,6 +46,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import AffinityTerm, PodInfo
 from kaudit.model.selectors import LabelSelector
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import as_node, as_pod
 from kaudit.scheduler.cluster import ClusterState, TopologyCodes
 
 PRE_FILTER_STATE_KEY = "PreFilter" + names.INTER_POD_AFFINITY
@@ -540,6 +542,12 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                        ScorePlugin):
     name = names.INTER_POD_AFFINITY
 
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister``."""
+        return [register(POD, ["Add", "UpdatePodLabel", "Delete"], _after_pod_change),
+                register(NODE, ["Add", "UpdateNodeLabel", "UpdateNodeTaint"],
+                         _after_node_change)]
+
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         weight = self.args.get("hardPodAffinityWeight")
@@ -725,3 +733,40 @@ def existing_anti_affinity_failures(prefilter: PreFilterState, cluster: ClusterS
                                              slots)
         failed |= (codes >= 0) & (per_slot > 0)
     return failed
+
+
+# ------------------------------------------------------------------ queueing hints
+
+
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: PodInfo) -> bool:
+    """``podMatchesAllAffinityTerms``: every required term matches (false for no terms);
+    namespace labels are not looked up."""
+    return bool(terms) and all(term.matches(pod, {}) for term in terms)
+
+
+def _after_pod_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodChange``: an assigned pod that now matches all the pod's
+    affinity terms, or no longer matches (or was deleted matching) all its anti-affinity
+    terms."""
+    original, modified = as_pod(old), as_pod(new)
+    if (modified is not None and not modified.node_name) or \
+            (original is not None and not original.node_name):
+        return QueueingHint.QUEUE_SKIP
+    terms, anti = pod.required_affinity, pod.required_anti_affinity
+    if original is not None and modified is not None:
+        if not _matches_all(terms, original) and _matches_all(terms, modified):
+            return QueueingHint.QUEUE
+        if _matches_all(anti, original) and not _matches_all(anti, modified):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+    if modified is not None:
+        return QueueingHint.QUEUE if _matches_all(terms, modified) else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if _matches_all(anti, original) else QueueingHint.QUEUE_SKIP
+
+
+def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: the node has a topology key of the pod's required
+    (anti-)affinity terms."""
+    modified = as_node(new)
+    keys = {term.topology_key for term in (*pod.required_affinity, *pod.required_anti_affinity)}
+    return QueueingHint.QUEUE if keys & modified.labels.keys() else QueueingHint.QUEUE_SKIP

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
     NodeVerdicts,
@@ -18,9 +19,11 @@ from kaudit.framework.plugin import (
     ScorePlugin,
 )
 from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import NodeSelector, parse_term
 from kaudit.plugins import names
 from kaudit.plugins.helper import default_normalize
+from kaudit.plugins.hint_objects import as_node
 from kaudit.scheduler.matching import (
     node_selector_mask,
     required_node_affinity_mask,
@@ -46,6 +49,23 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                                                    f"addedAffinity.preferred[{i}]"))
             for i, p in enumerate(added.get("preferredDuringSchedulingIgnoredDuringExecution")
                                   or []))
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(NODE, ["Add", "UpdateNodeLabel"], self._after_node_change)]
+
+    def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``: a new node matching the pod's required node
+        affinity and selector (and the added affinity), or a node that came to match."""
+        original, modified = as_node(old), as_node(new)
+        if self.added_required is not None and \
+                not self.added_required.matches(modified.labels, modified.name):
+            return QueueingHint.QUEUE_SKIP
+        if not _required_matches(pod, modified):
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP if _required_matches(pod, original) else QueueingHint.QUEUE
 
     def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
         required = pod.required_node_affinity
@@ -90,3 +110,11 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize(self, state, pod, slots, scores):  # type: ignore[no-untyped-def]
         return default_normalize(scores, reverse=False)
+
+
+def _required_matches(pod: PodInfo, node: Any) -> bool:
+    """``GetRequiredNodeAffinity(pod).Match``: the node selector and the required terms."""
+    if any(node.labels.get(key) != value for key, value in pod.node_selector.items()):
+        return False
+    required = pod.required_node_affinity
+    return required is None or required.matches(node.labels, node.name)

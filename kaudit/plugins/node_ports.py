@@ -7,12 +7,16 @@ when either side binds ``0.0.0.0`` or both bind the same IP.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin
 from kaudit.framework.status import Code, Status
-from kaudit.model.pod import HostPort
+from kaudit.model.pod import HostPort, PodInfo
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import as_pod
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
@@ -30,6 +34,10 @@ def conflicts(used: list[HostPort], wanted: HostPort) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = names.NODE_PORTS
 
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(POD, "Delete", _after_pod_deleted), register(NODE, "Add")]
+
     def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
         if not pod.host_ports:
             return None, Status.of(Code.SKIP)
@@ -43,3 +51,15 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
                                                 for w in pod.host_ports)
              for s in slots.tolist()), bool, count=len(slots))
         return NodeVerdicts.from_mask(busy, Code.UNSCHEDULABLE, REASON)
+
+
+def _after_pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted``: an assigned (or nominated) pod that held a host
+    port this pod wants went away."""
+    deleted = as_pod(old)
+    if not deleted.node_name and not deleted.nominated_node_name:
+        return QueueingHint.QUEUE_SKIP
+    used = list(deleted.host_ports)
+    if not used or not any(conflicts(used, wanted) for wanted in pod.host_ports):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE

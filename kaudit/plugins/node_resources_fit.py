@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
     FilterPlugin,
@@ -24,9 +25,10 @@ from kaudit.framework.plugin import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
-from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended, is_scalar
+from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended, is_scalar
 from kaudit.plugins import names
 from kaudit.plugins.helper import trunc_div
+from kaudit.plugins.hint_objects import as_node, as_pod
 from kaudit.scheduler.cluster import ClusterState
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -122,6 +124,57 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
              int(p["score"]) * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape
         ]) if shape else None
 
+    # ----------------------------------------------------------------- queueing hints
+
+    @property
+    def in_place_scaling(self) -> bool:
+        gates = getattr(self.handle, "feature_gates", None)
+        return gates is not None and gates.enabled("InPlacePodVerticalScaling")
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on): pod deletions (and scale-downs with
+        in-place resizing), node additions and allocatable changes."""
+        pod_actions = ["Delete", "UpdatePodScaleDown"] if self.in_place_scaling else ["Delete"]
+        return [register(POD, pod_actions, self._after_pod_event),
+                register(NODE, ["Add", "UpdateNodeAllocatable"], self._after_node_change)]
+
+    def _after_pod_event(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterPodEvent``: an assigned (or nominated) pod was deleted, or a
+        pod scaled down a resource this pod requests."""
+        original, modified = as_pod(old), as_pod(new)
+        if modified is None:
+            if not original.node_name and not original.nominated_node_name:
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
+        if not self.in_place_scaling:
+            return QueueingHint.QUEUE_SKIP
+        if modified.uid == pod.uid:
+            return QueueingHint.QUEUE
+        if not modified.node_name or original is None:
+            return QueueingHint.QUEUE_SKIP
+        for resource, amount in pod.requests.items():
+            if amount and (resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar(resource)) \
+                    and original.requests.get(resource, 0) > modified.requests.get(resource, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``: the pod would fit the node, empty, and the node is
+        new or offers more of something the pod requests (or more pods)."""
+        original, modified = as_node(old), as_node(new)
+        if modified is None or not _fits_empty(pod, modified.allocatable):
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        before, after = original.allocatable, modified.allocatable
+        if after.get(PODS, 0) > before.get(PODS, 0):
+            return QueueingHint.QUEUE
+        for resource, amount in pod.requests.items():
+            if amount and (resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar(resource)) \
+                    and after.get(resource, 0) > before.get(resource, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
     # ----------------------------------------------------------------- filter
 
     def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
@@ -196,6 +249,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         else:
             result = total // safe_sum
         return np.where(weight_sum == 0, 0, result)
+
+
+def _fits_empty(pod: PodInfo, allocatable: dict[str, int]) -> bool:
+    """``isFit``: the pod fits the node with no other pod on it."""
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    return all(amount <= allocatable.get(resource, 0) for resource, amount in pod.requests.items()
+               if amount > 0 and (resource in (CPU, MEMORY, EPHEMERAL_STORAGE)
+                                  or is_scalar(resource)))
 
 
 def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: Code

@@ -5,10 +5,14 @@ Mirrors ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.g
 
 from __future__ import annotations
 
+from typing import Any
+
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
 from kaudit.framework.status import Code
-from kaudit.model.pod import Taint, tolerated
+from kaudit.model.pod import PodInfo, Taint, tolerated
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import as_node, as_pod, pod_uid
 
 REASON = "node(s) were unschedulable"
 UNKNOWN_CONDITION = "node(s) had unknown conditions"
@@ -18,8 +22,32 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 class NodeUnschedulable(FilterPlugin):
     name = names.NODE_UNSCHEDULABLE
 
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
+                register(POD, "UpdatePodToleration", _after_toleration_change)]
+
     def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
         if tolerated(UNSCHEDULABLE_TAINT, pod.tolerations):
             return NodeVerdicts.passing(len(slots))
         return NodeVerdicts.from_mask(cluster.unschedulable[slots],
                                       Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON)
+
+
+def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: a schedulable node was added, or a node was
+    uncordoned."""
+    original, modified = as_node(old), as_node(new)
+    if not modified.unschedulable and (original is None or original.unschedulable):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _after_toleration_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange``: the pod itself now tolerates the
+    unschedulable taint."""
+    modified = as_pod(new)
+    if pod_uid(modified) != pod.uid:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if tolerated(UNSCHEDULABLE_TAINT, modified.tolerations) \
+        else QueueingHint.QUEUE_SKIP

@@ -30,10 +30,20 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import (
+    CSI_NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    VOLUME_ATTACHMENT,
+    ClusterEventWithHint,
+    QueueingHint,
+    register,
+)
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import claim_names, name_of, namespace_of, typed, volumes
 from kaudit.plugins.volume_binding import (
     CSINODE_KIND,
     PV_KIND,
@@ -154,6 +164,14 @@ def translated_handle(plugin: str, source: Mapping[str, Any],
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = names.NODE_VOLUME_LIMITS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister``."""
+        return [register(CSI_NODE, "Add"),
+                register(CSI_NODE, "Update", _after_csi_node_updated),
+                register(POD, "Delete", _after_pod_deleted),
+                register(PERSISTENT_VOLUME_CLAIM, "Add", _after_claim_added),
+                register(VOLUME_ATTACHMENT, "Delete", _after_attachment_deleted)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -370,3 +388,63 @@ def _attachments_by_node(cluster: ClusterState) -> dict[str, Volumes]:
         node = attachment_spec.get("nodeName") or ""
         result[node][f"{attacher}/{csi.get('volumeHandle') or ''}"] = attacher
     return result
+
+
+# ------------------------------------------------------------------ queueing hints
+
+
+def _after_pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted``: an assigned pod with claims or migratable inline
+    volumes went away."""
+    deleted = typed("Pod", old)
+    assert deleted is not None
+    found = volumes(deleted)
+    if not found or not (deleted.get("spec") or {}).get("nodeName"):
+        return QueueingHint.QUEUE_SKIP
+    for volume in found:
+        if volume.get("persistentVolumeClaim") is not None or \
+                volume.get("ephemeral") is not None or in_tree_plugin(volume) is not None:
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPVCAdded``: a claim the pod uses."""
+    claim = typed("PersistentVolumeClaim", new)
+    assert claim is not None
+    if namespace_of(claim) != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    used = claim_names(pod.obj, ephemeral=True)
+    return QueueingHint.QUEUE if name_of(claim) in used else QueueingHint.QUEUE_SKIP
+
+
+def _after_attachment_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterVolumeAttachmentDeleted``: the pod has claims, or an inline volume
+    migrated to the attachment's driver."""
+    attachment = typed("VolumeAttachment", old)
+    assert attachment is not None
+    attacher = (attachment.get("spec") or {}).get("attacher")
+    for volume in volumes(pod.obj):
+        if volume.get("persistentVolumeClaim") is not None:
+            return QueueingHint.QUEUE
+        plugin = in_tree_plugin(volume)
+        if plugin is not None and IN_TREE[plugin][1] == attacher:
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _driver_limits(csi_node: dict[str, Any]) -> dict[str, int]:
+    limits = {}
+    for driver in (csi_node.get("spec") or {}).get("drivers") or []:
+        count = (driver.get("allocatable") or {}).get("count")
+        limits[driver.get("name") or ""] = int(count or 0)
+    return limits
+
+
+def _after_csi_node_updated(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterCSINodeUpdated``: a driver's volume limit went up."""
+    before, after = typed("CSINode", old), typed("CSINode", new)
+    assert before is not None and after is not None
+    previous = _driver_limits(before)
+    raised = any(limit > previous.get(name, 0) for name, limit in _driver_limits(after).items())
+    return QueueingHint.QUEUE if raised else QueueingHint.QUEUE_SKIP

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
     FilterPlugin,
@@ -60,6 +61,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo, SpreadConstraint, parse_spread_constraint
 from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import as_node, as_pod
 from kaudit.plugins.taint_toleration import untolerated_taint
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.matching import required_node_affinity_mask
@@ -397,6 +399,69 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         self.enable_match_label_keys = gate_enabled(handle, GATE_MATCH_LABEL_KEYS)
         self.enable_node_inclusion_policy = gate_enabled(handle, GATE_NODE_INCLUSION_POLICY)
         self._table: tuple[ClusterState, int, PodTable] | None = None
+        #: The cluster PreFilter last ran on: queueing hints read default constraints' selectors
+        #: from it (the Services and controllers of the pod).
+        self._cluster: ClusterState | None = None
+
+    # ------------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(POD, ["Add", "UpdatePodLabel", "UpdatePodToleration", "Delete"],
+                         self._after_pod_change),
+                register(NODE, ["Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint"],
+                         self._after_node_change)]
+
+    def _hard_constraints(self, pod: PodInfo) -> tuple[SpreadConstraint, ...]:
+        return self.constraints(pod, self._cluster or ClusterState(), DO_NOT_SCHEDULE)
+
+    def _after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterPodChange``: an assigned pod of the namespace whose labels match
+        (or stop matching) a constraint's selector; the pod's own new tolerations when a
+        constraint honours taints."""
+        original, modified = as_pod(old), as_pod(new)
+
+        def involved(other: PodInfo) -> bool:
+            return other.uid == pod.uid or (bool(other.node_name)
+                                            and other.namespace == pod.namespace)
+
+        if (modified is not None and not involved(modified)) or \
+                (original is not None and not involved(original)):
+            return QueueingHint.QUEUE_SKIP
+        constraints = self._hard_constraints(pod)
+        if original is not None and modified is not None:
+            if modified.uid == pod.uid and original.tolerations != modified.tolerations and \
+                    any(c.node_taints_policy == HONOR for c in constraints):
+                return QueueingHint.QUEUE
+            if original.labels == modified.labels:
+                return QueueingHint.QUEUE_SKIP
+            changed = any(c.selector.matches(original.labels) != c.selector.matches(modified.labels)
+                          for c in constraints)
+            return QueueingHint.QUEUE if changed else QueueingHint.QUEUE_SKIP
+        labels = (modified or original).labels
+        matches = any(c.selector.matches(labels) for c in constraints)
+        return QueueingHint.QUEUE if matches else QueueingHint.QUEUE_SKIP
+
+    def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``: a node that has (or had) every topology key of the
+        pod's constraints came, went or changed its topology labels or taints."""
+        original, modified = as_node(old), as_node(new)
+        constraints = self._hard_constraints(pod)
+
+        def matching(node: Any) -> bool:
+            return node is not None and all(c.topology_key in node.labels for c in constraints)
+
+        was, now = matching(original), matching(modified)
+        if original is not None and modified is not None:
+            if was != now:
+                return QueueingHint.QUEUE
+            moved = any(original.labels.get(c.topology_key) != modified.labels.get(c.topology_key)
+                        for c in constraints)
+            if now and (moved or original.taints != modified.taints):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if (now if modified is not None else was) \
+            else QueueingHint.QUEUE_SKIP
 
     # ------------------------------------------------------------------ constraints
 
@@ -446,6 +511,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
                    ) -> tuple[PreFilterResult | None, Status]:
+        self._cluster = cluster
         try:
             constraints = self.constraints(pod, cluster, DO_NOT_SCHEDULE)
         except SelectorError as exc:

@@ -8,8 +8,11 @@ Nodes are evaluated per distinct taint list, so thousands of nodes cost a handfu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
     NodeVerdicts,
@@ -17,9 +20,10 @@ from kaudit.framework.plugin import (
     ScorePlugin,
 )
 from kaudit.framework.status import Code, Status
-from kaudit.model.pod import Taint, Toleration, tolerated
+from kaudit.model.pod import PodInfo, Taint, Toleration, tolerated
 from kaudit.plugins import names
 from kaudit.plugins.helper import default_normalize
+from kaudit.plugins.hint_objects import as_node, pod_uid, typed
 
 REASON = "node(s) had untolerated taint(s)"
 _DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
@@ -42,6 +46,11 @@ def count_intolerable_prefer(taints: tuple[Taint, ...], tolerations: tuple[Toler
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.TAINT_TOLERATION
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
+                register(POD, "UpdatePodToleration", _after_toleration_change)]
 
     def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
         groups = cluster.taint_group[slots]
@@ -67,3 +76,18 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize(self, state, pod, slots, scores):  # type: ignore[no-untyped-def]
         return default_normalize(scores, reverse=True)
+
+
+def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: the node has no untolerated NoSchedule/NoExecute
+    taint any more (or is new and has none)."""
+    original, modified = as_node(old), as_node(new)
+    was = original is None or untolerated_taint(original.taints, pod.tolerations) is not None
+    now = untolerated_taint(modified.taints, pod.tolerations) is not None
+    return QueueingHint.QUEUE if was and not now else QueueingHint.QUEUE_SKIP
+
+
+def _after_toleration_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange``: the pod's own tolerations changed."""
+    typed("Pod", new)
+    return QueueingHint.QUEUE if pod_uid(new) == pod.uid else QueueingHint.QUEUE_SKIP

@@ -44,6 +44,18 @@ import numpy as np
 
 from kaudit.errors import QuantityError
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    ClusterEventWithHint,
+    QueueingHint,
+    register,
+)
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
     FilterPlugin,
@@ -66,6 +78,7 @@ from kaudit.model.selectors import (
     valid_label_value,
 )
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import claim_names, metadata, name_of, namespace_of, typed
 from kaudit.quantity import parse_quantity
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.matching import requirement_mask
@@ -516,6 +529,18 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                     PreBindPlugin):
     name = names.VOLUME_BINDING
 
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [
+            register(STORAGE_CLASS, ["Add", "Update"], _after_storage_class_change),
+            register(PERSISTENT_VOLUME_CLAIM, ["Add", "Update"], _after_claim_change),
+            register(PERSISTENT_VOLUME, ["Add", "Update"]),
+            register(NODE, ["Add", "UpdateNodeLabel"]),
+            register(CSI_NODE, ["Add", "Update"], _after_csi_node_change),
+            register(CSI_DRIVER, ["Update"], _after_csi_driver_change),
+            register(CSI_STORAGE_CAPACITY, ["Add", "Update"], _after_capacity_change),
+        ]
+
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self.bind_timeout_seconds = int(self.args.get("bindTimeoutSeconds", 600))
@@ -941,3 +966,75 @@ def _capacity_score(shape: list[tuple[int, int]], bindings: list[tuple[Volume, C
             requested * 100 // capacity
         total += _shape_score(shape, utilization)
     return math.floor(total / len(classes) + 0.5)
+
+
+# ------------------------------------------------------------------ queueing hints
+
+_QUEUE, _SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+
+
+def _after_csi_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterCSINodeChange``: a new CSINode, or a change of its migrated
+    plugins."""
+    if old is None:
+        return _QUEUE
+    before, after = typed("CSINode", old), typed("CSINode", new)
+    assert before is not None and after is not None
+    changed = ((metadata(before).get("annotations") or {}).get(_MIGRATED_PLUGINS, "")
+               != (metadata(after).get("annotations") or {}).get(_MIGRATED_PLUGINS, ""))
+    return _QUEUE if changed else _SKIP
+
+
+def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod uses."""
+    typed(PVC_KIND, old)
+    claim = typed(PVC_KIND, new)
+    assert claim is not None
+    if namespace_of(claim) != pod.namespace:
+        return _SKIP
+    return _QUEUE if name_of(claim) in claim_names(pod.obj, ephemeral=True) else _SKIP
+
+
+def _after_storage_class_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterStorageClassChange``: a new class, or changed allowed topologies."""
+    before, after = typed("StorageClass", old), typed("StorageClass", new)
+    if before is None:
+        return _QUEUE
+    assert after is not None
+    same = (before.get("allowedTopologies") or []) == (after.get("allowedTopologies") or [])
+    return _SKIP if same else _QUEUE
+
+
+def _volume_limit(capacity: dict[str, Any]) -> int | None:
+    value = capacity.get("maximumVolumeSize")
+    if value is None:
+        value = capacity.get("capacity")
+    return None if value is None else parse_quantity(str(value)).value()
+
+
+def _after_capacity_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterCSIStorageCapacityChange``: new capacity, or a larger limit."""
+    before, after = typed("CSIStorageCapacity", old), typed("CSIStorageCapacity", new)
+    if before is None:
+        return _QUEUE
+    assert after is not None
+    old_limit, new_limit = _volume_limit(before), _volume_limit(after)
+    if new_limit is not None and (old_limit is None or new_limit > old_limit):
+        return _QUEUE
+    return _SKIP
+
+
+def _after_csi_driver_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterCSIDriverChange``: a driver of the pod's inline CSI volumes
+    stopped tracking storage capacity."""
+    before, after = typed("CSIDriver", old), typed("CSIDriver", new)
+    assert before is not None and after is not None
+    for volume in pod.obj.get("spec", {}).get("volumes") or []:
+        csi = volume.get("csi")
+        if csi is None or csi.get("driver") != name_of(after):
+            continue
+        if (before.get("spec") or {}).get("storageCapacity") is True and \
+                not (after.get("spec") or {}).get("storageCapacity"):
+            return _QUEUE
+    return _SKIP

@@ -24,6 +24,14 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import (
+    NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    ClusterEventWithHint,
+    QueueingHint,
+    register,
+)
 from kaudit.framework.plugin import (
     FilterPlugin,
     NodeVerdicts,
@@ -34,6 +42,7 @@ from kaudit.framework.plugin import (
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import claim_names, name_of, namespace_of, typed, volumes
 from kaudit.plugins.volume_binding import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
 from kaudit.scheduler.cluster import ClusterState
 
@@ -94,6 +103,12 @@ def pod_conflicts(volumes: list[Mapping[str, Any]], existing: PodInfo) -> bool:
 
 class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     name = names.VOLUME_RESTRICTIONS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(POD, "Delete", _after_pod_deleted),
+                register(NODE, "Add"),
+                register(PERSISTENT_VOLUME_CLAIM, "Add", _after_claim_added)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -173,3 +188,53 @@ def _disk_conflicts(pod: PodInfo, cluster: ClusterState, slots: np.ndarray) -> n
         return np.zeros(len(slots), dtype=bool)
     return np.isin(slots, np.fromiter(conflicting, dtype=np.int64))
 
+
+
+# ------------------------------------------------------------------ queueing hints
+
+
+def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimAdded``: a claim the pod names."""
+    claim = typed("PersistentVolumeClaim", new)
+    assert claim is not None
+    if namespace_of(claim) != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    used = claim_names(pod.obj, ephemeral=False)
+    return QueueingHint.QUEUE if name_of(claim) in used else QueueingHint.QUEUE_SKIP
+
+
+def _conflicts(volume: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """The disk conflicts a deleted pod's volume can resolve (``isVolumeConflict``)."""
+    for key, same in (("gcePersistentDisk", lambda a, b: a.get("pdName") == b.get("pdName")),
+                      ("awsElasticBlockStore",
+                       lambda a, b: a.get("volumeID") == b.get("volumeID")),
+                      ("iscsi", lambda a, b: a.get("iqn") == b.get("iqn")),
+                      ("rbd", lambda a, b: bool(set(a.get("monitors") or [])
+                                                & set(b.get("monitors") or []))
+                       and a.get("pool") == b.get("pool")
+                       and a.get("image") == b.get("image"))):
+        mine, theirs = volume.get(key), other.get(key)
+        if mine is None or theirs is None or not same(mine, theirs):
+            continue
+        if key == "awsElasticBlockStore":
+            return True
+        if not (mine.get("readOnly") and theirs.get("readOnly")):
+            return True
+    return False
+
+
+def _after_pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted``: the deleted pod held a disk or a claim this pod
+    needs."""
+    deleted = typed("Pod", old)
+    assert deleted is not None
+    if namespace_of(deleted) != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    theirs = volumes(deleted)
+    for volume in volumes(pod.obj):
+        if any(_conflicts(volume, other) for other in theirs):
+            return QueueingHint.QUEUE
+    mine = set(claim_names(pod.obj, ephemeral=False))
+    if any(name in mine for name in claim_names(deleted, ephemeral=False)):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP

@@ -25,10 +25,20 @@ from typing import Any
 import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.events import (
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    ClusterEventWithHint,
+    QueueingHint,
+    register,
+)
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
+from kaudit.plugins.hint_objects import claim_names, metadata, name_of, namespace_of, typed
 from kaudit.plugins.volume_binding import (
     PV_KIND,
     PV_RESOURCE,
@@ -87,6 +97,13 @@ def label_zones(value: str) -> frozenset[str] | None:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = names.VOLUME_ZONE
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
+        return [register(STORAGE_CLASS, "Add", _after_storage_class_added),
+                register(NODE, ["Add", "UpdateNodeLabel"]),
+                register(PERSISTENT_VOLUME_CLAIM, ["Add", "Update"], _after_claim_change),
+                register(PERSISTENT_VOLUME, ["Add", "Update"], _after_volume_change)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -196,3 +213,47 @@ def _label_matches(cluster: ClusterState, slots: np.ndarray, topology: VolumeTop
         return inside
     ga_present, ga_inside = _value_in(cluster, slots, ga_key, topology.values)
     return np.where(present, inside, ga_present & ga_inside)
+
+
+# ------------------------------------------------------------------ queueing hints
+
+
+def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod names."""
+    typed("PersistentVolumeClaim", old)
+    claim = typed("PersistentVolumeClaim", new)
+    if claim is not None and namespace_of(claim) == pod.namespace and \
+            name_of(claim) in claim_names(pod.obj, ephemeral=False):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _after_storage_class_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterStorageClassAdded``: a WaitForFirstConsumer class."""
+    storage_class = typed("StorageClass", new)
+    assert storage_class is not None
+    waits = storage_class.get("volumeBindingMode") == "WaitForFirstConsumer"
+    return QueueingHint.QUEUE if waits else QueueingHint.QUEUE_SKIP
+
+
+def _topologies(volume: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
+    """``getPVTopologies``: the volume's zone and region labels (ill-formed ones skipped)."""
+    labels = metadata(volume).get("labels") or {}
+    found = []
+    for key in TOPOLOGY_LABELS:
+        if key in labels:
+            zones = [zone.strip() for zone in str(labels[key]).split("__")]
+            if all(zones):
+                found.append((key, frozenset(zones)))
+    return found
+
+
+def _after_volume_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeChange``: a new volume, or changed topology."""
+    after = typed("PersistentVolume", new)
+    before = typed("PersistentVolume", old)
+    if before is None:
+        return QueueingHint.QUEUE
+    assert after is not None
+    same = _topologies(before) == _topologies(after)
+    return QueueingHint.QUEUE_SKIP if same else QueueingHint.QUEUE

@@ -6,8 +6,10 @@ replayed cluster would have produced:
 
 * a pod kaudit scheduled carries kaudit's node from kaudit's bind on (a ``MODIFIED`` at the bind
   time) and no node before; the trace's own recorded binding is not repeated;
-* a pod kaudit preempted, or deleted at the end of its relative lifetime, is ``DELETED`` then,
-  and the trace's later events for it are left out;
+* a pod kaudit preempted terminates (a ``MODIFIED`` with ``deletionTimestamp`` and the
+  ``DisruptionTarget`` condition) when its deletion is accepted; it, or a pod deleted at the end
+  of its relative lifetime, is ``DELETED`` when gone, and the trace's later events for it are
+  left out;
 * a pod kaudit created in place of a preempted one (as its controller would) is ``ADDED``;
 * everything else is the trace's event as recorded.
 """
@@ -23,8 +25,10 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import DatabaseError
+from kaudit.model.pod import terminating_object
 from kaudit.queries.runs import get_run
 from kaudit.queries.traces import iter_events
+from kaudit.readers.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent
 
 #: Deletions of kaudit's own making (the trace's are exported as the trace's events).
@@ -91,7 +95,7 @@ def _scheduled_by_kaudit(engine: Engine, run_id: int) -> set[str]:
 
 
 def _log(engine: Engine, run_id: int, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
-    kinds = ("watch", "bind", "delete", "create")
+    kinds = ("watch", "bind", "terminate", "delete", "create")
     last = -1
     while True:
         with engine.connect() as connection:
@@ -153,6 +157,10 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             node_of[pod] = node
             last[pod] = _on_node(last[pod], node)
             yield ExportedEvent(ts_us, "MODIFIED", last[pod])
+        elif kind == "terminate" and pod in last:
+            obj = last[pod] = terminating_object(last[pod], format_timestamp(ts_us))
+            victims[pod] = obj
+            yield ExportedEvent(ts_us, "MODIFIED", obj)
         elif kind == "delete" and document.get("reason") in OWN_DELETIONS and pod in last:
             obj = last.pop(pod)
             node_of.pop(pod, None)

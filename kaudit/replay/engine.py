@@ -10,12 +10,13 @@ nominates the node for the preemptor, which is retried after its backoff.
 
 Same-instant order (see :mod:`kaudit.replay.clock`): trace events first, then bindings, timers
 and completions, then the scheduler drains activeQ. After the trace's last event (plus
-``settle_us``) the replay goes on only while a retry could change something: a pod waiting in
-activeQ or backoffQ that has not yet failed against the current cluster state and nominations.
-Upstream retries such pods after every backoff for ever (a pod with no rejecting plugin, as
-with no nodes at all, always goes to backoffQ); since a scheduling cycle is a function of that
-state, those retries would only repeat the same failure, so the replay ends and reports the
-pods left waiting as unschedulable.
+``settle_us``) the replay goes on while the cluster will still change (bindings, API calls
+such as preemption's deletions, and completions are due) or a retry could change something: a
+pod waiting in activeQ or backoffQ that has not yet failed against the current cluster state
+and nominations. Upstream retries such pods after every backoff for ever (a pod with no
+rejecting plugin, as with no nodes at all, always goes to backoffQ); since a scheduling cycle
+is a function of that state, those retries would only repeat the same failure, so the replay
+ends and reports the pods left waiting as unschedulable.
 """
 
 from __future__ import annotations
@@ -26,13 +27,25 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kaudit.model.pod import PodInfo
+from kaudit.framework.events import (
+    ASSIGNED_POD,
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NODE_ADD,
+    EVENT_NODE_DELETE,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
+from kaudit.model.pod import PodInfo, terminating_object
 from kaudit.queries.traces import StoredEvent
+from kaudit.readers.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.clock import EventLoop, Priority
-from kaudit.replay.events import PLUGIN_EVENTS, interested_plugins
 from kaudit.replay.packing import pack_attempt
-from kaudit.replay.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue
+from kaudit.replay.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
 from kaudit.replay.sink import EventSink
 from kaudit.replay.timeline import NoTimeline, Timeline
 from kaudit.scheduler.cluster import ClusterState
@@ -41,7 +54,6 @@ from kaudit.scheduler.schedule import Scheduler
 from kaudit.tracegen.builders import stable_uid
 
 SECOND = 1_000_000
-BACKOFF_FLUSH_US = 1 * SECOND
 UNSCHEDULABLE_FLUSH_US = 30 * SECOND
 RECREATED_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
 
@@ -52,6 +64,12 @@ class ReplayOptions:
     lifetime: str = "recorded"  # or "relative"
     recreate_preempted: bool = True
     bind_latency_us: int = 0
+    #: How long one API call takes (preemption's status patches and deletions); with
+    #: ``SchedulerAsyncPreemption`` the victims go in the background meanwhile.
+    api_latency_us: int = 20_000
+    #: How long a victim takes to terminate once its deletion is accepted (the kubelet
+    #: stopping its containers); the scheduler counts it on its node until then.
+    victim_termination_us: int = 1_000_000
     initial_backoff_us: int = 1 * SECOND
     max_backoff_us: int = 10 * SECOND
     max_in_unschedulable_us: int = 300 * SECOND
@@ -119,13 +137,24 @@ class Replay:
         self.summary = ReplaySummary()
         first = next(iter(scheduler.frameworks.values()))
         sort = first.queue_sort
+        gates = scheduler.feature_gates
+        self.async_preemption = gates.enabled("SchedulerAsyncPreemption")
+        self.hint_tables = {name: hint_table(framework.instances.values())
+                            for name, framework in scheduler.frameworks.items()}
         self.queue = SchedulingQueue(
             sort_key=(lambda q: sort.key(q)) if sort is not None and hasattr(sort, "key")
             else (lambda q: (-q.pod.priority, q.timestamp)),
             initial_backoff_us=options.initial_backoff_us,
             max_backoff_us=options.max_backoff_us,
             max_in_unschedulable_us=options.max_in_unschedulable_us,
-            transition=self._transition)
+            transition=self._transition,
+            hints=lambda pod: self.hint_tables.get(pod.scheduler_name),
+            pre_enqueue=self._gate,
+            pop_from_backoff=gates.enabled("SchedulerPopFromBackoffQ"),
+            on_backoff=self._arm_backoff_flush)
+        #: Preemptors whose asynchronous preemption is still issuing API calls.
+        self.preempting: set[str] = set()
+        self._backoff_flushes: set[int] = set()
         self.nominated: dict[str, dict[str, PodInfo]] = {}
         #: Bumped whenever a nomination is made or cleared.
         self.nomination_version = 0
@@ -143,6 +172,7 @@ class Replay:
                 if plugin.handle is not None:
                     plugin.handle.nominator = self.nominated_for
                     plugin.handle.now_us = self._now
+                    plugin.handle.preempting = self.preempting.__contains__
 
     def _now(self) -> int:
         return self.loop.now_us
@@ -180,8 +210,9 @@ class Replay:
             next_timer = self.loop.peek_time()
             now = min(t for t in (next_trace, next_timer) if t is not None)
             if pending is None and last_trace_us is not None and \
-                    now > last_trace_us + self.options.settle_us and not self._retries_pending():
-                break  # the trace is over and only unschedulable pods wait: they stay so
+                    now > last_trace_us + self.options.settle_us and \
+                    not self.loop.effects_pending and not self._retries_pending():
+                break  # the trace is over, nothing will change: the waiting pods stay so
             if self.start_us is None:
                 self.start_us = now
                 self.summary.start_us = now
@@ -239,33 +270,52 @@ class Replay:
         if event.kind == "Pod":
             self._apply_pod(event.object, deleted)
         elif event.kind == "Node":
-            apply_object(self.cluster, event.object, deleted)
-            self._log_new_slots()
-            if deleted:
-                self.timeline.node_removed(now, event.name)
-            elif event.name in self.cluster.slot_of:
-                slot = self.cluster.slot_of[event.name]
-                self.timeline.node(now, slot, self.cluster.node(slot))
-            action = "Delete" if deleted else ("Update" if event.type == "MODIFIED" else "Add")
-            self._cluster_event("Node", action)
+            self._apply_node(event, deleted)
         elif event.kind in STORED_KINDS:
+            old = self.cluster.objects[event.kind].get(_object_key(event.object))
             apply_object(self.cluster, event.object, deleted)
-            if event.kind in ("PersistentVolume", "PersistentVolumeClaim", "StorageClass",
-                              "CSINode"):
-                self._cluster_event(event.kind, "Delete" if deleted else "Add")
+            action = ActionType.DELETE if deleted else (
+                ActionType.UPDATE if old is not None else ActionType.ADD)
+            self._move(ClusterEvent(event.kind, action), old if old is not None else None,
+                       None if deleted else event.object)
 
-    def _cluster_event(self, resource: str, action: str) -> None:
-        if resource in ("Pod", "Node"):
+    def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
+        """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""
+        now = self.loop.now_us
+        slot = self.cluster.slot_of.get(event.name)
+        old = self.cluster.node(slot) if slot is not None and self.cluster.live[slot] else None
+        if deleted:
+            if old is not None:
+                self._move(EVENT_NODE_DELETE, old, None)  # upstream: queue first, then cache
+            apply_object(self.cluster, event.object, deleted)
+            self.timeline.node_removed(now, event.name)
+            return
+        apply_object(self.cluster, event.object, deleted)
+        self._log_new_slots()
+        slot = self.cluster.slot_of[event.name]
+        new = self.cluster.node(slot)
+        self.timeline.node(now, slot, new)
+        if old is None:
+            self._move(EVENT_NODE_ADD, None, new)
+        else:
+            for cluster_event in node_scheduling_properties_change(new, old):
+                self._move(cluster_event, old, new)
+
+    def _move(self, event: ClusterEvent, old: Any, new: Any,
+              pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
+        """``MoveAllToActiveOrBackoffQueue``: the event reaches the pods waiting in
+        unschedulablePods, through their rejecting plugins' queueing hints."""
+        if event.resource in (NODE, ASSIGNED_POD):
             self._placements_changed = True
-        plugins = interested_plugins(resource, action)
-        label = f"{resource}{action}"
+        self.queue.move_for_event(self.loop.now_us, event, old, new, pre_check)
 
-        def interested(queued: QueuedPod) -> bool:
-            rejecting = queued.unschedulable_plugins
-            return (not rejecting or bool(rejecting & plugins)
-                    or bool(rejecting - PLUGIN_EVENTS.keys()))
-
-        self.queue.move_for_event(self.loop.now_us, label, interested)
+    def _nomination_released(self, pod: PodInfo) -> None:
+        """A pod that was nominated left the queue (bound, deleted) or lost its nomination:
+        the space it held may fit pods of equal or lower priority (``AssignedPodDelete`` with
+        upstream's priority pre-check)."""
+        if pod.nominated_node_name:
+            self._move(EVENT_ASSIGNED_POD_DELETE, pod, None,
+                       lambda q, priority=pod.priority: q.pod.priority <= priority)
 
     def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:
         now = self.loop.now_us
@@ -289,24 +339,32 @@ class Replay:
                     self.recorded[uid] = pod.node_name
                     self.sink.record(now, "recorded", pod.key, pod.node_name)
             elif uid in self.queue.pods:
-                self.queue.update(now, self._keep_nomination(pod), self._gate(pod))
+                old = self.queue.pods[uid].pod
+                new = self._keep_nomination(pod)
+                self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
             return
-        if uid in self.cluster.pods or pod.node_name:
-            # The trace placed it (created bound, or bound by another scheduler).
+        old = self.cluster.pods.get(uid)
+        if old is not None or pod.node_name:
+            # The trace placed it (created bound, or bound by another scheduler), or updated a
+            # pod already placed (``addPodToCache`` / ``updatePodInCache``).
             apply_object(self.cluster, obj)
             self._log_new_slots()
-            self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
             placed = self.cluster.pods.get(uid)
-            if placed is not None:
-                self.timeline.place(now, placed, "trace")
-            self._cluster_event("Pod", "Add")
+            if old is None:
+                self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
+                if placed is not None:
+                    self.timeline.place(now, placed, "trace")
+                self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
+            elif placed is not None:
+                for cluster_event in pod_scheduling_properties_change(placed, old):
+                    self._move(cluster_event, old, placed)
             return
         if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
             return  # another scheduler's pod (or no scheduling): wait for the trace's binding
         self.kaudit_pods.add(uid)
         if pod.nominated_node_name:
             pod = replace(pod, nominated_node_name="")
-        self.queue.add(now, pod, self._gate(pod))
+        self.queue.add(now, pod)
 
     def _keep_nomination(self, pod: PodInfo) -> PodInfo:
         """The updated pod with kaudit's own nomination: a ``nominatedNodeName`` in the trace
@@ -326,13 +384,14 @@ class Replay:
     def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
         now = self.loop.now_us
         self._clear_nomination(uid)
-        if uid in self.queue.pods:
-            self.queue.delete(now, uid)
+        queued = self.queue.delete(now, uid)
+        if queued is not None:
+            self._nomination_released(queued.pod)  # ``deletePodFromSchedulingQueue``
         bound = self.cluster.remove_pod(uid)
         if bound is not None:
             self.timeline.release(now, uid)
             self.sink.record(now, "delete", bound.key, bound.node_name, {"reason": reason})
-            self._cluster_event("Pod", "Delete")
+            self._move(EVENT_ASSIGNED_POD_DELETE, bound, None)  # ``deletePodFromCache``
 
     def _clear_nomination(self, uid: str) -> None:
         for pods in self.nominated.values():
@@ -366,13 +425,16 @@ class Replay:
             self._bind(queued, attempt.selected, attempt.state)
             return
         result = attempt.post_filter_result
-        if result is not None and result.nominated_node_name is not None:
-            self._nominate(queued, result.nominated_node_name, result.details)
-        rejecting = set(attempt.diagnosis.unschedulable_plugins)
-        self.queue.requeue(now, queued, rejecting, error=attempt.error is not None)
+        if attempt.error is None:
+            self.queue.requeue(now, queued, attempt.diagnosis.unschedulable_plugins,
+                               attempt.diagnosis.pending_plugins)
+        else:
+            self.queue.requeue(now, queued, ())
         # The state this attempt saw, not the one its preemption left behind.
         queued.failed_at = seen
-        self._arm_timers(queued)
+        self._arm_unschedulable_flush(queued)
+        if result is not None and result.nominated_node_name is not None:
+            self._nominate(queued, result.nominated_node_name, result.details)
 
     def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
         now = self.loop.now_us
@@ -390,9 +452,9 @@ class Replay:
                 self.cluster.remove_pod(placed.uid)  # forget
                 self.timeline.release(now, placed.uid)
                 self.sink.record(now, "bindfail", pod.key, node, status.as_json())
-                self.queue.requeue(now, queued, {status.plugin} if status.plugin else set(),
-                                   error=True)
-                self._arm_timers(queued)
+                rejected = status.rejected and status.plugin
+                self.queue.requeue(now, queued, {status.plugin} if rejected else ())
+                self._arm_unschedulable_flush(queued)
                 return
         self._clear_nomination(pod.uid)
         self.queue.done(now, queued)
@@ -400,18 +462,22 @@ class Replay:
         if self.options.bind_latency_us > 0:
             # Assumed now (its resources are taken); bound when the API call would complete.
             self.loop.at(now + self.options.bind_latency_us, Priority.BIND,
-                         lambda: self._finish_binding(framework, state, placed))
+                         lambda: self._finish_binding(framework, state, placed, pod))
         else:
-            self._finish_binding(framework, state, placed)
+            self._finish_binding(framework, state, placed, pod)
 
-    def _finish_binding(self, framework: Any, state: Any, placed: PodInfo) -> None:
+    def _finish_binding(self, framework: Any, state: Any, placed: PodInfo,
+                        pending: PodInfo) -> None:
         now = self.loop.now_us
         node = placed.node_name
         if placed.uid not in self.cluster.pods:
             return  # deleted while binding
         framework.run_post_bind(state, placed, node)
         self.sink.record(now, "bind", placed.key, node, {"by": "kaudit"})
-        self._cluster_event("Pod", "Add")
+        # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
+        # pending pod leaves the queue, releasing any nomination it had.
+        self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
+        self._nomination_released(pending)
         if self.options.lifetime == "relative":
             recorded_bind, recorded_delete = self.lifetimes.get(placed.uid, (None, None))
             if recorded_bind is not None and recorded_delete is not None:
@@ -421,34 +487,93 @@ class Replay:
                                                                                "lifetime"))
 
     def _nominate(self, queued: QueuedPod, node: str, details: Any) -> None:
+        """PostFilter nominated ``node``: the nomination holds at once (in the scheduler's
+        memory and, by the failure's status patch, on the pod); the victims go and
+        lower-priority nominations to the node are cleared by API calls. With
+        ``SchedulerAsyncPreemption`` those calls run in the background, each taking the API
+        latency, as upstream's ``prepareCandidateAsync`` issues them (v1.34.2): the clearing
+        patches one after another, then every victim but the last in parallel (status patch
+        and delete), then the preemptor stops being held back by PreEnqueue, then the last
+        victim. A deleted victim terminates for the victim termination time, still counted on
+        its node, before it is gone."""
         now = self.loop.now_us
-        self._clear_nomination(queued.pod.uid)
-        queued.pod = replace(queued.pod, nominated_node_name=node)
+        preemptor = queued.pod
+        self._clear_nomination(preemptor.uid)
+        queued.pod = preemptor = replace(preemptor, nominated_node_name=node)
         if not node:
             return
-        self.nominated.setdefault(node, {})[queued.pod.uid] = queued.pod
+        self.nominated.setdefault(node, {})[preemptor.uid] = preemptor
         self.nomination_version += 1
-        self.sink.record(now, "nominate", queued.pod.key, node, _nomination_ties(details))
+        self.sink.record(now, "nominate", preemptor.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
         exposed = getattr(details, "tie_exposed", frozenset())
-        for victim in chosen.victims if chosen is not None else ():
-            if victim.uid not in self.cluster.pods:
-                continue
+        victims = [v for v in (chosen.victims if chosen is not None else ())
+                   if v.uid in self.cluster.pods]
+        for victim in victims:
             self.sink.record(now, "preempt", victim.key, victim.node_name,
-                             {"preemptor": queued.pod.key,
+                             {"preemptor": preemptor.key,
                               **({"tie": True} if victim.key in exposed else {})})
             self.summary.pods_preempted += 1
+        lower = [uid for uid, other in self.nominated.get(node, {}).items()
+                 if other.priority < preemptor.priority]
+        latency = self.options.api_latency_us
+        if not self.async_preemption:
+            self._clear_lower_nominations(node, lower)
+            for victim in victims:
+                self._terminate(victim)
+            return
+        self.preempting.add(preemptor.uid)
+        cleared = now + latency * len(lower)
+        if lower:
+            self.loop.at(cleared, Priority.API,
+                         lambda: self._clear_lower_nominations(node, lower))
+        *batch, last = victims or [None]
+        released = cleared + 2 * latency if batch else cleared
+        for victim in batch:
+            self.loop.at(released, Priority.API, lambda v=victim: self._terminate(v))
+        self.loop.at(released, Priority.API,
+                     lambda: self.preempting.discard(preemptor.uid))
+        if last is not None:
+            self.loop.at(released + 2 * latency, Priority.API,
+                         lambda: self._terminate(last))
+
+    def _clear_lower_nominations(self, node: str, uids: list[str]) -> None:
+        """``ClearNominatedNodeName`` for lower-priority pods nominated to ``node``: each
+        loses its nomination (an update of a pending pod whose nomination changed)."""
+        for uid in uids:
+            other = self.nominated.get(node, {}).pop(uid, None)
+            if other is None:
+                continue
+            self.nomination_version += 1
+            queued = self.queue.pods.get(uid)
+            if queued is not None:
+                queued.pod = replace(queued.pod, nominated_node_name="")
+            self._nomination_released(other)
+
+    def _terminate(self, victim: PodInfo) -> None:
+        """A victim's deletion was accepted: it terminates (deletionTimestamp and the
+        DisruptionTarget condition set; its controller may already replace it), still counted
+        on its node, and is gone after the victim termination time."""
+        now = self.loop.now_us
+        current = self.cluster.pods.get(victim.uid)
+        if current is None:
+            return
+        if self.options.recreate_preempted and victim.owner is not None and \
+                victim.owner[0] in RECREATED_OWNERS:
+            self._recreate(victim)
+        if self.options.victim_termination_us <= 0:
             self._delete_pod(victim.uid, victim, "preempted")
-            if self.options.recreate_preempted and victim.owner is not None and \
-                    victim.owner[0] in RECREATED_OWNERS:
-                self._recreate(victim)
-        # Lower-priority pods nominated to the same node lose their nomination.
-        for uid, other in list(self.nominated.get(node, {}).items()):
-            if other.priority < queued.pod.priority:
-                del self.nominated[node][uid]
-                self.nomination_version += 1
-                if uid in self.queue.pods:
-                    self.queue.pods[uid].pod = replace(other, nominated_node_name="")
+            return
+        terminating = pod_info(self.cluster,
+                               terminating_object(current.obj, format_timestamp(now)))
+        self.cluster.remove_pod(victim.uid)
+        self.cluster.add_pod(terminating)
+        self.sink.record(now, "terminate", victim.key, victim.node_name,
+                         {"reason": "preempted"})
+        for cluster_event in pod_scheduling_properties_change(terminating, current):
+            self._move(cluster_event, current, terminating)
+        self.loop.at(now + self.options.victim_termination_us, Priority.COMPLETION,
+                     lambda: self._delete_pod(victim.uid, victim, "preempted"))
 
     def _recreate(self, victim: PodInfo) -> None:
         now = self.loop.now_us
@@ -466,13 +591,22 @@ class Replay:
         self.summary.pods_recreated += 1
         self.kaudit_pods.add(pod.uid)
         self.sink.record(now, "create", pod.key, None, {"replaces": victim.key})
-        self.queue.add(now, pod, self._gate(pod))
+        self.queue.add(now, pod)
 
-    def _arm_timers(self, queued: QueuedPod) -> None:
+    def _arm_backoff_flush(self, free_at: int) -> None:
+        """The once-a-second backoff flush that first finds the pod's backoff over."""
+        if free_at not in self._backoff_flushes:
+            self._backoff_flushes.add(free_at)
+            self.loop.at(free_at, Priority.TIMER, lambda: self._flush_backoff(free_at))
+
+    def _flush_backoff(self, tick: int) -> None:
+        self._backoff_flushes.discard(tick)
+        self.queue.flush_backoff(self.loop.now_us)
+
+    def _arm_unschedulable_flush(self, queued: QueuedPod) -> None:
+        """The 30-second flush of unschedulablePods that first finds the pod waited longer
+        than ``podMaxInUnschedulablePodsDuration`` (it runs every 30 s from the start)."""
         start = self.start_us or 0
-        expiry = queued.backoff_expiry
-        tick = start + -(-(expiry - start) // BACKOFF_FLUSH_US) * BACKOFF_FLUSH_US
-        self.loop.at(tick, Priority.TIMER, lambda: self.queue.flush_backoff(self.loop.now_us))
         due = queued.timestamp + self.options.max_in_unschedulable_us + 1
         tick = start + -(-(due - start) // UNSCHEDULABLE_FLUSH_US) * UNSCHEDULABLE_FLUSH_US
         self.loop.at(tick, Priority.TIMER,
@@ -494,6 +628,13 @@ def _nomination_ties(details: Any) -> dict[str, Any] | None:
     if exposed:
         facts["tiedVictims"] = sorted(exposed)
     return facts or None
+
+
+def _object_key(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
 
 
 def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | None, int | None]]:

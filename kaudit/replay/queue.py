@@ -1,21 +1,28 @@
 """The scheduling queue: activeQ, backoffQ and unschedulablePods, as upstream's PriorityQueue.
 
-Mirrors ``pkg/scheduler/backend/queue/scheduling_queue.go`` (Kubernetes v1.34):
+Mirrors ``pkg/scheduler/backend/queue/{scheduling_queue.go,active_queue.go,backoff_queue.go}``
+of Kubernetes v1.34.2 with its default gates: ``SchedulerQueueingHints`` (GA),
+``SchedulerPopFromBackoffQ`` (beta, on).
 
 * activeQ is ordered by the QueueSort plugin (PrioritySort: priority, then the time the pod
-  was last added to the queue); a pod's timestamp is refreshed after each failed attempt;
-* after a failed attempt a pod goes to backoffQ when a move request arrived during or after its
-  scheduling cycle (or it failed with an error), otherwise to unschedulablePods;
-* backoff is ``initial * 2^(attempts-1)`` capped at ``max``; backoffQ is flushed every second,
-  unschedulablePods every 30 s for pods waiting longer than ``podMaxInUnschedulablePodsDuration``;
-* cluster events move an unschedulable pod when one of the plugins that rejected it registered
-  that event (``EventsToRegister``) — to backoffQ while it is still backing off, else activeQ;
-* pods failing PreEnqueue (scheduling gates) wait, gated, until an update lets them in.
-
-Differences, on purpose: queueing-hint functions are approximated by the events each plugin
-registers (a hint can only ever keep a pod back that this lets through), and
-``SchedulerPopFromBackoffQ``'s popping from backoffQ when activeQ is empty is not modelled,
-because with zero-time scheduling it would retry a pod at the same instant it failed.
+  was last added to the queue). Popping clears the pod's rejecting plugins.
+* backoffQ is two heaps: pods some plugin rejected, ordered by backoff expiry then as activeQ,
+  and pods that failed with an error (no rejecting plugin), by expiry. When activeQ is empty the
+  scheduler pops the head of the first heap even if its backoff has not ended; error pods wait.
+* Backoff is ``initial * 2^(n-1)`` capped at ``max``, where n counts the attempts that were
+  rejected (or, after an error, the consecutive errors), measured from the last failure and
+  truncated to a whole second; the pod leaves backoff at the first whole second after that,
+  when the once-a-second flush runs. unschedulablePods is flushed every 30 s for pods waiting
+  longer than ``podMaxInUnschedulablePodsDuration``.
+* After a failed attempt a pod with rejecting plugins goes to unschedulablePods (a scheduling
+  cycle takes no virtual time, so no cluster event happens while it is in flight); one without
+  (an error, or no nodes at all) goes to backoffQ.
+* A cluster event moves an unschedulable pod only when a queueing hint of one of the plugins
+  that rejected it answers Queue for that event (``isPodWorthRequeuing``): to backoffQ while it
+  is still backing off, else to activeQ; a Pending plugin's Queue moves it to activeQ at once.
+  A pod's own update is judged the same way, through the update's derived events.
+* PreEnqueue plugins run when a pod would enter activeQ (and backoffQ): a pod they reject waits
+  in unschedulablePods, gated, until an event its gating plugin registered is worth requeueing.
 """
 
 from __future__ import annotations
@@ -24,7 +31,18 @@ import heapq
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
 
+from kaudit.framework.events import (
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    match_cluster_events,
+    register,
+)
 from kaudit.model.pod import PodInfo
 
 ACTIVE = "active"
@@ -33,8 +51,17 @@ UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 IN_FLIGHT = "in-flight"
 NONE = "none"
+SECOND = 1_000_000
 
 Transition = Callable[[int, PodInfo, str, str, str], None]
+
+
+class Strategy(IntEnum):
+    """``queueingStrategy``."""
+
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
 
 
 @dataclass
@@ -42,10 +69,16 @@ class QueuedPod:
     pod: PodInfo
     timestamp: int
     attempts: int = 0
+    #: Attempts that some plugin rejected; consecutive attempts that failed with an error.
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
+    #: Cached end of the current backoff (reset at each failure).
+    backoff_expiration: int | None = None
     initial_attempt_us: int | None = None
     unschedulable_plugins: frozenset[str] = frozenset()
+    pending_plugins: frozenset[str] = frozenset()
     gating_plugin: str = ""
-    backoff_expiry: int = 0
+    gating_events: tuple[ClusterEvent, ...] = ()
     cycle: int = 0
     where: str = NONE
     version: int = field(default=0)
@@ -53,111 +86,321 @@ class QueuedPod:
     #: would fail again (see ``Replay._retries_pending``).
     failed_at: object = None
 
+    @property
+    def gated(self) -> bool:
+        return bool(self.gating_plugin)
+
+    @property
+    def rejectors(self) -> frozenset[str]:
+        return self.unschedulable_plugins | self.pending_plugins
+
+
+#: A profile's queueing hints: (registered event, plugin, hint function or None), in order.
+HintTable = list[tuple[ClusterEvent, str, Any]]
+
+
+def hint_table(plugins: Iterable[Any]) -> HintTable:
+    """``buildQueueingHintMap`` for a profile's plugin instances."""
+    table: HintTable = []
+    for plugin in plugins:
+        registrations: list[ClusterEventWithHint] | None = plugin.events_to_register()
+        if registrations is None:
+            registrations = [register(resource, "All") for resource in _WILDCARD_RESOURCES]
+        node_add = node_taint = False
+        for registration in registrations:
+            event = registration.event
+            table.append((event, plugin.name, registration.hint))
+            if event.resource == "Node":
+                node_add |= bool(event.action & ActionType.ADD)
+                node_taint |= bool(event.action & ActionType.UPDATE_NODE_TAINT)
+        if node_add and not node_taint:
+            # Upstream adds Node/UpdateNodeTaint for plugins that registered Node/Add, as a node
+            # may lose the taint that kept the pod off it between the event and the attempt.
+            table.append((ClusterEvent("Node", ActionType.UPDATE_NODE_TAINT), plugin.name, None))
+    return table
+
+
+#: ``UnrollWildCardResource``: what a plugin without EventsToRegister listens to.
+_WILDCARD_RESOURCES = ("Pod", "Node", "PersistentVolume", "PersistentVolumeClaim", "CSINode",
+                       "CSIDriver", "CSIStorageCapacity", "StorageClass", "ResourceClaim",
+                       "DeviceClass")
+
+
+def _floor_second(t: int) -> int:
+    return t - t % SECOND
+
 
 class SchedulingQueue:
-    def __init__(self, sort_key: Callable[[QueuedPod], tuple[int, int]], *,
+    def __init__(self, sort_key: Callable[[QueuedPod], Any], *,
                  initial_backoff_us: int, max_backoff_us: int,
-                 max_in_unschedulable_us: int, transition: Transition) -> None:
+                 max_in_unschedulable_us: int, transition: Transition,
+                 hints: Callable[[PodInfo], HintTable | None] = lambda pod: None,
+                 pre_enqueue: Callable[[PodInfo], str | None] = lambda pod: None,
+                 pop_from_backoff: bool = True,
+                 on_backoff: Callable[[int], None] = lambda free_at: None) -> None:
         self.sort_key = sort_key
         self.initial_backoff_us = initial_backoff_us
         self.max_backoff_us = max_backoff_us
         self.max_in_unschedulable_us = max_in_unschedulable_us
         self.transition = transition
+        self.hints = hints
+        self.pre_enqueue = pre_enqueue
+        self.pop_from_backoff = pop_from_backoff
+        self.on_backoff = on_backoff
         self.pods: dict[str, QueuedPod] = {}
-        #: The pods in unschedulablePods, so cluster events touch only them.
+        #: unschedulablePods (gated pods included), so cluster events touch only them.
         self.unschedulable: dict[str, QueuedPod] = {}
-        self._active: list[tuple[tuple[int, int], int, str, int]] = []
-        self._backoff: list[tuple[int, int, str, int]] = []
+        self._active: list[tuple[Any, int, str, int]] = []
+        #: backoffQ: pods some plugin rejected, and pods that failed with an error.
+        self._backoff: list[tuple[int, Any, int, str, int]] = []
+        self._error_backoff: list[tuple[int, int, str, int]] = []
         self._seq = itertools.count()
+        #: Per hint table and incoming event: the (plugin, hint) registrations that match.
+        self._matching_cache: dict[tuple[int, ClusterEvent], list[tuple[str, Any]]] = {}
         self.scheduling_cycle = 0
-        self.move_request_cycle = -1
+        #: Pods popped from backoffQ before their backoff ended (activeQ was empty).
+        self.popped_from_backoff = 0
 
-    # ------------------------------------------------------------------ placement
+    # ------------------------------------------------------------------ backoff
 
-    def _move(self, now: int, queued: QueuedPod, where: str, event: str) -> None:
-        previous = queued.where
-        if previous == UNSCHEDULABLE:
-            self.unschedulable.pop(queued.pod.uid, None)
-        if where == UNSCHEDULABLE:
-            self.unschedulable[queued.pod.uid] = queued
-        queued.where = where
-        queued.version += 1
-        if where == ACTIVE:
-            heapq.heappush(self._active, (self.sort_key(queued), next(self._seq),
-                                          queued.pod.uid, queued.version))
-        elif where == BACKOFF:
-            heapq.heappush(self._backoff, (queued.backoff_expiry, next(self._seq),
-                                           queued.pod.uid, queued.version))
-        if previous != where:
-            self.transition(now, queued.pod, previous, where, event)
-
-    def backoff_duration(self, attempts: int) -> int:
-        if attempts <= 0:
+    def backoff_duration(self, count: int) -> int:
+        """``calculateBackoffDuration``: 1 s, 2 s, 4 s, 8 s, 10 s, ... with the defaults."""
+        if count <= 0:
             return 0
         duration = self.initial_backoff_us
-        for _ in range(attempts - 1):
+        for _ in range(count - 1):
             duration *= 2
             if duration > self.max_backoff_us:
                 return self.max_backoff_us
         return min(duration, self.max_backoff_us)
 
-    def backing_off(self, queued: QueuedPod, now: int) -> bool:
-        return queued.backoff_expiry > now
+    def backoff_time(self, queued: QueuedPod) -> int | None:
+        """``getBackoffTime``: None for a pod that never failed."""
+        count = queued.consecutive_errors or queued.unschedulable_count
+        if count == 0:
+            return None
+        if queued.backoff_expiration is None:
+            expiry = queued.timestamp + self.backoff_duration(count)
+            queued.backoff_expiration = (_floor_second(expiry) if self.pop_from_backoff
+                                         else expiry)
+        return queued.backoff_expiration
 
-    def add(self, now: int, pod: PodInfo, gate: str | None, event: str = "PodAdd") -> None:
-        """A new pending pod: activeQ, or gated when a PreEnqueue plugin (``gate``) says so."""
+    def backing_off(self, queued: QueuedPod, now: int) -> bool:
+        expiry = self.backoff_time(queued)
+        if expiry is None:
+            return False
+        return expiry >= (_floor_second(now) if self.pop_from_backoff else now)
+
+    def free_at(self, queued: QueuedPod) -> int:
+        """The first instant the pod is no longer backing off."""
+        expiry = self.backoff_time(queued)
+        if expiry is None:
+            return 0
+        return expiry + SECOND if self.pop_from_backoff else expiry + 1
+
+    # ------------------------------------------------------------------ placement
+
+    def _set(self, now: int, queued: QueuedPod, where: str, event: str) -> None:
+        previous = queued.where
+        queued.where = where
+        queued.version += 1
+        if previous != where:
+            self.transition(now, queued.pod, previous, where, event)
+
+    def _leave_unschedulable(self, queued: QueuedPod) -> None:
+        self.unschedulable.pop(queued.pod.uid, None)
+
+    def _to_unschedulable(self, now: int, queued: QueuedPod, event: str) -> None:
+        self.unschedulable[queued.pod.uid] = queued
+        self._set(now, queued, GATED if queued.gated else UNSCHEDULABLE, event)
+
+    def _run_pre_enqueue(self, queued: QueuedPod) -> None:
+        """``runPreEnqueuePlugins``: a rejecting plugin gates the pod and becomes a rejector."""
+        plugin = self.pre_enqueue(queued.pod)
+        if plugin:
+            queued.unschedulable_plugins = queued.unschedulable_plugins | {plugin}
+            queued.gating_plugin = plugin
+            table = self.hints(queued.pod) or []
+            queued.gating_events = tuple(event for event, name, _ in table if name == plugin)
+        else:
+            queued.gating_plugin = ""
+
+    def _move_to_active(self, now: int, queued: QueuedPod, event: str,
+                        from_backoff: bool = False) -> bool:
+        """``moveToActiveQ``: PreEnqueue (skipped for a pod leaving backoffQ), then activeQ."""
+        if not (self.pop_from_backoff and from_backoff):
+            self._run_pre_enqueue(queued)
+        if queued.gated:
+            self._to_unschedulable(now, queued, event)
+            return False
+        if queued.initial_attempt_us is None:
+            queued.initial_attempt_us = now
+        self._leave_unschedulable(queued)
+        self._set(now, queued, ACTIVE, event)
+        heapq.heappush(self._active, (self.sort_key(queued), next(self._seq), queued.pod.uid,
+                                      queued.version))
+        return True
+
+    def _move_to_backoff(self, now: int, queued: QueuedPod, event: str) -> bool:
+        """``moveToBackoffQ``: PreEnqueue, then the heap its rejectors decide."""
+        if self.pop_from_backoff:
+            self._run_pre_enqueue(queued)
+            if queued.gated:
+                self._to_unschedulable(now, queued, event)
+                return False
+        self._leave_unschedulable(queued)
+        self._set(now, queued, BACKOFF, event)
+        expiry = self.backoff_time(queued) or 0
+        entry_seq = next(self._seq)
+        if queued.rejectors:
+            heapq.heappush(self._backoff, (expiry, self.sort_key(queued), entry_seq,
+                                           queued.pod.uid, queued.version))
+        else:
+            heapq.heappush(self._error_backoff, (expiry, entry_seq, queued.pod.uid,
+                                                 queued.version))
+        self.on_backoff(self.free_at(queued))
+        return True
+
+    def _requeue(self, now: int, queued: QueuedPod, strategy: Strategy, event: str) -> str:
+        """``requeuePodWithQueueingStrategy``; the queue the pod ends in."""
+        if strategy == Strategy.SKIP:
+            self._to_unschedulable(now, queued, event)
+            return queued.where
+        if strategy == Strategy.AFTER_BACKOFF and self.backing_off(queued, now):
+            return BACKOFF if self._move_to_backoff(now, queued, event) else queued.where
+        return ACTIVE if self._move_to_active(now, queued, event) else queued.where
+
+    # ------------------------------------------------------------------ hints
+
+    def _matching(self, queued: QueuedPod, event: ClusterEvent) -> list[tuple[str, Any]]:
+        table = self.hints(queued.pod)
+        if table is None:
+            return []
+        key = (id(table), event)
+        found = self._matching_cache.get(key)
+        if found is None:
+            found = [(plugin, fn) for registered, plugin, fn in table
+                     if match_cluster_events(registered, event)]
+            self._matching_cache[key] = found
+        return found
+
+    def worth_requeuing(self, queued: QueuedPod, event: ClusterEvent, old: Any, new: Any
+                        ) -> Strategy:
+        """``isPodWorthRequeuing``."""
+        rejectors = queued.rejectors
+        if not rejectors:
+            return Strategy.AFTER_BACKOFF
+        if event.wildcard:
+            if new is not None and (not isinstance(new, PodInfo) or new.uid != queued.pod.uid):
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        if self.hints(queued.pod) is None:
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for plugin, fn in self._matching(queued, event):
+            if plugin not in rejectors:
+                continue
+            if fn is not None:
+                try:
+                    hint = fn(queued.pod, old, new)
+                except Exception:  # upstream: an error counts as Queue
+                    hint = QueueingHint.QUEUE
+                if hint == QueueingHint.QUEUE_SKIP:
+                    continue
+            if plugin in queued.pending_plugins:
+                return Strategy.IMMEDIATELY
+            if not queued.pending_plugins:
+                return Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
+        return strategy
+
+    # ------------------------------------------------------------------ the API
+
+    def add(self, now: int, pod: PodInfo, event: str = "PodAdd") -> None:
+        """A new pending pod (``Add``): activeQ, or gated when a PreEnqueue plugin says so."""
         queued = QueuedPod(pod, now)
         self.pods[pod.uid] = queued
-        if gate:
-            queued.gating_plugin = gate
-            self._move(now, queued, GATED, event)
-        else:
-            self._move(now, queued, ACTIVE, event)
+        self._move_to_active(now, queued, event)
 
-    def update(self, now: int, pod: PodInfo, gate: str | None) -> None:
-        """A pending pod changed: refresh it; a gated pod is let in once its gates are gone."""
+    def update(self, now: int, old: PodInfo | None, pod: PodInfo,
+               events: Iterable[ClusterEvent] = ()) -> None:
+        """A pending pod changed (``Update``): refresh it; a pod in unschedulablePods moves when
+        a rejecting plugin's hint says one of the update's events may help."""
         queued = self.pods.get(pod.uid)
         if queued is None:
             return
         queued.pod = pod
-        if queued.where == GATED and not gate:
-            queued.gating_plugin = ""
-            self._move(now, queued, ACTIVE, "PodUpdate")
-        elif queued.where == GATED:
-            queued.gating_plugin = gate or queued.gating_plugin
-        elif queued.where == UNSCHEDULABLE:
-            self._activate_or_backoff(now, queued, "PodUpdate")
-        elif queued.where == ACTIVE:
-            self._move(now, queued, ACTIVE, "PodUpdate")
+        if queued.where == ACTIVE:
+            queued.version += 1
+            heapq.heappush(self._active, (self.sort_key(queued), next(self._seq), pod.uid,
+                                          queued.version))
+            return
+        if queued.where == BACKOFF:
+            queued.version += 1
+            self._requeue_backoff_entry(queued)
+            return
+        if pod.uid not in self.unschedulable:
+            return
+        for event in events:
+            strategy = self.worth_requeuing(queued, event, old, pod)
+            where = self._requeue(now, queued, strategy, event.name)
+            if where in (ACTIVE, BACKOFF):
+                break
+
+    def _requeue_backoff_entry(self, queued: QueuedPod) -> None:
+        expiry = self.backoff_time(queued) or 0
+        if queued.rejectors:
+            heapq.heappush(self._backoff, (expiry, self.sort_key(queued), next(self._seq),
+                                           queued.pod.uid, queued.version))
+        else:
+            heapq.heappush(self._error_backoff, (expiry, next(self._seq), queued.pod.uid,
+                                                 queued.version))
 
     def delete(self, now: int, uid: str, event: str = "PodDelete") -> QueuedPod | None:
         queued = self.pods.pop(uid, None)
         self.unschedulable.pop(uid, None)
         if queued is not None and queued.where != NONE:
-            previous = queued.where
-            queued.where = NONE
-            queued.version += 1
-            self.transition(now, queued.pod, previous, NONE, event)
+            self._set(now, queued, NONE, event)
         return queued
 
-    # ------------------------------------------------------------------ popping
+    def activate(self, now: int, uid: str, event: str = "ForceActivate") -> bool:
+        """``Activate``: a pod in unschedulablePods or backoffQ goes to activeQ."""
+        queued = self.pods.get(uid)
+        if queued is None or queued.where not in (UNSCHEDULABLE, GATED, BACKOFF):
+            return False
+        return self._move_to_active(now, queued, event, from_backoff=queued.where == BACKOFF)
 
     def pop(self, now: int) -> QueuedPod | None:
-        while self._active:
-            _, _, uid, version = heapq.heappop(self._active)
+        """The next pod to schedule: activeQ's head, else (``SchedulerPopFromBackoffQ``) the
+        head of the rejected pods' backoff heap, backoff or not."""
+        queued = self._pop_valid(self._active, ACTIVE, 2)
+        event = "Pop"
+        if queued is None and self.pop_from_backoff:
+            queued = self._pop_valid(self._backoff, BACKOFF, 3)
+            event = "PopFromBackoffQ"
+            if queued is not None:
+                self.popped_from_backoff += 1
+        if queued is None:
+            return None
+        self.scheduling_cycle += 1
+        queued.cycle = self.scheduling_cycle
+        queued.attempts += 1
+        if queued.initial_attempt_us is None:
+            queued.initial_attempt_us = now
+        queued.unschedulable_plugins = frozenset()
+        queued.pending_plugins = frozenset()
+        queued.gating_plugin = ""
+        queued.gating_events = ()
+        self._set(now, queued, IN_FLIGHT, event)
+        return queued
+
+    def _pop_valid(self, heap: list[Any], where: str, uid_index: int) -> QueuedPod | None:
+        while heap:
+            entry = heapq.heappop(heap)
+            uid, version = entry[uid_index], entry[uid_index + 1]
             queued = self.pods.get(uid)
-            if queued is None or queued.version != version or queued.where != ACTIVE:
-                continue
-            self.scheduling_cycle += 1
-            queued.cycle = self.scheduling_cycle
-            queued.attempts += 1
-            if queued.initial_attempt_us is None:
-                queued.initial_attempt_us = now
-            previous = queued.where
-            queued.where = IN_FLIGHT
-            queued.version += 1
-            self.transition(now, queued.pod, previous, IN_FLIGHT, "Pop")
-            return queued
+            if queued is not None and queued.version == version and queued.where == where:
+                return queued
         return None
 
     def has_active(self) -> bool:
@@ -167,61 +410,67 @@ class SchedulingQueue:
     def done(self, now: int, queued: QueuedPod) -> None:
         """The pod was scheduled: it leaves the queue."""
         self.pods.pop(queued.pod.uid, None)
-        previous = queued.where
-        queued.where = NONE
-        self.transition(now, queued.pod, previous, NONE, "Scheduled")
+        self._set(now, queued, NONE, "Scheduled")
 
-    def requeue(self, now: int, queued: QueuedPod, rejecting: Iterable[str],
-                error: bool = False) -> None:
-        """``AddUnschedulableIfNotPresent`` after a failed attempt."""
+    def requeue(self, now: int, queued: QueuedPod, unschedulable: Iterable[str],
+                pending: Iterable[str] = ()) -> None:
+        """``AddUnschedulableIfNotPresent`` after a failed attempt: a pod some plugin rejected
+        waits in unschedulablePods; one that failed with no rejecting plugin backs off."""
         if queued.pod.uid not in self.pods:
             return
+        queued.unschedulable_plugins = frozenset(unschedulable)
+        queued.pending_plugins = frozenset(pending)
+        if queued.rejectors:
+            queued.unschedulable_count += 1
+            queued.consecutive_errors = 0
+            strategy = Strategy.SKIP
+        else:
+            queued.consecutive_errors += 1
+            strategy = Strategy.AFTER_BACKOFF
         queued.timestamp = now
-        queued.unschedulable_plugins = frozenset(rejecting)
-        queued.backoff_expiry = now + self.backoff_duration(queued.attempts)
-        if error or not queued.unschedulable_plugins or \
-                self.move_request_cycle >= queued.cycle:
-            self._move(now, queued, BACKOFF, "ScheduleAttemptFailure")
-        else:
-            self._move(now, queued, UNSCHEDULABLE, "ScheduleAttemptFailure")
+        queued.backoff_expiration = None
+        self._requeue(now, queued, strategy, "ScheduleAttemptFailure")
 
-    # ------------------------------------------------------------------ moving
-
-    def _activate_or_backoff(self, now: int, queued: QueuedPod, event: str) -> None:
-        if self.backing_off(queued, now):
-            self._move(now, queued, BACKOFF, event)
-        else:
-            self._move(now, queued, ACTIVE, event)
-
-    def move_for_event(self, now: int, event: str,
-                       interested: Callable[[QueuedPod], bool]) -> None:
+    def move_for_event(self, now: int, event: ClusterEvent, old: Any = None, new: Any = None,
+                       pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
         """``MoveAllToActiveOrBackoffQueue`` for a cluster event."""
-        self.move_request_cycle = self.scheduling_cycle
         for queued in list(self.unschedulable.values()):
-            if interested(queued):
-                self._activate_or_backoff(now, queued, event)
+            if pre_check is not None and not pre_check(queued):
+                continue
+            if queued.gated and not any(match_cluster_events(registered, event)
+                                        for registered in queued.gating_events):
+                continue
+            strategy = self.worth_requeuing(queued, event, old, new)
+            if strategy == Strategy.SKIP:
+                continue
+            self._leave_unschedulable(queued)
+            self._requeue(now, queued, strategy, event.name)
 
     def flush_backoff(self, now: int) -> None:
-        while self._backoff and self._backoff[0][0] <= now:
-            _, _, uid, version = heapq.heappop(self._backoff)
-            queued = self.pods.get(uid)
-            if queued is None or queued.version != version or queued.where != BACKOFF:
-                continue
-            self._move(now, queued, ACTIVE, "BackoffComplete")
+        """``flushBackoffQCompleted``: pods whose backoff ended go to activeQ."""
+        for heap, uid_index in ((self._backoff, 3), (self._error_backoff, 2)):
+            while heap:
+                entry = heap[0]
+                uid, version = entry[uid_index], entry[uid_index + 1]
+                queued = self.pods.get(uid)
+                if queued is None or queued.version != version or queued.where != BACKOFF:
+                    heapq.heappop(heap)
+                    continue
+                if self.backing_off(queued, now):
+                    break
+                heapq.heappop(heap)
+                self._move_to_active(now, queued, "BackoffComplete", from_backoff=True)
 
     def flush_unschedulable(self, now: int) -> None:
-        for queued in list(self.unschedulable.values()):
-            if now - queued.timestamp > self.max_in_unschedulable_us:
-                self._activate_or_backoff(now, queued, "UnschedulableTimeout")
-
-    def next_backoff_expiry(self) -> int | None:
-        while self._backoff:
-            expiry, _, uid, version = self._backoff[0]
-            queued = self.pods.get(uid)
-            if queued is not None and queued.version == version and queued.where == BACKOFF:
-                return expiry
-            heapq.heappop(self._backoff)
-        return None
+        """``flushUnschedulablePodsLeftover``: pods waiting longer than the maximum."""
+        waiting = [q for q in self.unschedulable.values()
+                   if now - q.timestamp > self.max_in_unschedulable_us]
+        for queued in waiting:
+            if queued.gated:
+                continue  # the timeout is a wildcard event: no gating plugin registers it
+            self._leave_unschedulable(queued)
+            self._requeue(now, queued, Strategy.AFTER_BACKOFF,
+                          EVENT_UNSCHEDULABLE_TIMEOUT.name)
 
     def counts(self) -> dict[str, int]:
         counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}

@@ -56,13 +56,17 @@ def options_for(config: SchedulerConfiguration, **overrides: Any) -> ReplayOptio
 def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfiguration,
                  registry: dict[str, type[Plugin]], *, name: str | None = None,
                  seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
-                 bind_latency_us: int = 0, sink: EventSink | None = None,
+                 bind_latency_us: int = 0, api_latency_us: int | None = None,
+                 victim_termination_us: int | None = None, sink: EventSink | None = None,
                  progress: Callable[[int], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary."""
     run_name = _unique_run_name(engine, name, trace)
+    timing = {key: value for key, value in (("api_latency_us", api_latency_us),
+                                             ("victim_termination_us", victim_termination_us))
+              if value is not None}
     options = options_for(config, seed=seed, lifetime=lifetime,
                           recreate_preempted=recreate_preempted,
-                          bind_latency_us=bind_latency_us)
+                          bind_latency_us=bind_latency_us, **timing)
     with engine.begin() as connection:
         run_id = connection.execute(insert(Run).values(
             name=run_name, trace_id=trace.id, status=RUNNING, seed=seed, lifetime=lifetime,

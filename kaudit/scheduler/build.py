@@ -58,4 +58,4 @@ def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plu
         handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us)
         frameworks[name] = Framework(profile, registry, handle)
     return Scheduler(frameworks, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-                     seed=seed)
+                     seed=seed, feature_gates=config.feature_gates)

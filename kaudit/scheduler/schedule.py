@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.config import FeatureGates
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.plugin import PostFilterResult
@@ -99,8 +100,10 @@ class Scheduler:
     """The profiles' frameworks and the scheduler-wide rotating start index."""
 
     def __init__(self, frameworks: Mapping[str, Framework], *,
-                 percentage_of_nodes_to_score: int = 0, seed: int = 0) -> None:
+                 percentage_of_nodes_to_score: int = 0, seed: int = 0,
+                 feature_gates: Any = None) -> None:
         self.frameworks = dict(frameworks)
+        self.feature_gates = feature_gates if feature_gates is not None else FeatureGates()
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.seed = seed
         self.next_start_node_index = 0

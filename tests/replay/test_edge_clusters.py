@@ -43,11 +43,13 @@ def test_no_nodes_the_pod_waits_then_binds_when_a_node_arrives(
     failures = told["attempts"][:-1]
     assert failures and all(a["message"] == "no nodes available to schedule pods"
                             and a["nodes"] == {} for a in failures)
-    # No rejecting plugin: each failure backs off (1 s, 2 s, 4 s, 8 s, then the 10 s cap) as
-    # upstream; the node's arrival moves only unschedulablePods, so the pod still in backoffQ
-    # is bound when its backoff ends.
-    assert [a["time"][17:19] for a in failures] == ["00", "01", "03", "07", "15"]
-    assert told["boundNode"] == "n1" and told["boundTime"].endswith("09:00:25Z")
+    # No rejecting plugin: each failure counts as an error and backs off (1 s, 2 s, 4 s, 8 s,
+    # then the 10 s cap), the end truncated to a second and the pod released at the next
+    # once-a-second flush, as upstream v1.34. The node's arrival moves only unschedulablePods
+    # and a pod backing off after an error is never popped early, so the pod is bound when
+    # its backoff ends.
+    assert [a["time"][17:19] for a in failures] == ["00", "02", "05", "10", "19"]
+    assert told["boundNode"] == "n1" and told["boundTime"].endswith("09:00:30Z")
 
 
 def test_no_nodes_ever_ends_with_the_pods_unschedulable(

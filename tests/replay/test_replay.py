@@ -55,7 +55,10 @@ def test_replay_tells_each_pods_story(sample: Engine, run_kaudit: Callable[..., 
     assert summary["podsUnschedulable"] == 2  # ssd-cache and scratch-worker never fit
 
     story = explain_pod(sample, run["name"], "web/payments-0")
-    assert [q["to"] for q in story["queue"]][:3] == ["active", "in-flight", "backoff"]
+    # Rejected (then preempting), it waits in unschedulablePods until its victims' deletions
+    # requeue it (NodeResourcesFit's hint for an assigned pod's deletion).
+    assert [q["to"] for q in story["queue"]][:3] == ["active", "in-flight", "unschedulable"]
+    assert any(q["event"] == "AssignedPodDelete" for q in story["queue"])
     first, second = story["attempts"][0], story["attempts"][-1]
     assert first["selectedNode"] is None
     assert first["message"].startswith("0/11 nodes are available:")
@@ -194,6 +197,6 @@ def test_gated_pods_wait_until_their_gates_are_lifted(sample: Engine) -> None:
     story = explain_pod(sample, "gates", "batch/report-gen")
     steps = [(q["from"], q["to"], q["event"]) for q in story["queue"]]
     assert steps[0] == ("none", "gated", "PodAdd")
-    assert ("gated", "active", "PodUpdate") in steps
+    assert ("gated", "active", "UnschedulablePodUpdatePodSchedulingGatesEliminated") in steps
     assert story["queue"][1]["time"] == "2026-01-05T09:03:20Z"  # when the trace lifts the gate
     assert story["boundNode"] is not None
