@@ -5,16 +5,12 @@ Mirrors ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (Kubernetes v1
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
+from kaudit.framework.events import NODE, ClusterEventWithHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
 from kaudit.framework.status import Code
-from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
-from kaudit.plugins.hint_objects import as_node
 
 REASON = "node(s) didn't match the requested node name"
 
@@ -24,7 +20,7 @@ class NodeName(FilterPlugin):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
-        return [register(NODE, "Add", _after_node_added)]
+        return [register(NODE, "Add")]
 
     def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
         if not pod.node_name:
@@ -33,9 +29,3 @@ class NodeName(FilterPlugin):
         return NodeVerdicts.from_mask(np.asarray(slots) != wanted,
                                       Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON)
 
-
-def _after_node_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    """``isSchedulableAfterNodeAdd``: the node the pod names (or any, when it names none)."""
-    added = as_node(new)
-    fits = not pod.node_name or pod.node_name == added.name
-    return QueueingHint.QUEUE if fits else QueueingHint.QUEUE_SKIP

@@ -46,6 +46,7 @@ def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 def _after_toleration_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPodTolerationChange``: the pod itself now tolerates the
     unschedulable taint."""
+    as_pod(old)
     modified = as_pod(new)
     if pod_uid(modified) != pod.uid:
         return QueueingHint.QUEUE_SKIP

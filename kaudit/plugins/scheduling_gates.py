@@ -32,5 +32,6 @@ class SchedulingGates(PreEnqueuePlugin):
 
 def _after_gates_eliminated(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterUpdatePodSchedulingGatesEliminated``: the pod's own update."""
+    typed("Pod", old)
     typed("Pod", new)
     return QueueingHint.QUEUE if pod_uid(new) == pod.uid else QueueingHint.QUEUE_SKIP

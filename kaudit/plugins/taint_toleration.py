@@ -89,5 +89,6 @@ def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 def _after_toleration_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPodTolerationChange``: the pod's own tolerations changed."""
+    typed("Pod", old)
     typed("Pod", new)
     return QueueingHint.QUEUE if pod_uid(new) == pod.uid else QueueingHint.QUEUE_SKIP

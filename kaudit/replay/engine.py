@@ -441,7 +441,8 @@ class Replay:
         pod = queued.pod
         framework = self.scheduler.framework_for(pod)
         assert framework is not None
-        placed = replace(pod, node_name=node, nominated_node_name="")
+        placed = replace(pod, node_name=node, nominated_node_name="",
+                         obj=_bound_object(pod.obj, node))
         self.cluster.add_pod(placed)  # assume
         self.timeline.place(now, placed, "kaudit")
         for step in (framework.run_reserve, framework.run_permit, framework.run_pre_bind,
@@ -564,8 +565,8 @@ class Replay:
         if self.options.victim_termination_us <= 0:
             self._delete_pod(victim.uid, victim, "preempted")
             return
-        terminating = pod_info(self.cluster,
-                               terminating_object(current.obj, format_timestamp(now)))
+        terminating = replace(current, terminating=True,
+                              obj=terminating_object(current.obj, format_timestamp(now)))
         self.cluster.remove_pod(victim.uid)
         self.cluster.add_pod(terminating)
         self.sink.record(now, "terminate", victim.key, victim.node_name,
@@ -628,6 +629,12 @@ def _nomination_ties(details: Any) -> dict[str, Any] | None:
     if exposed:
         facts["tiedVictims"] = sorted(exposed)
     return facts or None
+
+
+def _bound_object(obj: dict[str, Any], node: str) -> dict[str, Any]:
+    """The pod's object as the binding leaves it: ``spec.nodeName`` set (copied, not changed
+    in place)."""
+    return {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": node}}
 
 
 def _object_key(obj: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ from kaudit.framework.events import (
     match_cluster_events,
     register,
 )
+from kaudit.framework.plugin import extension_points
 from kaudit.model.pod import PodInfo
 
 ACTIVE = "active"
@@ -99,10 +100,18 @@ class QueuedPod:
 HintTable = list[tuple[ClusterEvent, str, Any]]
 
 
+#: Only plugins at these extension points can reject a pod, so only they register events
+#: (upstream's ``fillEnqueueExtensions``).
+_REJECTING_POINTS = frozenset({"PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit"})
+
+
 def hint_table(plugins: Iterable[Any]) -> HintTable:
     """``buildQueueingHintMap`` for a profile's plugin instances."""
     table: HintTable = []
     for plugin in plugins:
+        points = extension_points(type(plugin))
+        if points and not points & _REJECTING_POINTS:
+            continue
         registrations: list[ClusterEventWithHint] | None = plugin.events_to_register()
         if registrations is None:
             registrations = [register(resource, "All") for resource in _WILDCARD_RESOURCES]

@@ -115,3 +115,23 @@ def test_a_pod_created_after_a_preemptor_does_not_take_the_space_being_freed(
                              "--feature-gates", "SchedulerAsyncPreemption=false")
     assert synchronous.exit_code == 0, synchronous.output
     assert story(run_kaudit, json.loads(synchronous.output), "default/late")["boundNode"] == "n1"
+
+
+def test_a_victim_kaudit_placed_counts_on_its_node_until_gone(
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    """Victims kaudit bound itself terminate on their node; the preemptor, requeued when the
+    first victims go, is not eligible while the last one still terminates and binds after."""
+    trace = write_trace(
+        tmp_path / "placed.jsonl",
+        (0, "ADDED", node("n1", "4")),
+        *((1, "ADDED", make_pod(f"low-{i}").req(cpu="900m").priority(1).obj())
+          for i in range(4)),
+        (2, "ADDED", make_pod("high").req(cpu="3").priority(10).obj()))
+    run = replay(run_kaudit, trace)
+    assert run["summary"]["podsScheduled"] == 5 and run["summary"]["podsPreempted"] == 3
+    high = story(run_kaudit, run, "default/high")
+    times = [seconds(a["time"]) for a in high["attempts"]]
+    assert times == [2.0, 3.04, 3.08]
+    assert high["attempts"][1]["message"].endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+    assert high["boundNode"] == "n1" and seconds(high["boundTime"]) == 3.08
