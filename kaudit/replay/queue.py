@@ -14,9 +14,11 @@ of Kubernetes v1.34.2 with its default gates: ``SchedulerQueueingHints`` (GA),
   truncated to a whole second; the pod leaves backoff at the first whole second after that,
   when the once-a-second flush runs. unschedulablePods is flushed every 30 s for pods waiting
   longer than ``podMaxInUnschedulablePodsDuration``.
-* After a failed attempt a pod with rejecting plugins goes to unschedulablePods (a scheduling
-  cycle takes no virtual time, so no cluster event happens while it is in flight); one without
-  (an error, or no nodes at all) goes to backoffQ.
+* Cluster events that arrive while pods are in flight (popped, not yet requeued or done) are
+  recorded; after a failed attempt a pod with rejecting plugins goes to unschedulablePods
+  unless one of those events is worth requeueing it for, and one without (an error, or no
+  nodes at all) goes to backoffQ. (In a replay a scheduling cycle takes no virtual time, so no
+  event arrives in flight.)
 * A cluster event moves an unschedulable pod only when a queueing hint of one of the plugins
   that rejected it answers Queue for that event (``isPodWorthRequeuing``): to backoffQ while it
   is still backing off, else to activeQ; a Pending plugin's Queue moves it to activeQ at once.
@@ -35,6 +37,7 @@ from enum import IntEnum
 from typing import Any
 
 from kaudit.framework.events import (
+    EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     ActionType,
     ClusterEvent,
@@ -146,7 +149,8 @@ class SchedulingQueue:
                  hints: Callable[[PodInfo], HintTable | None] = lambda pod: None,
                  pre_enqueue: Callable[[PodInfo], str | None] = lambda pod: None,
                  pop_from_backoff: bool = True,
-                 on_backoff: Callable[[int], None] = lambda free_at: None) -> None:
+                 on_backoff: Callable[[int], None] = lambda free_at: None,
+                 of_interest: Callable[[ClusterEvent], bool] = lambda event: True) -> None:
         self.sort_key = sort_key
         self.initial_backoff_us = initial_backoff_us
         self.max_backoff_us = max_backoff_us
@@ -156,6 +160,7 @@ class SchedulingQueue:
         self.pre_enqueue = pre_enqueue
         self.pop_from_backoff = pop_from_backoff
         self.on_backoff = on_backoff
+        self.of_interest = of_interest
         self.pods: dict[str, QueuedPod] = {}
         #: unschedulablePods (gated pods included), so cluster events touch only them.
         self.unschedulable: dict[str, QueuedPod] = {}
@@ -169,6 +174,12 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         #: Pods popped from backoffQ before their backoff ended (activeQ was empty).
         self.popped_from_backoff = 0
+        #: ``inFlightPods`` / ``inFlightEvents``: each popped pod's marker in the event list
+        #: (its absolute position), and the events recorded while any pod was in flight; a
+        #: marker whose pod is done is struck out (None), as upstream unlinks it.
+        self.in_flight: dict[str, int] = {}
+        self._in_flight_log: list[tuple[str, Any, Any, Any] | None] = []
+        self._events_base = 0
 
     # ------------------------------------------------------------------ backoff
 
@@ -338,6 +349,11 @@ class SchedulingQueue:
         queued = self.pods.get(pod.uid)
         if queued is None:
             return
+        events = list(events)
+        if queued.where == IN_FLIGHT:
+            for event in events:  # judged when the pod comes back
+                self._record_in_flight(event, old, pod, only=pod.uid)
+            return
         queued.pod = pod
         if queued.where == ACTIVE:
             queued.version += 1
@@ -366,6 +382,7 @@ class SchedulingQueue:
                                                  queued.version))
 
     def delete(self, now: int, uid: str, event: str = "PodDelete") -> QueuedPod | None:
+        self._done(uid)
         queued = self.pods.pop(uid, None)
         self.unschedulable.pop(uid, None)
         if queued is not None and queued.where != NONE:
@@ -375,6 +392,9 @@ class SchedulingQueue:
     def activate(self, now: int, uid: str, event: str = "ForceActivate") -> bool:
         """``Activate``: a pod in unschedulablePods or backoffQ goes to activeQ."""
         queued = self.pods.get(uid)
+        if queued is not None and queued.where == IN_FLIGHT:
+            self._record_in_flight(EVENT_FORCE_ACTIVATE, None, queued.pod, only=uid)
+            return False
         if queued is None or queued.where not in (UNSCHEDULABLE, GATED, BACKOFF):
             return False
         return self._move_to_active(now, queued, event, from_backoff=queued.where == BACKOFF)
@@ -401,7 +421,43 @@ class SchedulingQueue:
         queued.gating_plugin = ""
         queued.gating_events = ()
         self._set(now, queued, IN_FLIGHT, event)
+        self.in_flight[queued.pod.uid] = self._events_base + len(self._in_flight_log)
+        self._in_flight_log.append(("pod", queued.pod.uid, None, None))
         return queued
+
+    @property
+    def in_flight_events(self) -> list[tuple[str, Any, Any, Any]]:
+        """The in-flight list: pod markers and events, oldest first."""
+        return [entry for entry in self._in_flight_log if entry is not None]
+
+    def _record_in_flight(self, event: ClusterEvent, old: Any, new: Any,
+                          only: str | None = None) -> None:
+        """Keep an event for the pods in flight (``only``: if that pod is one of them)."""
+        if self.in_flight and (only is None or only in self.in_flight):
+            self._in_flight_log.append(("event", event, old, new))
+
+    def _done(self, uid: str) -> None:
+        """``Done``: the pod is no longer in flight; events older than every pod still in
+        flight are dropped."""
+        position = self.in_flight.pop(uid, None)
+        if position is None:
+            return
+        self._in_flight_log[position - self._events_base] = None
+        log = self._in_flight_log
+        drop = 0
+        while drop < len(log) and (log[drop] is None or log[drop][0] == "event"):
+            drop += 1
+        if drop:
+            del log[:drop]
+            self._events_base += drop
+
+    def _events_since_pop(self, uid: str) -> list[tuple[ClusterEvent, Any, Any]]:
+        start = self.in_flight.get(uid)
+        if start is None:
+            return []
+        return [(entry[1], entry[2], entry[3])
+                for entry in self._in_flight_log[start - self._events_base + 1:]
+                if entry is not None and entry[0] == "event"]
 
     def _pop_valid(self, heap: list[Any], where: str, uid_index: int) -> QueuedPod | None:
         while heap:
@@ -419,6 +475,7 @@ class SchedulingQueue:
     def done(self, now: int, queued: QueuedPod) -> None:
         """The pod was scheduled: it leaves the queue."""
         self.pods.pop(queued.pod.uid, None)
+        self._done(queued.pod.uid)
         self._set(now, queued, NONE, "Scheduled")
 
     def requeue(self, now: int, queued: QueuedPod, unschedulable: Iterable[str],
@@ -429,20 +486,52 @@ class SchedulingQueue:
             return
         queued.unschedulable_plugins = frozenset(unschedulable)
         queued.pending_plugins = frozenset(pending)
+        self.add_unschedulable_if_not_present(now, queued)
+
+    def add_unschedulable_if_not_present(self, now: int, queued: QueuedPod) -> None:
+        """``AddUnschedulableIfNotPresent`` with the rejecting plugins already on ``queued``
+        (which may be a fresh record of a pod, as upstream's tests pass)."""
+        current = self.pods.get(queued.pod.uid)
+        if current is not None and current.where in (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED):
+            raise ValueError(f"pod {queued.pod.key} is already queued")
+        if current is not None and current is not queued:
+            queued.version = current.version + 1
+            queued.where = current.where
+        self.pods[queued.pod.uid] = queued
         if queued.rejectors:
             queued.unschedulable_count += 1
             queued.consecutive_errors = 0
-            strategy = Strategy.SKIP
         else:
             queued.consecutive_errors += 1
-            strategy = Strategy.AFTER_BACKOFF
         queued.timestamp = now
         queued.backoff_expiration = None
+        strategy = self._in_flight_strategy(queued)
         self._requeue(now, queued, strategy, "ScheduleAttemptFailure")
+        self._done(queued.pod.uid)
+
+    def _in_flight_strategy(self, queued: QueuedPod) -> Strategy:
+        """``determineSchedulingHintForInFlightPod``: backoff for a pod no plugin rejected,
+        else the best strategy any event received while it was in flight earns it."""
+        if not queued.rejectors:
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for event, old, new in self._events_since_pop(queued.pod.uid):
+            found = self.worth_requeuing(queued, event, old, new)
+            if found == Strategy.IMMEDIATELY:
+                return found
+            if found == Strategy.AFTER_BACKOFF:
+                strategy = found
+                if not queued.pending_plugins:
+                    return strategy
+        return strategy
 
     def move_for_event(self, now: int, event: ClusterEvent, old: Any = None, new: Any = None,
                        pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
-        """``MoveAllToActiveOrBackoffQueue`` for a cluster event."""
+        """``MoveAllToActiveOrBackoffQueue`` for a cluster event (only one some plugin
+        registered: ``isEventOfInterest``)."""
+        if not event.wildcard and not self.of_interest(event):
+            return
+        self._record_in_flight(event, old, new)
         for queued in list(self.unschedulable.values()):
             if pre_check is not None and not pre_check(queued):
                 continue

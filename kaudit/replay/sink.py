@@ -13,8 +13,11 @@ Record kinds and their ``data``:
 * ``attempt`` — a scheduling attempt (see :mod:`kaudit.replay.packing`, JSON + blob);
 * ``bind`` — the pod bound to ``node``; ``bindfail`` — Reserve, Permit, PreBind or Bind
   failed (the plugin's status); ``recorded`` — the trace's own placement;
-* ``nominate`` — preemption nominated ``node`` for the pod;
-* ``preempt`` — the pod was evicted by ``{"preemptor"}``;
+* ``nominate`` — preemption nominated ``node`` for the pod (with ``tiedNodes``,
+  ``tiedVictims`` and ``partialDryRun`` when chance decided part of it);
+* ``preempt`` — the pod was chosen as a victim by ``{"preemptor"}`` (``tie`` when a tie among
+  equally ranked victims decided it); ``terminate`` — its deletion was accepted and it
+  terminates, still counted on ``node``;
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
 * ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``.
 
@@ -40,7 +43,7 @@ Record = tuple[int, int, str, str | None, str | None, str, bytes | None]
 
 #: Every kind of record, as listed above.
 RECORD_KINDS = ("node", "watch", "queue", "attempt", "bind", "bindfail", "recorded", "nominate",
-                "preempt", "delete", "create")
+                "preempt", "terminate", "delete", "create")
 
 _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
 

@@ -111,9 +111,12 @@ def test_rejections_and_errors_count_apart() -> None:
     q.add(0, pod("a"))
     queued = q.pop(0)
     q.requeue(0, queued, {"Fit"})
-    queued.where = ACTIVE  # as if moved and popped again
+    q.activate(0, queued.pod.uid)
+    assert q.pop(0) is queued
     q.requeue(0, queued, {"Fit"})
     assert (queued.unschedulable_count, queued.consecutive_errors) == (2, 0)
+    q.activate(0, queued.pod.uid)
+    assert q.pop(0) is queued
     q.requeue(0, queued, ())
     assert (queued.unschedulable_count, queued.consecutive_errors) == (2, 1)
     assert q.backoff_duration(queued.consecutive_errors) == 1 * S
