@@ -543,10 +543,9 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
     name = names.INTER_POD_AFFINITY
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """v1.34 ``EventsToRegister``."""
+        """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(POD, ["Add", "UpdatePodLabel", "Delete"], _after_pod_change),
-                register(NODE, ["Add", "UpdateNodeLabel", "UpdateNodeTaint"],
-                         _after_node_change)]
+                register(NODE, ["Add", "UpdateNodeLabel"], _after_node_change)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -765,8 +764,23 @@ def _after_pod_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 
 def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    """``isSchedulableAfterNodeChange``: the node has a topology key of the pod's required
-    (anti-)affinity terms."""
-    modified = as_node(new)
-    keys = {term.topology_key for term in (*pod.required_affinity, *pod.required_anti_affinity)}
-    return QueueingHint.QUEUE if keys & modified.labels.keys() else QueueingHint.QUEUE_SKIP
+    """``isSchedulableAfterNodeChange`` (v1.33+): for an affinity term, a new node with its
+    topology key, or a node that gained the key or changed its value; for an anti-affinity
+    term, any new node (one without the key always accepts the pod), or a node that lost the
+    key or changed its value."""
+    original, modified = as_node(old), as_node(new)
+    for term in pod.required_affinity:
+        key = term.topology_key
+        if original is None:
+            if key in modified.labels:
+                return QueueingHint.QUEUE
+            continue
+        if key in modified.labels and original.labels.get(key) != modified.labels[key]:
+            return QueueingHint.QUEUE
+    for term in pod.required_anti_affinity:
+        if original is None:
+            return QueueingHint.QUEUE
+        key = term.topology_key
+        if key in original.labels and original.labels[key] != modified.labels.get(key):
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
