@@ -49,6 +49,13 @@ def claim_names(pod_obj: dict[str, Any], ephemeral: bool) -> list[str]:
     return names
 
 
+def uses_claim(pod: Any, claim: dict[str, Any], ephemeral: bool) -> bool:
+    """The claim is in the pod's namespace and one of its volumes names it (generic ephemeral
+    volumes' claims too, with ``ephemeral``)."""
+    return (namespace_of(claim) == pod.namespace
+            and name_of(claim) in claim_names(pod.obj, ephemeral=ephemeral))
+
+
 def pod_uid(pod: Any) -> str:
     """A pod's uid as kaudit's PodInfo has it (``namespace/name`` when the object has none)."""
     uid = getattr(pod, "uid", None)

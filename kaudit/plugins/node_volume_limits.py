@@ -43,7 +43,11 @@ from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin,
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
-from kaudit.plugins.hint_objects import claim_names, name_of, namespace_of, typed, volumes
+from kaudit.plugins.hint_objects import (
+    typed,
+    uses_claim,
+    volumes,
+)
 from kaudit.plugins.volume_binding import (
     CSINODE_KIND,
     PV_KIND,
@@ -412,10 +416,8 @@ def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPVCAdded``: a claim the pod uses."""
     claim = typed("PersistentVolumeClaim", new)
     assert claim is not None
-    if namespace_of(claim) != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
-    used = claim_names(pod.obj, ephemeral=True)
-    return QueueingHint.QUEUE if name_of(claim) in used else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if uses_claim(pod, claim, ephemeral=True) \
+        else QueueingHint.QUEUE_SKIP
 
 
 def _after_attachment_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

@@ -78,7 +78,12 @@ from kaudit.model.selectors import (
     valid_label_value,
 )
 from kaudit.plugins import names
-from kaudit.plugins.hint_objects import claim_names, metadata, name_of, namespace_of, typed
+from kaudit.plugins.hint_objects import (
+    metadata,
+    name_of,
+    typed,
+    uses_claim,
+)
 from kaudit.quantity import parse_quantity
 from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.matching import requirement_mask
@@ -991,9 +996,7 @@ def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     typed(PVC_KIND, old)
     claim = typed(PVC_KIND, new)
     assert claim is not None
-    if namespace_of(claim) != pod.namespace:
-        return _SKIP
-    return _QUEUE if name_of(claim) in claim_names(pod.obj, ephemeral=True) else _SKIP
+    return _QUEUE if uses_claim(pod, claim, ephemeral=True) else _SKIP
 
 
 def _after_storage_class_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

@@ -42,7 +42,13 @@ from kaudit.framework.plugin import (
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
-from kaudit.plugins.hint_objects import claim_names, name_of, namespace_of, typed, volumes
+from kaudit.plugins.hint_objects import (
+    claim_names,
+    namespace_of,
+    typed,
+    uses_claim,
+    volumes,
+)
 from kaudit.plugins.volume_binding import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
 from kaudit.scheduler.cluster import ClusterState
 
@@ -197,10 +203,8 @@ def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPersistentVolumeClaimAdded``: a claim the pod names."""
     claim = typed("PersistentVolumeClaim", new)
     assert claim is not None
-    if namespace_of(claim) != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
-    used = claim_names(pod.obj, ephemeral=False)
-    return QueueingHint.QUEUE if name_of(claim) in used else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if uses_claim(pod, claim, ephemeral=False) \
+        else QueueingHint.QUEUE_SKIP
 
 
 def _conflicts(volume: Mapping[str, Any], other: Mapping[str, Any]) -> bool:

@@ -38,7 +38,11 @@ from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin,
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
-from kaudit.plugins.hint_objects import claim_names, metadata, name_of, namespace_of, typed
+from kaudit.plugins.hint_objects import (
+    metadata,
+    typed,
+    uses_claim,
+)
 from kaudit.plugins.volume_binding import (
     PV_KIND,
     PV_RESOURCE,
@@ -222,8 +226,7 @@ def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod names."""
     typed("PersistentVolumeClaim", old)
     claim = typed("PersistentVolumeClaim", new)
-    if claim is not None and namespace_of(claim) == pod.namespace and \
-            name_of(claim) in claim_names(pod.obj, ephemeral=False):
+    if claim is not None and uses_claim(pod, claim, ephemeral=False):
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP
 
