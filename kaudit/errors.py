@@ -53,3 +53,26 @@ class SchemaOutOfDateError(DatabaseError):
 
 class UnknownObjectError(InputError):
     """A trace, run or object named by the user does not exist."""
+
+
+class Interrupted(BaseException):
+    """The process was asked to stop (SIGTERM): work in progress is marked failed, as after
+    Ctrl-C. A BaseException, like KeyboardInterrupt, so that nothing swallows it."""
+
+
+class ReplayStalledError(KauditError):
+    """The replay stopped making progress in virtual time: its queues only cycle at one
+    instant. A guard, so that no trace can make a replay loop forever."""
+
+
+class UnreplayableEventError(KauditError):
+    """A stored trace event the replay cannot use (ingest should have refused it): names the
+    input (by its index in the trace's sources) and line, so the message can name the file."""
+
+    exit_code = 2
+
+    def __init__(self, source: int, line: int, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        super().__init__(f"source {source}, line {line}: {reason}")

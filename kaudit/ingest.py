@@ -415,6 +415,7 @@ def _store(connection: Connection, plan: _Plan, digest: str, *,
             writer.reject(exc.source, exc.line, exc.reason, None)  # damaged: keep what was read
             counts[index][1] += 1
     writer.flush()
+    _refuse_empty(inputs, stats, counts)
 
     sources = [_source_entry(item, fmt, stat, count)
                for item, fmt, stat, count in zip(inputs, plan.formats, stats, counts,
@@ -448,6 +449,21 @@ def _store(connection: Connection, plan: _Plan, digest: str, *,
                         rejected=writer.rejected_count, kind_counts=kind_counts,
                         start_us=min_ts, end_us=max_ts, sources=sources,
                         scheduler_config=config)
+
+
+def _refuse_empty(inputs: Sequence[TraceInput], stats: list[StreamStats],
+                  counts: list[list[int]]) -> None:
+    """A trace must hold something to replay: an empty file, or inputs that hold only
+    records kaudit leaves out, are refused rather than stored as a trace of nothing."""
+    for item, stat, (events, rejected) in zip(inputs, stats, counts, strict=True):
+        if not events and not rejected and not stat.dropped and not stat.bookmarks:
+            raise TraceError(str(item.path), None, "the file holds no events: it is empty")
+    if not any(events for events, _ in counts):
+        left_out = sum(count for stat in stats for count, _ in stat.dropped.values())
+        rejected = sum(r for _, r in counts)
+        names = ", ".join(str(item.path) for item in inputs)
+        raise InputError(f"{names}: nothing to replay: no event was kept ({left_out} record(s) "
+                         f"left out as not replayable, {rejected} rejected as invalid)")
 
 
 def _source_entry(item: TraceInput, fmt: str, stats: StreamStats,

@@ -207,3 +207,27 @@ def test_ingest_streams_with_bounded_memory(engine: Engine, tmp_path: Path) -> N
     assert peak < size / 2, f"peak {peak} bytes for a {size}-byte file: not streaming"
     with engine.connect() as connection:
         assert connection.scalar(select(func.count()).select_from(TraceEvent)) == 20_000
+
+
+def test_a_trace_of_nothing_is_refused(run_kaudit: Callable[..., Result], engine: Engine,
+                                       tmp_path: Path) -> None:
+    before = database_contents(engine)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n  \n")
+    for path in (empty, blank):
+        result = run_kaudit("ingest", str(path))
+        assert result.exit_code == 2, result.output
+        assert result.output == f"kaudit: error: {path}: the file holds no events: it is empty\n"
+    reads = tmp_path / "reads.log"  # an audit log of read requests only: nothing to replay
+    reads.write_bytes(b"".join(orjson.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+        "auditID": f"id-{i}", "stage": "ResponseComplete", "requestURI": "/api/v1/pods",
+        "verb": "list", "objectRef": {"resource": "pods", "apiVersion": "v1"},
+        "responseStatus": {"code": 200},
+        "stageTimestamp": f"2026-01-05T09:00:0{i}.000000Z"}) + b"\n" for i in range(3)))
+    result = run_kaudit("ingest", str(reads))
+    assert result.exit_code == 2, result.output
+    assert f"{reads}: nothing to replay: no event was kept (3 record(s) left out" in result.output
+    assert database_contents(engine) == before

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kaudit import KUBERNETES_VERSION, __version__
-from kaudit.errors import KauditError
+from kaudit.errors import Interrupted, KauditError
 
 
 class KauditGroup(click.Group):
@@ -27,6 +27,9 @@ class KauditGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("kaudit: interrupted", err=True)
             sys.exit(130)
+        except Interrupted as exc:
+            click.echo(f"kaudit: terminated ({exc})", err=True)
+            sys.exit(143)
 
 
 @click.group(cls=KauditGroup, context_settings={"help_option_names": ["-h", "--help"],

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import click
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from kaudit.cli.options import db_option, echo_json, json_option
+from kaudit.errors import DatabaseError
 from kaudit.store.engine import display_url, make_engine, resolve_url
-from kaudit.store.schema import schema_status, upgrade
+from kaudit.store.schema import refuse_foreign, schema_status, upgrade
 
 
 @click.group()
@@ -25,7 +27,13 @@ def upgrade_command(db: str | None) -> None:
         if before.up_to_date:
             click.echo(f"{display_url(url)}: already at revision {before.head}")
             return
-        upgrade(engine)
+        refuse_foreign(before, display_url(url))
+        try:
+            upgrade(engine)
+        except SQLAlchemyError as exc:
+            raise DatabaseError(f"{display_url(url)}: the migration failed and was rolled "
+                                f"back: {exc.orig if isinstance(exc, DBAPIError) else exc}"
+                                ) from None
         click.echo(f"{display_url(url)}: migrated from {before.current or 'an empty database'} "
                    f"to revision {before.head}")
     finally:

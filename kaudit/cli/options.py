@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 import orjson
+from sqlalchemy import Engine
+
+from kaudit.store.schema import open_database
 
 db_option = click.option(
     "--db", "db", metavar="URL", envvar="KAUDIT_DB", show_envvar=True,
@@ -68,3 +71,35 @@ def dropped_table(sources: Sequence[dict[str, Any]], limit: int | None = None,
         lines.append(" " * indent + f"{'':>9}  … {len(rows) - len(shown)} more reasons "
                      "(`kaudit traces NAME` lists them)")
     return "\n".join(lines)
+
+
+class ListingGroup(click.Group):
+    """A command that lists things (``kaudit traces [NAME]``) and also has subcommands
+    (``kaudit traces rm NAME``): a first argument that names no subcommand is the listing's
+    own argument."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            ctx.meta["listing_argument"] = args[0]
+            args = args[1:]
+        return super().parse_args(ctx, args)
+
+
+def remove_option(kind: str) -> Any:
+    return click.option("--force", is_flag=True,
+                        help=f"Remove {kind} still being replayed by a live process too.")
+
+
+def remove_and_report(remover: Callable[[Engine, list[str], bool], list[str]],
+                      names: tuple[str, ...], force: bool, db: str | None, as_json: bool,
+                      what: str) -> None:
+    """Run ``remover`` (one transaction) on the database and report what it removed."""
+    engine = open_database(db)
+    try:
+        removed = remover(engine, list(names), force)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"removed": removed})
+    else:
+        click.echo(f"removed {what} {', '.join(removed)}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -11,22 +13,42 @@ import click
 import orjson
 
 from kaudit.cli.options import (
+    ListingGroup,
     db_option,
     echo_json,
     human_duration,
     interactive,
     json_option,
+    remove_and_report,
+    remove_option,
     table,
 )
 from kaudit.cli.whatif import feature_gates_option, plugin_option
-from kaudit.errors import InputError
+from kaudit.errors import InputError, Interrupted
 from kaudit.queries.baseline import write_summary
-from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs
+from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs, remove_runs
 from kaudit.queries.traces import get_trace
 from kaudit.readers.timestamps import parse_timestamp
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
 from kaudit.store.schema import open_database
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the replay as Ctrl-C does: the run is marked failed, not left running."""
+    def stop(signum: int, frame: Any) -> None:
+        raise Interrupted("SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (an embedding application): leave it be
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.command()
@@ -98,7 +120,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
         bar = (click.progressbar(length=summary_trace.events, label="replaying",
                                  file=click.get_text_stream("stderr"))
                if interactive() and not as_json else nullcontext())
-        with bar as progress:
+        with bar as progress, _terminate_as_interrupt():
             run_id, summary = replay_trace(
                 engine, summary_trace, config, registry, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,
@@ -128,11 +150,21 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
     click.echo(f"  explore: kaudit explain {run.name} POD | kaudit events {run.name}")
 
 
-@click.command()
+@click.group(cls=ListingGroup, invoke_without_command=True)
 @db_option
 @json_option
-def runs(db: str | None, as_json: bool) -> None:
-    """List replay runs with their summaries."""
+@click.pass_context
+def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
+    """List replay runs with their summaries (`kaudit runs rm RUN...` removes runs).
+
+    A run whose replay stopped without finishing it (killed, its machine lost) shows as
+    abandoned.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if ctx.meta.get("listing_argument"):
+        raise click.UsageError(f"no such subcommand {ctx.meta['listing_argument']!r} "
+                               "(`kaudit runs` lists runs, `kaudit runs rm RUN...` removes)")
     engine = open_database(db)
     try:
         found = list_runs(engine)
@@ -152,6 +184,16 @@ def runs(db: str | None, as_json: bool) -> None:
                      s.get("attempts", ""), r.config_source or "(defaults)"))
     click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "SCHEDULED",
                             "UNSCHEDULABLE", "PREEMPTED", "ATTEMPTS", "CONFIG"]))
+
+
+@runs.command("rm")
+@click.argument("names", nargs=-1, required=True, metavar="RUN...")
+@remove_option("runs")
+@db_option
+@json_option
+def remove(names: tuple[str, ...], force: bool, db: str | None, as_json: bool) -> None:
+    """Remove RUNs and every row of theirs (event log, timeline), in one transaction."""
+    remove_and_report(remove_runs, names, force, db, as_json, "run(s)")
 
 
 @click.command()

@@ -5,14 +5,17 @@ from __future__ import annotations
 import click
 
 from kaudit.cli.options import (
+    ListingGroup,
     db_option,
     dropped_table,
     echo_json,
     human_duration,
     json_option,
+    remove_and_report,
+    remove_option,
     table,
 )
-from kaudit.queries.traces import get_trace, list_traces, rejected_lines
+from kaudit.queries.traces import get_trace, list_traces, rejected_lines, remove_traces
 from kaudit.readers.timestamps import format_timestamp
 from kaudit.store.schema import open_database
 
@@ -23,15 +26,19 @@ def _kinds(counts: dict[str, int], limit: int = 4) -> str:
     return text + (f", +{len(ordered) - limit} kinds" if len(ordered) > limit else "")
 
 
-@click.command()
-@click.argument("trace", required=False)
+@click.group(cls=ListingGroup, invoke_without_command=True)
 @db_option
 @json_option
-def traces(trace: str | None, db: str | None, as_json: bool) -> None:
+@click.pass_context
+def traces(ctx: click.Context, db: str | None, as_json: bool) -> None:
     """List stored traces with their event counts per kind and time span.
 
-    With TRACE (a name or id), show that trace in detail, including rejected lines.
+    `kaudit traces TRACE` (a name or id) shows that trace in detail, including rejected
+    lines; `kaudit traces rm TRACE...` removes traces with their runs.
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    trace: str | None = ctx.meta.get("listing_argument")
     engine = open_database(db)
     try:
         if trace is None:
@@ -79,3 +86,13 @@ def traces(trace: str | None, db: str | None, as_json: bool) -> None:
         for item in rejected:
             where = f"{item['source']}:{item['line']}" if item["line"] else item["source"]
             click.echo(f"    {where}: {item['reason']}")
+
+
+@traces.command("rm")
+@click.argument("names", nargs=-1, required=True, metavar="TRACE...")
+@remove_option("traces whose runs are")
+@db_option
+@json_option
+def remove(names: tuple[str, ...], force: bool, db: str | None, as_json: bool) -> None:
+    """Remove TRACEs, their runs and every row of theirs, in one transaction."""
+    remove_and_report(remove_traces, names, force, db, as_json, "trace(s) and their runs:")

@@ -89,7 +89,11 @@ def check(value: Any, spec: Spec, path: str = "") -> list[FieldError]:
     if isinstance(spec, ListOf):
         if not isinstance(value, list):
             return [type_invalid(path, value, f"expected array, got {json_type(value)}")]
-        return [e for i, item in enumerate(value) for e in check(item, spec.item, index(path, i))]
+        # kube-scheduler decodes a null item as a zero-valued one, which its validation then
+        # refuses or which means nothing; kaudit refuses it at once.
+        return [e for i, item in enumerate(value) for e in (
+            [type_invalid(index(path, i), item, "expected a value, got null")] if item is None
+            else check(item, spec.item, index(path, i)))]
     if not isinstance(value, dict):
         return [type_invalid(path, value, f"expected object, got {json_type(value)}")]
     if isinstance(spec, MapOf):

@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 import yaml
 
 from kaudit.errors import ConfigError
+from kaudit.yaml_limits import TOO_DEEP, BoundedComposer
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedComposer, yaml.SafeLoader):
     """SafeLoader that rejects repeated keys and leaves timestamps as strings."""
 
     yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
@@ -76,6 +77,8 @@ def parse_text(text: str, source: str) -> Any:
         raise ConfigError(f"{where}: {problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: {TOO_DEEP}") from None
 
 
 def read_file(path: Path) -> Any:

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 from sqlalchemy import Engine, event
 
 from kaudit.store.schema import open_database
@@ -72,5 +72,6 @@ def cached(key: tuple[Any, ...], compute: Callable[[], T], *, final: bool) -> T:
     """``compute()``, remembered under ``key`` when ``final`` (the data can no longer change)."""
     if not final:
         return compute()
+    g.kaudit_final = True
     cache: ResultCache = current_app.extensions["kaudit.cache"]
     return cache.get(key, compute)

@@ -11,12 +11,26 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, g, jsonify, render_template, request
+from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 from kaudit.errors import InputError, KauditError, UnknownObjectError
 
 log = logging.getLogger("kaudit.dashboard")
+
+# How long a browser may reuse an answer about a finished run (it can still be removed).
+FINAL_MAX_AGE = 300
+# PostgreSQL: undefined table, invalid catalog name (the database was dropped or recreated).
+_MISSING_SCHEMA_CODES = {"42P01", "3D000"}
+
+
+def database_unavailable(exc: DBAPIError) -> bool:
+    """The database is down, gone, or no longer holds kaudit's tables (not a bug of ours)."""
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        return True
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return code in _MISSING_SCHEMA_CODES
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -55,6 +69,15 @@ def init_app(app: Flask) -> None:
         log.error("%s %s: %s", request.method, request.path, exc)
         return _answer(500, str(exc))
 
+    @app.errorhandler(DBAPIError)
+    def database_error(exc: DBAPIError):  # type: ignore[no-untyped-def]
+        if database_unavailable(exc):
+            log.error("%s %s: database unavailable: %s", request.method, request.path, exc.orig)
+            return _answer(503, "the event-log database is unavailable or no longer holds "
+                                "kaudit's schema; the server log has the details")
+        log.exception("%s %s failed", request.method, request.path)
+        return _answer(500, "internal error: the server log has the details")
+
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):  # type: ignore[no-untyped-def]
         log.exception("%s %s failed", request.method, request.path)
@@ -66,4 +89,9 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers.setdefault("X-Frame-Options", "DENY")
+        if "Cache-Control" not in response.headers:
+            # Answers about finished runs never change; anything else may change at any time.
+            response.headers["Cache-Control"] = (
+                f"private, max-age={FINAL_MAX_AGE}" if g.get("kaudit_final")
+                and response.status_code == 200 else "no-store")
         return response

@@ -11,7 +11,7 @@ import orjson
 from flask import Blueprint, Response, abort, current_app, jsonify, request, send_file
 from flask.typing import ResponseReturnValue
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from kaudit import KUBERNETES_VERSION, __version__
 from kaudit.dashboard.database import get_engine
@@ -19,7 +19,7 @@ from kaudit.dashboard.params import run_with_span
 from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
 from kaudit.store.engine import display_url
 from kaudit.store.models import Run
-from kaudit.store.schema import current_revision
+from kaudit.store.schema import current_revision, schema_status
 
 bp = Blueprint("meta", __name__)
 
@@ -52,21 +52,29 @@ def config(run: str) -> ResponseReturnValue:
 
 @bp.get("/healthz")
 def healthz() -> ResponseReturnValue:
+    """Ok only when the database answers and holds kaudit's schema at this kaudit's revision
+    (a deleted SQLite file or a recreated PostgreSQL database is not ok)."""
     try:
-        with get_engine().connect() as connection:
-            connection.execute(text("select 1"))
+        status = schema_status(get_engine())
     except Exception as exc:  # the database is down or unreachable
-        response = jsonify(status="unavailable", error=type(exc).__name__)
-        response.status_code = 503
-        return response
-    return jsonify(status="ok")
+        return _unavailable(type(exc).__name__)
+    if not status.up_to_date:
+        return _unavailable(f"schema revision {status.current or '(none)'}, "
+                            f"expected {status.head}")
+    return jsonify(status="ok", schemaRevision=status.current)
+
+
+def _unavailable(error: str) -> ResponseReturnValue:
+    response = jsonify(status="unavailable", error=error)
+    response.status_code = 503
+    return response
 
 
 @bp.get("/metrics")
 def metrics() -> ResponseReturnValue:
     current_app.extensions["kaudit.metrics.refresh"]()
     return Response(generate_latest(current_app.extensions["kaudit.metrics"]),
-                    mimetype=CONTENT_TYPE_LATEST)
+                    content_type=CONTENT_TYPE_LATEST)
 
 
 @bp.get("/static/vendor/<filename>")

@@ -12,6 +12,9 @@ from kaudit.errors import InputError
 from kaudit.queries.runs import RunSummary, get_run
 from kaudit.queries.timeline import Span, run_span
 
+# Beyond this, seconds would not fit the event log's int64 microseconds.
+MAX_SECONDS = 1e10
+
 
 def text(name: str, *, required: bool = False, max_length: int = 400) -> str | None:
     value = request.args.get(name)
@@ -48,6 +51,8 @@ def seconds(name: str, default: float | None = None) -> float | None:
         raise InputError(f"{name}: {value[:40]!r} is not a number of seconds") from None
     if not math.isfinite(number) or number < 0:
         raise InputError(f"{name}: must be a non-negative number of seconds")
+    if number > MAX_SECONDS:
+        raise InputError(f"{name}: must be at most {MAX_SECONDS:.0f} seconds (about 300 years)")
     return number
 
 

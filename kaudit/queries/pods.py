@@ -117,7 +117,7 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
 
 
 def _attempt_row(engine: Engine, run: RunSummary, key: str, index: int) -> Any:
-    if index < 0:
+    if not 0 <= index < 2**62:  # an OFFSET beyond int64 is an error on PostgreSQL
         raise UnknownObjectError(f"no attempt {index} of pod {key!r}")
     with engine.connect() as connection:
         row = connection.execute(

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 
-from kaudit.errors import UnknownObjectError
+from kaudit.errors import InputError, UnknownObjectError
 from kaudit.readers.timestamps import format_timestamp
 from kaudit.replay.packing import unpack_attempt
 from kaudit.store.models import Run, RunEvent, Trace
+from kaudit.store.ownership import ABANDONED, RUNNING, effective_status
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,20 @@ def _utc(moment: datetime) -> str:
 
 
 def _summary(row: Any) -> RunSummary:
-    return RunSummary(row.id, row.name, row.trace_name, row.status, row.seed, row.lifetime,
+    status = effective_status(row.status, row.owner_host, row.owner_pid, row.heartbeat_at)
+    error = row.error
+    if status == ABANDONED and error is None:
+        error = (f"its replay ({row.owner_host or 'an earlier kaudit'}, pid "
+                 f"{row.owner_pid if row.owner_pid is not None else '?'}) stopped without "
+                 "finishing it; `kaudit runs rm` removes it")
+    return RunSummary(row.id, row.name, row.trace_name, status, row.seed, row.lifetime,
                       row.config_source, _utc(row.created_at),
-                      orjson.loads(row.summary) if row.summary else None, row.error)
+                      orjson.loads(row.summary) if row.summary else None, error)
 
 
 _RUN_COLUMNS = (Run.id, Run.name, Trace.name.label("trace_name"), Run.status, Run.seed,
-                Run.lifetime, Run.config_source, Run.created_at, Run.summary, Run.error)
+                Run.lifetime, Run.config_source, Run.created_at, Run.summary, Run.error,
+                Run.owner_host, Run.owner_pid, Run.heartbeat_at)
 
 
 def list_runs(engine: Engine) -> list[RunSummary]:
@@ -66,6 +74,19 @@ def get_run(engine: Engine, ref: str) -> RunSummary:
     if row is None:
         raise UnknownObjectError(f"no run named {ref!r}; `kaudit runs` lists them")
     return _summary(row)
+
+
+def remove_runs(engine: Engine, refs: list[str], force: bool = False) -> list[str]:
+    """Delete runs and every row of theirs, in one transaction; a run still being replayed
+    by a live process is refused unless ``force``. Returns the names removed."""
+    found = [get_run(engine, ref) for ref in refs]
+    busy = [run.name for run in found if run.status == RUNNING]
+    if busy and not force:
+        raise InputError(f"run(s) still being replayed: {', '.join(busy)} (--force removes "
+                         "them anyway)")
+    with engine.begin() as connection:
+        connection.execute(delete(Run).where(Run.id.in_([run.id for run in found])))
+    return [run.name for run in found]
 
 
 def node_names(engine: Engine, run_id: int) -> dict[int, str]:

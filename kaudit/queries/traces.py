@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 
-from kaudit.errors import UnknownObjectError
+from kaudit.errors import InputError, UnknownObjectError
 from kaudit.readers.events import REPLAY_KINDS
 from kaudit.readers.timestamps import format_timestamp
-from kaudit.store.models import RejectedLine, Trace, TraceEvent
+from kaudit.store.models import RejectedLine, Run, Trace, TraceEvent
+from kaudit.store.ownership import RUNNING, effective_status
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,25 @@ def list_traces(engine: Engine) -> list[TraceSummary]:
     return [_summary(row) for row in rows]  # type: ignore[arg-type]
 
 
+def remove_traces(engine: Engine, refs: list[str], force: bool = False) -> list[str]:
+    """Delete traces with their runs and every row of theirs, in one transaction; a trace
+    with a run still being replayed by a live process is refused unless ``force``."""
+    found = [get_trace(engine, ref) for ref in refs]
+    ids = {trace.id for trace in found}
+    with engine.connect() as connection:
+        runs = connection.execute(select(Run.name, Run.status, Run.owner_host, Run.owner_pid,
+                                         Run.heartbeat_at).where(Run.trace_id.in_(ids))).all()
+    busy = [run.name for run in runs
+            if effective_status(run.status, run.owner_host, run.owner_pid,
+                                run.heartbeat_at) == RUNNING]
+    if busy and not force:
+        raise InputError(f"run(s) of these traces still being replayed: {', '.join(busy)} "
+                         "(--force removes them anyway)")
+    with engine.begin() as connection:
+        connection.execute(delete(Trace).where(Trace.id.in_(ids)))
+    return [trace.name for trace in found]
+
+
 def get_trace(engine: Engine, ref: str | int) -> TraceSummary:
     """A trace by name, or by id when ``ref`` is a number; raises UnknownObjectError."""
     with engine.connect() as connection:
@@ -99,6 +119,8 @@ class StoredEvent:
     namespace: str
     name: str
     object: dict[str, Any]
+    source: int = 0  # index of the input file in the trace's sources
+    line: int = 0
 
 
 def iter_events(engine: Engine, trace_id: int, *, batch: int = 2000) -> Iterator[StoredEvent]:
@@ -108,7 +130,8 @@ def iter_events(engine: Engine, trace_id: int, *, batch: int = 2000) -> Iterator
         with engine.connect() as connection:
             rows = connection.execute(
                 select(TraceEvent.seq, TraceEvent.ts_us, TraceEvent.type, TraceEvent.kind,
-                       TraceEvent.namespace, TraceEvent.name, TraceEvent.object)
+                       TraceEvent.namespace, TraceEvent.name, TraceEvent.object,
+                       TraceEvent.source, TraceEvent.line)
                 .where(TraceEvent.trace_id == trace_id, TraceEvent.seq > last)
                 .order_by(TraceEvent.seq).limit(batch)
             ).all()
@@ -116,7 +139,7 @@ def iter_events(engine: Engine, trace_id: int, *, batch: int = 2000) -> Iterator
             return
         for row in rows:
             yield StoredEvent(row.seq, row.ts_us, row.type, row.kind, row.namespace, row.name,
-                              orjson.loads(row.object))
+                              orjson.loads(row.object), row.source, row.line)
         last = rows[-1].seq
 
 

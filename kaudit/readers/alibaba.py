@@ -212,6 +212,16 @@ def is_pod_list(header: list[str]) -> bool:
     return set(POD_COLUMNS) <= set(_clean_header(header))
 
 
+def missing_columns(header: list[str]) -> tuple[str, list[str]] | None:
+    """For a header that is nearly an openb list's (its key column and some others), what it
+    is meant to be and the columns it lacks; ``None`` for any other header."""
+    names = set(_clean_header(header))
+    for shape, columns in (("node list", NODE_COLUMNS), ("pod list", POD_COLUMNS)):
+        if columns[0] in names and len(names & set(columns)) >= 2:
+            return shape, [column for column in columns if column not in names]
+    return None
+
+
 _NODE_SHAPE = f"an openb node list ({','.join(NODE_COLUMNS)})"
 _POD_SHAPE = (f"an openb pod list ({','.join(POD_COLUMNS)}"
               f"[,{','.join(POD_OPTIONAL_COLUMNS)}])")

@@ -47,7 +47,7 @@ from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.patch import PatchError, apply_patch
 from kaudit.readers.timestamps import format_rfc3339, parse_timestamp
-from kaudit.readers.validate import ObjectError, validate_object
+from kaudit.readers.validate import ObjectError, type_name, validate_object
 
 AUDIT = "audit"
 
@@ -87,6 +87,29 @@ DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it 
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
 DROP_VERB = "verb {verb}: not a change"
 
+
+
+def _malformed_body(verb: str, response: Any, request: Any) -> str | None:
+    """What is wrong with a record's logged bodies, when they cannot be what the API server
+    logs (a logged response is an object; a request is one too, but for a patch's; a
+    binding's target is an object naming a node)."""
+    if response is not None and not isinstance(response, dict):
+        return f"responseObject: must be an object, not {type_name(response)}"
+    if request is None:
+        return None
+    if not isinstance(request, dict):
+        if verb == "patch" and isinstance(request, list):
+            return None  # a JSON patch
+        return f"requestObject: must be an object, not {type_name(request)}"
+    if request.get("kind") == "Binding" and "target" in request:
+        target = request["target"]
+        if not isinstance(target, dict):
+            return f"requestObject.target: must be an object, not {type_name(target)}"
+        node = target.get("name")
+        if not isinstance(node, str) or not node:
+            return ("requestObject.target.name: must be a node's name, not "
+                    f"{type_name(node) if node is not None else 'missing'}")
+    return None
 
 
 class _Parsed:
@@ -292,6 +315,10 @@ class AuditConverter:
         response = doc.get("responseObject")
         request = doc.get("requestObject")
         resource = ref["resource"]
+        malformed = _malformed_body(verb, response, request)
+        if malformed is not None:
+            yield Rejected(line, malformed, orjson.dumps(doc)[:SNIPPET].decode(errors="replace"))
+            return
 
         def whole(candidate: Any) -> dict[str, Any] | None:
             """``candidate`` as the object itself (not a Status, a patch or DeleteOptions)."""

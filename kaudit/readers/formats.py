@@ -82,6 +82,11 @@ def sniff(path: Path) -> str:
         return ALIBABA_NODES
     if alibaba.is_pod_list(header):
         return ALIBABA_PODS
+    nearly = alibaba.missing_columns(header)
+    if nearly is not None:
+        shape, missing = nearly
+        raise TraceError(str(path), 1, f"an Alibaba openb {shape} without the column(s) "
+                                       f"{', '.join(missing)}")
     if b":" in line or line.startswith(b"---"):
         return DOCUMENT  # YAML
     raise TraceError(str(path), 1, "unknown format: not JSON Lines watch events, an audit log, "

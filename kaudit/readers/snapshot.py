@@ -19,9 +19,18 @@ from kaudit.errors import TraceError
 from kaudit.readers import simulator
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import read_all
-from kaudit.readers.validate import ObjectError, validate_object
+from kaudit.readers.validate import ObjectError, type_name, validate_object
+from kaudit.yaml_limits import TOO_DEEP, BoundedSafeLoader
 
 LIST = "list"
+
+
+WATCH_EVENT_HINT = ("this looks like a pretty-printed watch event; watch events are read "
+                    "as JSON Lines, one compact event per line, as `jq -c .` writes them")
+
+
+def _looks_like_watch_event(doc: Any) -> bool:
+    return isinstance(doc, dict) and "kind" not in doc and "type" in doc and "object" in doc
 
 
 def _documents(path: Path, content: bytes) -> list[Any]:
@@ -30,9 +39,19 @@ def _documents(path: Path, content: bytes) -> list[Any]:
         try:
             return [orjson.loads(content)]
         except orjson.JSONDecodeError as exc:
-            raise TraceError(str(path), exc.lineno, f"invalid JSON: {exc.msg}") from None
+            hint = ""
+            if exc.msg.startswith("unexpected content after document"):
+                try:
+                    first = orjson.loads(content[:exc.pos])
+                except orjson.JSONDecodeError:
+                    first = None
+                hint = f" ({WATCH_EVENT_HINT})" if _looks_like_watch_event(first) else ""
+            raise TraceError(str(path), exc.lineno, f"invalid JSON: {exc.msg}{hint}") from None
     try:
-        return [doc for doc in yaml.safe_load_all(content) if doc is not None]
+        return [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
+                if doc is not None]
+    except RecursionError:
+        raise TraceError(str(path), None, f"invalid YAML: {TOO_DEEP}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -44,8 +63,19 @@ def _items(path: Path, documents: list[Any]) -> Iterator[tuple[str, Any]]:
     """(field path, object) for every object in the documents."""
     for number, doc in enumerate(documents):
         prefix = f"documents[{number}]." if len(documents) > 1 else ""
-        if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-            for index, item in enumerate(doc["items"]):
+        if _looks_like_watch_event(doc):
+            raise TraceError(str(path), None, f"{prefix or 'document'}.kind: missing "
+                                              f"({WATCH_EVENT_HINT})")
+        is_list = isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List")
+        if isinstance(doc, dict) and (isinstance(doc.get("items"), list) or
+                                      (is_list and "items" in doc)):
+            items = doc["items"]
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                raise TraceError(str(path), None, f"{prefix}items: a {doc['kind']}'s items "
+                                                  f"must be a list, not {type_name(items)}")
+            for index, item in enumerate(items):
                 yield f"{prefix}items[{index}]", item
         elif isinstance(doc, list):
             for index, item in enumerate(doc):

@@ -11,6 +11,18 @@ _RFC3339 = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Seconds of 9999-12-31T23:59:59Z: a timestamp beyond it (either way) is not a time.
+MAX_SECONDS = 253_402_300_799
+
+
+def _in_range(seconds: float, value: object) -> None:
+    if abs(seconds) <= MAX_SECONDS:
+        return
+    hint = ""
+    if abs(seconds) <= MAX_SECONDS * 1_000_000:
+        hint = " (milliseconds or microseconds? ts is in seconds)"
+    raise ValueError(f"timestamp {value!r} is out of range: more than 8,000 years from "
+                     f"1970{hint}")
 
 
 def parse_timestamp(value: object) -> int:
@@ -21,10 +33,12 @@ def parse_timestamp(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError(f"timestamp must be an RFC 3339 string or seconds, not {value!r}")
     if isinstance(value, int):
+        _in_range(value, value)
         return value * 1_000_000
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"timestamp must be finite, not {value!r}")
+        _in_range(value, value)
         return round(value * 1_000_000)
     if isinstance(value, str):
         match = _RFC3339.fullmatch(value)
@@ -38,6 +52,10 @@ def parse_timestamp(value: object) -> int:
         except ValueError as exc:
             raise ValueError(f"timestamp {value!r}: {exc}") from None
         if match.group(9):
+            if int(match.group(10)) > 23 or int(match.group(11)) > 59:
+                raise ValueError(f"timestamp {value!r}: time-zone offset "
+                                 f"{match.group(9)}{match.group(10)}:{match.group(11)} is "
+                                 "beyond ±23:59")
             offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
             moment -= offset if match.group(9) == "+" else -offset
         delta = moment - _EPOCH

@@ -1,9 +1,15 @@
-"""Validate Kubernetes objects from a trace: identity fields and resource quantities.
+"""Validate Kubernetes objects from a trace: identity fields, field types and quantities.
 
-Checks what replay depends on, in the spirit of the API server's validation: ``kind`` and
-``metadata.name`` are non-empty strings, a Pod that exists has containers, and every resource
-quantity (container and pod-level requests and limits, overhead, node capacity and allocatable,
-volume capacity) parses as a Kubernetes quantity and is not negative. Errors name the field.
+Checks everything replay reads, in the spirit of the API server's validation, so that any
+trace ingest accepts replays: ``kind`` and ``metadata.name`` are non-empty strings and names
+are usable as Kubernetes path segments (no ``/``, ``%`` or control characters, at most 253
+characters; namespaces 63); a Pod that exists has containers; labels, annotations and node
+selectors are maps of strings; tolerations, taints, affinity terms, topology spread
+constraints, ports, volumes and scheduling gates have the types of the Kubernetes API
+(``int32`` priorities, weights and skews; ``int64`` image sizes); every resource quantity
+(container and pod-level requests and limits, overhead, node capacity and allocatable, volume
+capacity) parses as a Kubernetes quantity, is not negative and fits an ``int64``. Errors name
+the field. Fields replay never reads are not checked.
 """
 
 from __future__ import annotations
@@ -20,21 +26,140 @@ class ObjectError(ValueError):
 
 def _mapping(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ObjectError(f"{path}: must be an object, not {_type_name(value)}")
+        raise ObjectError(f"{path}: must be an object, not {type_name(value)}")
     return value
 
 
 def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise ObjectError(f"{path}: must be a list, not {_type_name(value)}")
+        raise ObjectError(f"{path}: must be a list, not {type_name(value)}")
     return value
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+_MAX_QUANTITY_NANOS = INT64[1] * 10**9
+
+
+def _check(value: Any, schema: Any, path: str) -> None:
+    """Check ``value`` against ``schema``: ``str``, ``bool``, ``INT32``/``INT64`` (ranges),
+    ``"int-or-string"``, ``("map", schema)``, ``("list", schema)`` or a dict of fields (an
+    object; fields not named are not checked). ``null`` stands for an absent field."""
+    if value is None:
+        return
+    if schema is str or schema is bool:
+        if type(value) is not schema:
+            raise ObjectError(f"{path}: must be {type_name(schema())}, not "
+                              f"{type_name(value)}")
+    elif schema is INT32 or schema is INT64 or schema == "int-or-string":
+        if schema == "int-or-string" and isinstance(value, str):
+            return
+        if type(value) is not int:
+            shown = type_name(value) if not isinstance(value, float) else repr(value)
+            raise ObjectError(f"{path}: must be an integer, not {shown}")
+        low, high = INT64 if schema == "int-or-string" else schema
+        if not low <= value <= high:
+            bits = 32 if schema is INT32 else 64
+            raise ObjectError(f"{path}: {value} does not fit an int{bits}")
+    elif isinstance(schema, tuple) and schema[0] == "map":
+        for key, item in _mapping(value, path).items():
+            _check_present(item, schema[1], f"{path}.{key}")
+    elif isinstance(schema, tuple) and schema[0] == "list":
+        for index, item in enumerate(_list(value, path)):
+            _check_present(item, schema[1], f"{path}[{index}]")
+    else:
+        body = _mapping(value, path)
+        for field, inner in schema.items():
+            if field in body:
+                _check(body[field], inner, f"{path}.{field}")
+
+
+def _check_present(value: Any, schema: Any, path: str) -> None:
+    """A map's value or a list's item: ``null`` is not an absent field there."""
+    if value is None:
+        raise ObjectError(f"{path}: must not be null")
+    _check(value, schema, path)
+
+
+def _list_of(schema: Any) -> tuple[str, Any]:
+    return ("list", schema)
+
+
+STRINGS = _list_of(str)
+STRING_MAP = ("map", str)
+LABEL_SELECTOR = {"matchLabels": STRING_MAP, "matchExpressions": _list_of(
+    {"key": str, "operator": str, "values": STRINGS})}
+NODE_SELECTOR_TERM = {field: _list_of({"key": str, "operator": str, "values": STRINGS})
+                      for field in ("matchExpressions", "matchFields")}
+POD_AFFINITY_TERM = {"labelSelector": LABEL_SELECTOR, "namespaceSelector": LABEL_SELECTOR,
+                     "namespaces": STRINGS, "topologyKey": str, "matchLabelKeys": STRINGS,
+                     "mismatchLabelKeys": STRINGS}
+POD_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": _list_of(POD_AFFINITY_TERM),
+    "preferredDuringSchedulingIgnoredDuringExecution": _list_of(
+        {"weight": INT32, "podAffinityTerm": POD_AFFINITY_TERM})}
+AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": _list_of(NODE_SELECTOR_TERM)},
+        "preferredDuringSchedulingIgnoredDuringExecution": _list_of(
+            {"weight": INT32, "preference": NODE_SELECTOR_TERM})},
+    "podAffinity": POD_AFFINITY,
+    "podAntiAffinity": POD_AFFINITY,
+}
+CONTAINER = {"name": str, "image": str, "ports": _list_of(
+    {"containerPort": INT32, "hostPort": INT32, "protocol": str, "hostIP": str})}
+METADATA = {"labels": STRING_MAP, "annotations": STRING_MAP, "generateName": str,
+            "ownerReferences": _list_of({"kind": str, "name": str, "uid": str,
+                                         "controller": bool}),
+            "deletionTimestamp": str, "creationTimestamp": str}
+POD_SPEC = {
+    "nodeSelector": STRING_MAP, "affinity": AFFINITY, "priority": INT32,
+    "priorityClassName": str, "schedulerName": str, "preemptionPolicy": str,
+    "tolerations": _list_of({"key": str, "operator": str, "value": str, "effect": str,
+                             "tolerationSeconds": INT64}),
+    "topologySpreadConstraints": _list_of({
+        "maxSkew": INT32, "topologyKey": str, "whenUnsatisfiable": str,
+        "labelSelector": LABEL_SELECTOR, "minDomains": INT32, "nodeAffinityPolicy": str,
+        "nodeTaintsPolicy": str, "matchLabelKeys": STRINGS}),
+    "containers": _list_of(CONTAINER), "initContainers": _list_of(CONTAINER),
+    "volumes": _list_of({"name": str, "persistentVolumeClaim": {"claimName": str},
+                         "ephemeral": dict}),
+    "schedulingGates": _list_of({"name": str}), "hostNetwork": bool,
+}
+POD_STATUS = {"phase": str, "nominatedNodeName": str}
+NODE_SPEC = {"unschedulable": bool, "taints": _list_of(
+    {"key": str, "value": str, "effect": str})}
+NODE_STATUS = {"images": _list_of({"names": STRINGS, "sizeBytes": INT64})}
+KIND_FIELDS: dict[str, dict[str, Any]] = {
+    "Pod": {"spec": POD_SPEC, "status": POD_STATUS},
+    "Node": {"spec": NODE_SPEC, "status": NODE_STATUS},
+    "PriorityClass": {"value": INT32, "preemptionPolicy": str, "globalDefault": bool},
+    "PodDisruptionBudget": {"spec": {"selector": LABEL_SELECTOR,
+                                     "minAvailable": "int-or-string",
+                                     "maxUnavailable": "int-or-string"}},
+    "Namespace": {},
+}
+
+
+def _name(value: Any, path: str, limit: int) -> str:
+    if not isinstance(value, str) or not value:
+        raise ObjectError(f"{path}: missing" if value is None
+                          else f"{path}: must be a non-empty string, not {value!r}")
+    if len(value) > limit:
+        raise ObjectError(f"{path}: longer than {limit} characters")
+    if value in (".", "..") or "/" in value or "%" in value:
+        raise ObjectError(f"{path}: {value!r} may not be '.' or '..' nor contain '/' or '%'")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise ObjectError(f"{path}: {value!r} contains a control character")
+    return value
 
 
 def _quantities(resources: Any, path: str) -> None:
@@ -44,7 +169,7 @@ def _quantities(resources: Any, path: str) -> None:
         if type(text) is not str:
             if not isinstance(text, int | float) or isinstance(text, bool):
                 raise ObjectError(f"{path}.{name}: quantity must be a string, "
-                                  f"not {_type_name(text)}")
+                                  f"not {type_name(text)}")
             text = str(text)
         try:
             quantity = parse_quantity(text)
@@ -52,6 +177,8 @@ def _quantities(resources: Any, path: str) -> None:
             raise ObjectError(f"{path}.{name}: invalid quantity {text!r}: {exc}") from None
         if quantity.nanos < 0:
             raise ObjectError(f"{path}.{name}: quantity {text!r} must not be negative")
+        if quantity.nanos > _MAX_QUANTITY_NANOS:
+            raise ObjectError(f"{path}.{name}: quantity {text!r} is too large (beyond int64)")
 
 
 def _requirements(resources: Any, path: str) -> None:
@@ -87,7 +214,7 @@ def _validate_pod(obj: dict[str, Any], exists: bool) -> None:
     _requirements(spec.get("resources"), "object.spec.resources")
     node_name = spec.get("nodeName")
     if node_name is not None and not isinstance(node_name, str):
-        raise ObjectError(f"object.spec.nodeName: must be a string, not {_type_name(node_name)}")
+        raise ObjectError(f"object.spec.nodeName: must be a string, not {type_name(node_name)}")
 
 
 def _validate_node(obj: dict[str, Any]) -> None:
@@ -130,16 +257,17 @@ def validate_object(obj: Any, event_type: str) -> tuple[str, str, str, str | Non
     if metadata is None:
         raise ObjectError("object.metadata: missing")
     metadata = _mapping(metadata, "object.metadata")
-    name = metadata.get("name")
-    if not isinstance(name, str) or not name:
-        raise ObjectError("object.metadata.name: missing" if name is None
-                          else f"object.metadata.name: must be a non-empty string, not {name!r}")
+    name = _name(metadata.get("name"), "object.metadata.name", 253)
     namespace = metadata.get("namespace") or ""
-    if not isinstance(namespace, str):
-        raise ObjectError(f"object.metadata.namespace: must be a string, not {namespace!r}")
+    if namespace:
+        _name(namespace, "object.metadata.namespace", 63)
     uid = metadata.get("uid")
     if uid is not None and not isinstance(uid, str):
         raise ObjectError(f"object.metadata.uid: must be a string, not {uid!r}")
+    _check(metadata, METADATA, "object.metadata")
+    fields = KIND_FIELDS.get(kind)
+    if fields:
+        _check(obj, fields, "object")
     check = _KIND_CHECKS.get(kind)
     if check is not None:
         check(obj, event_type != "DELETED")

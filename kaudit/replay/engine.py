@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kaudit.errors import ReplayStalledError, UnreplayableEventError
 from kaudit.framework.events import (
     ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
@@ -55,6 +56,12 @@ from kaudit.tracegen.builders import stable_uid
 
 SECOND = 1_000_000
 UNSCHEDULABLE_FLUSH_US = 30 * SECOND
+# The progress guard's budget of timer steps and scheduling attempts at one virtual instant.
+INSTANT_WORK_BASE = 100_000
+INSTANT_WORK_PER_POD = 100
+# What a value the replay cannot use raises; reported against the trace's file and line (a
+# database or disk failure is not the trace's fault and propagates as it is).
+DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError)
 RECREATED_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
 
 
@@ -135,6 +142,9 @@ class Replay:
         self.cluster = ClusterState()
         self.loop = EventLoop()
         self.summary = ReplaySummary()
+        self._origin: dict[str, tuple[int, int]] = {}  # pod key -> its last event's place
+        self._instant_us: int | None = None
+        self._instant_work = 0
         first = next(iter(scheduler.frameworks.values()))
         sort = first.queue_sort
         gates = scheduler.feature_gates
@@ -200,12 +210,18 @@ class Replay:
     # ------------------------------------------------------------------ the run
 
     def run(self, events: Iterable[StoredEvent],
-            progress: Callable[[int], None] | None = None) -> ReplaySummary:
+            progress: Callable[[int], None] | None = None,
+            tick: Callable[[], None] | None = None) -> ReplaySummary:
+        """Replay ``events``; ``tick`` is called now and then (a heartbeat)."""
         began = time.perf_counter()
         iterator = iter(events)
         pending = next(iterator, None)
         last_trace_us: int | None = None
+        steps = 0
         while pending is not None or self.loop:
+            steps += 1
+            if tick is not None and steps % 256 == 0:
+                tick()
             next_trace = pending.ts_us if pending is not None else None
             next_timer = self.loop.peek_time()
             now = min(t for t in (next_trace, next_timer) if t is not None)
@@ -217,14 +233,16 @@ class Replay:
                 self.start_us = now
                 self.summary.start_us = now
             self.loop.now_us = max(self.loop.now_us, now)
+            self._enter_instant(now)
             while pending is not None and pending.ts_us == now:
-                self._apply(pending)
+                self._apply_guarded(pending)
                 last_trace_us = now
                 self.summary.trace_events += 1
                 if progress is not None:
                     progress(1)
                 pending = next(iterator, None)
             while self.loop and self.loop.peek_time() == now:
+                self._spend_instant()
                 self.loop.step()
             self._drain()
             if self._placements_changed:
@@ -245,6 +263,30 @@ class Replay:
         self.summary.log_records = dict(self.sink.count_by_kind)
         return self.summary
 
+    def _enter_instant(self, now: int) -> None:
+        """Give the virtual instant ``now`` its budget of work (timer steps and scheduling
+        attempts). Every pod's retry waits for a backoff of at least a second, so a healthy
+        replay does a bounded amount of work per pod at one instant; the budget is generous
+        and only a cycle that never lets the clock advance can exhaust it."""
+        if now != self._instant_us:
+            self._instant_us = now
+            self._instant_work = 0
+
+    def _spend_instant(self) -> None:
+        self._instant_work += 1
+        if self._instant_work <= INSTANT_WORK_BASE:
+            return
+        pods = len(self.queue.pods) + len(self.cluster.pods)
+        if self._instant_work <= INSTANT_WORK_BASE + INSTANT_WORK_PER_POD * pods:
+            return
+        waiting = sorted(self.queue.pods.values(), key=lambda q: -q.attempts)[:3]
+        names = ", ".join(f"{q.pod.key} ({q.attempts} attempts)" for q in waiting)
+        raise ReplayStalledError(
+            f"the replay made no progress in virtual time: {self._instant_work - 1} steps "
+            f"and scheduling attempts at {format_timestamp(self.loop.now_us)} without the "
+            f"clock advancing (the queues only cycle; most tried: {names or 'none'}). "
+            "This is a kaudit bug: please report it with the trace.")
+
     def _state_version(self) -> tuple[int, int]:
         """Changes whenever anything a scheduling cycle reads changes."""
         return self.cluster.generation, self.nomination_version
@@ -259,6 +301,17 @@ class Replay:
                    for q in self.queue.pods.values())
 
     # ------------------------------------------------------------------ trace events
+
+    def _apply_guarded(self, event: StoredEvent) -> None:
+        """``_apply``, an unexpected failure reported against the event's file and line."""
+        try:
+            self._apply(event)
+        except DATA_ERRORS as exc:
+            raise UnreplayableEventError(
+                event.source, event.line, f"cannot replay this {event.type} {event.kind} "
+                f"event: {type(exc).__name__}: {exc}") from exc
+        if event.kind == "Pod":
+            self._origin[f"{event.namespace}/{event.name}"] = (event.source, event.line)
 
     def _apply(self, event: StoredEvent) -> None:
         now = self.loop.now_us
@@ -412,10 +465,17 @@ class Replay:
         pod = queued.pod
         framework = self.scheduler.framework_for(pod)
         assert framework is not None
+        self._spend_instant()
         started = time.perf_counter()
         seen = self._state_version()
-        attempt = self.scheduler.schedule(self.cluster, pod, attempt=queued.attempts,
-                                          nominator=self.nominated_for)
+        try:
+            attempt = self.scheduler.schedule(self.cluster, pod, attempt=queued.attempts,
+                                              nominator=self.nominated_for)
+        except DATA_ERRORS as exc:
+            source, line = self._origin.get(pod.key, (0, 0))
+            raise UnreplayableEventError(
+                source, line, f"cannot schedule pod {pod.key} (last changed by this line): "
+                f"{type(exc).__name__}: {exc}") from exc
         self.summary.scheduling_seconds += time.perf_counter() - started
         self.summary.attempts += 1
         document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,

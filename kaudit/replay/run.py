@@ -7,6 +7,7 @@ error, so a run that broke midway never looks complete.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -17,15 +18,14 @@ from sqlalchemy import Engine, insert, select, update
 
 from kaudit import __version__
 from kaudit.config import SchedulerConfiguration
-from kaudit.errors import InputError
+from kaudit.errors import InputError, Interrupted, UnreplayableEventError
 from kaudit.framework.plugin import Plugin
 from kaudit.queries.traces import TraceSummary, iter_events
 from kaudit.replay.engine import Replay, ReplayOptions, ReplaySummary, recorded_lifetimes
 from kaudit.replay.sink import EventSink, SqlSink
 from kaudit.scheduler.build import build_scheduler
 from kaudit.store.models import Run
-
-RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
+from kaudit.store.ownership import COMPLETE, FAILED, HEARTBEAT_SECONDS, RUNNING, this_owner
 
 
 def _unique_run_name(engine: Engine, wanted: str | None, trace: TraceSummary) -> str:
@@ -53,6 +53,32 @@ def options_for(config: SchedulerConfiguration, **overrides: Any) -> ReplayOptio
         **overrides)
 
 
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    if isinstance(exc, Interrupted):
+        return f"terminated ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Heartbeat:
+    """Refreshes the run's heartbeat every ``HEARTBEAT_SECONDS`` of wall time."""
+
+    def __init__(self, engine: Engine, run_id: int) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.last = time.monotonic()
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self.last < HEARTBEAT_SECONDS:
+            return
+        self.last = now
+        with self.engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == self.run_id).values(
+                heartbeat_at=datetime.now(UTC)))
+
+
 def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfiguration,
                  registry: dict[str, type[Plugin]], *, name: str | None = None,
                  seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
@@ -75,18 +101,29 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                                   "featureGates": dict(config.feature_gates)}).decode(),
             created_at=datetime.now(UTC),
             kaudit_version=__version__,
+            owner_host=this_owner()[0], owner_pid=this_owner()[1],
+            heartbeat_at=datetime.now(UTC),
         ).returning(Run.id)).scalar_one()
+    beat = _Heartbeat(engine, run_id)
     try:
         scheduler = build_scheduler(config, registry, seed=seed)
         lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))
                      if lifetime == "relative" else None)
         replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes)
-        summary = replay.run(iter_events(engine, trace.id), progress)
+        summary = replay.run(iter_events(engine, trace.id), progress, tick=beat)
+    except UnreplayableEventError as exc:
+        sources = [entry.get("path", "?") for entry in trace.sources]
+        path = sources[exc.source] if 0 <= exc.source < len(sources) else f"source {exc.source}"
+        error = UnreplayableEventError(exc.source, exc.line, exc.reason)
+        error.args = (f"{path}:{exc.line}: {exc.reason}",)
+        with engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(
+                status=FAILED, error=str(error), finished_at=datetime.now(UTC)))
+        raise error from exc
     except BaseException as exc:
         with engine.begin() as connection:
             connection.execute(update(Run).where(Run.id == run_id).values(
-                status=FAILED, error=f"{type(exc).__name__}: {exc}",
-                finished_at=datetime.now(UTC)))
+                status=FAILED, error=_failure(exc), finished_at=datetime.now(UTC)))
         raise
     with engine.begin() as connection:
         connection.execute(update(Run).where(Run.id == run_id).values(

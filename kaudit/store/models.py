@@ -113,7 +113,7 @@ class Run(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"),
                                           index=True)
-    #: running, complete or failed.
+    #: running, complete or failed (a running run whose owner is gone reads as abandoned).
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     seed: Mapped[int] = mapped_column(BigInteger)
@@ -127,6 +127,10 @@ class Run(Base):
     kaudit_version: Mapped[str] = mapped_column(String(32))
     #: JSON summary: pods scheduled, unschedulable, preempted, attempts, spans, timings.
     summary: Mapped[str | None] = mapped_column(Text)
+    #: The process replaying the run, and when it last said it was alive.
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RunEvent(Base):

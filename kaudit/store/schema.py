@@ -60,6 +60,7 @@ class SchemaStatus:
     current: str | None
     head: str
     empty: bool
+    kaudit_tables: tuple[str, ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -76,7 +77,21 @@ def schema_status(engine: Engine) -> SchemaStatus:
                             f"{exc.orig}") from exc
     kaudit_tables = tables & set(Base.metadata.tables)
     return SchemaStatus(current=current, head=head_revision(),
-                        empty=current is None and not kaudit_tables)
+                        empty=current is None and not kaudit_tables,
+                        kaudit_tables=tuple(sorted(kaudit_tables)))
+
+
+def refuse_foreign(status: SchemaStatus, where: str) -> None:
+    """Refuse a database kaudit did not create: tables with kaudit's names but no schema
+    revision, or a revision of someone else's migrations. Nothing is written to it."""
+    if status.current is None and not status.empty:
+        raise DatabaseError(f"database {where} holds tables named as kaudit's "
+                            f"({', '.join(status.kaudit_tables)}) but no kaudit schema "
+                            "revision: it was not created by kaudit; use another database")
+    if status.current is not None and status.current not in _known_revisions():
+        raise DatabaseError(f"database {where} is at schema revision {status.current}, which "
+                            f"this kaudit does not know (newest known: {status.head}): it "
+                            "belongs to another application or a newer kaudit")
 
 
 def check_schema(engine: Engine, *, create: bool = True) -> None:
@@ -90,9 +105,7 @@ def check_schema(engine: Engine, *, create: bool = True) -> None:
             upgrade(engine)
             return
         raise SchemaOutOfDateError(f"database {where} is empty; run `kaudit db upgrade`")
-    if status.current is None:
-        raise DatabaseError(f"database {where} holds kaudit tables but no schema revision; "
-                            "it was not created by kaudit")
+    refuse_foreign(status, where)
     if status.current in _known_revisions():
         raise SchemaOutOfDateError(
             f"database {where} is at schema revision {status.current}, but this kaudit needs "

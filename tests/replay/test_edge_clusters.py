@@ -8,8 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import Result
 
+import kaudit.replay.engine as engine_module
+from kaudit.replay.queue import QueuedPod, SchedulingQueue
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
 
@@ -116,3 +119,51 @@ def test_every_attempt_json_carries_the_preemption_facts(
         "tiedNodes": ["n1"], "victimTies": [],
         "candidateNodes": [{"node": "n1", "victims": ["default/low"], "pdbViolations": 0}]}
     assert told["boundNode"] == "n1"
+
+
+def test_a_replay_that_stops_advancing_in_virtual_time_fails_clearly(
+        run_kaudit: Callable[..., Result], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress guard: were a bug to send a failed pod straight back to activeQ, the
+    replay would retry it at one virtual instant for ever; the guard ends it as failed."""
+    monkeypatch.setattr(engine_module, "INSTANT_WORK_BASE", 50)
+    monkeypatch.setattr(engine_module, "INSTANT_WORK_PER_POD", 0)
+
+    def straight_back(self: SchedulingQueue, now: int, queued: QueuedPod, *_: Any) -> None:
+        self._move_to_active(now, queued, "Bug")
+
+    monkeypatch.setattr(SchedulingQueue, "requeue", straight_back)
+    trace = write_trace(tmp_path / "cycle.jsonl",
+                        (0, "ADDED", make_node("n1").capacity(cpu="1", memory="1Gi").obj()),
+                        (1, "ADDED", make_pod("big").req(cpu="2").obj()))
+    assert run_kaudit("ingest", str(trace), "--name", "cycle").exit_code == 0
+    result = run_kaudit("replay", "cycle")
+    assert result.exit_code == 1
+    assert "made no progress in virtual time" in result.output
+    assert "default/big (" in result.output and "Traceback" not in result.output
+    listed = json.loads(run_kaudit("runs", "--json").output)
+    assert [(r["status"], r["error"].split(":")[0]) for r in listed] == \
+        [("failed", "ReplayStalledError")]
+
+
+def test_an_event_the_replay_cannot_use_is_named_by_file_and_line(
+        run_kaudit: Callable[..., Result], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingest refuses what replay cannot use; should something slip through, the replay
+    fails naming the trace's file and line, and the run is stored as failed."""
+    trace = write_trace(tmp_path / "slipped.jsonl",
+                        (0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+                        (1, "ADDED", make_pod("p").req(cpu="1").obj()))
+    assert run_kaudit("ingest", str(trace), "--name", "slipped").exit_code == 0
+
+    def broken(*_: Any) -> None:
+        raise ValueError("a value the replay cannot use")
+
+    monkeypatch.setattr(engine_module.Replay, "_apply_pod", broken)
+    result = run_kaudit("replay", "slipped")
+    assert result.exit_code == 2
+    assert result.output == (f"kaudit: error: {trace}:2: cannot replay this ADDED Pod event: "
+                             "ValueError: a value the replay cannot use\n")
+    listed = json.loads(run_kaudit("runs", "--json").output)
+    assert [(r["status"], r["error"]) for r in listed] == \
+        [("failed", result.output.removeprefix("kaudit: error: ").strip())]

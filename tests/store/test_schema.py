@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from click.testing import Result
-from sqlalchemy import inspect, text
+from sqlalchemy import create_engine, inspect, text
 
 from kaudit.errors import DatabaseError, SchemaOutOfDateError
 from kaudit.store.engine import make_engine, resolve_url
@@ -117,3 +117,25 @@ def test_unreachable_database_is_a_clear_error(tmp_path) -> None:  # type: ignor
         open_database(str(tmp_path / "missing" / "kaudit.db"))
     with pytest.raises(DatabaseError, match="unsupported database"):
         open_database("mysql://root@localhost/x")
+
+
+@pytest.mark.parametrize("foreign", [
+    ["CREATE TABLE traces (x integer)", "CREATE TABLE users (id integer)"],
+    ["CREATE TABLE alembic_version (version_num varchar(32) primary key)",
+     "INSERT INTO alembic_version VALUES ('someoneelse1')"],
+])
+def test_db_upgrade_refuses_a_database_that_is_not_kaudits(
+        foreign: list[str], db_url: str, run_kaudit: Callable[..., Result]) -> None:
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            for statement in foreign:
+                connection.execute(text(statement))
+        tables = set(inspect(engine).get_table_names())
+        result = run_kaudit("db", "upgrade")
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith("kaudit: error: database ")
+        assert "Traceback" not in result.output
+        assert set(inspect(engine).get_table_names()) == tables  # nothing written
+    finally:
+        engine.dispose()

@@ -1,0 +1,83 @@
+"""The dashboard under hostile or unlucky requests: out-of-range numbers answer 400 or 404
+(never 500), answers say how long they may be cached, and a database that disappears under
+the server is reported as unavailable (503) by ``/healthz`` and the data endpoints."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from kaudit.dashboard import create_app
+from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import POSTGRES_ADMIN_URL, write_trace
+
+
+@pytest.fixture
+def small_app(run_kaudit: Callable[..., Result], db_url: str, tmp_path: Path
+              ) -> Iterator[Flask]:
+    trace = write_trace(tmp_path / "small.jsonl",
+                        (0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+                        (1, "ADDED", make_pod("p").req(cpu="1").obj()))
+    assert run_kaudit("ingest", str(trace), "--name", "small").exit_code == 0
+    assert run_kaudit("replay", "small", "--name", "r").exit_code == 0
+    app = create_app({"KAUDIT_DB": db_url, "TESTING": True})
+    yield app
+    app.extensions["kaudit.engine"].dispose()
+
+
+@pytest.mark.parametrize("url, status", [
+    ("/api/v1/runs/r/state?t=1e308", 400),
+    ("/api/v1/runs/r/state?t=1e19", 400),
+    ("/api/v1/runs/r/state?t=-1", 400),
+    ("/api/v1/runs/r/state?t=nan", 400),
+    ("/api/v1/runs/r/events?since=1e308", 400),
+    ("/api/v1/runs/r/events?until=1e19", 400),
+    ("/api/v1/runs/r/pods/default/p/attempts/99999999999999999999", 404),
+    ("/api/v1/runs/r/pods/default/p/attempts/9223372036854775807", 404),
+    ("/api/v1/runs/r/pods/default/p/attempts/7", 404),
+])
+def test_out_of_range_numbers_are_refused(small_app: Flask, url: str, status: int) -> None:
+    answer = small_app.test_client().get(url)
+    assert answer.status_code == status, answer.data[:300]
+    assert answer.is_json and answer.get_json()["error"]
+
+
+def test_answers_say_how_long_they_may_be_cached(small_app: Flask) -> None:
+    client: FlaskClient = small_app.test_client()
+    final = client.get("/api/v1/runs/r/timeline")
+    assert final.status_code == 200
+    assert final.headers["Cache-Control"] == "private, max-age=300"  # a complete run
+    for url in ("/api/v1/runs", "/healthz", "/metrics", "/api/v1/runs/nope"):
+        assert client.get(url).headers["Cache-Control"] == "no-store", url
+
+
+def test_a_database_gone_is_unavailable_not_an_error(small_app: Flask, db_url: str) -> None:
+    client = small_app.test_client()
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/api/v1/runs").status_code == 200
+    small_app.extensions["kaudit.engine"].dispose()
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        assert url.database
+        os.remove(url.database)
+    else:  # dropped and recreated empty, as a careless restore would
+        admin = create_engine(make_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE "{url.database}" WITH (FORCE)'))
+            connection.execute(text(f'CREATE DATABASE "{url.database}"'))
+        admin.dispose()
+    health = client.get("/healthz")
+    assert health.status_code == 503 and health.get_json()["status"] == "unavailable"
+    assert "expected 0006" in health.get_json()["error"]
+    for path in ("/api/v1/runs", "/api/v1/runs/r/timeline", "/api/v1/traces"):
+        answer = client.get(path)
+        assert answer.status_code == 503, (path, answer.data[:300])
+        assert "unavailable" in answer.get_json()["error"]
