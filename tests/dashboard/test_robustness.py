@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 
 from kaudit.dashboard import create_app
+from kaudit.store.models import Run
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import POSTGRES_ADMIN_URL, write_trace
 
@@ -81,3 +83,22 @@ def test_a_database_gone_is_unavailable_not_an_error(small_app: Flask, db_url: s
         answer = client.get(path)
         assert answer.status_code == 503, (path, answer.data[:300])
         assert "unavailable" in answer.get_json()["error"]
+
+
+def test_a_run_whose_owner_is_gone_shows_as_abandoned(small_app: Flask, db_url: str) -> None:
+    """A replay killed without a word leaves its run "running"; the dashboard says what it
+    really is (the CLI's and the API's shared query layer decides)."""
+    writer = create_engine(make_url(db_url))
+    try:
+        with writer.begin() as connection:
+            connection.execute(update(Run).where(Run.name == "r").values(
+                status="running", owner_host="another-host", owner_pid=1,
+                heartbeat_at=datetime.now(UTC) - timedelta(minutes=5)))
+    finally:
+        writer.dispose()
+    client = small_app.test_client()
+    (listed,) = client.get("/api/v1/runs").get_json()["runs"]
+    assert listed["status"] == "abandoned" and "another-host" in listed["error"]
+    assert client.get("/api/v1/runs/r/timeline").headers["Cache-Control"] == "no-store"
+    page = client.get("/runs/r").get_data(as_text=True)
+    assert "status <b>abandoned</b>" in page
