@@ -71,8 +71,10 @@ class UnreplayableEventError(KauditError):
 
     exit_code = 2
 
-    def __init__(self, source: int, line: int, reason: str) -> None:
+    def __init__(self, source: int, line: int, reason: str, path: str | None = None) -> None:
         self.source = source
         self.line = line
         self.reason = reason
-        super().__init__(f"source {source}, line {line}: {reason}")
+        self.path = path
+        where = f"{path}:{line}" if path is not None else f"source {source}, line {line}"
+        super().__init__(f"{where}: {reason}")

@@ -53,7 +53,18 @@ def options_for(config: SchedulerConfiguration, **overrides: Any) -> ReplayOptio
         **overrides)
 
 
+def _located(exc: BaseException, trace: TraceSummary) -> BaseException:
+    """An event the replay could not use, named by the trace's file rather than its index."""
+    if not isinstance(exc, UnreplayableEventError) or exc.path is not None:
+        return exc
+    paths = [entry.get("path") for entry in trace.sources]
+    path = paths[exc.source] if 0 <= exc.source < len(paths) else None
+    return UnreplayableEventError(exc.source, exc.line, exc.reason, path)
+
+
 def _failure(exc: BaseException) -> str:
+    if isinstance(exc, UnreplayableEventError):
+        return str(exc)  # already FILE:LINE: reason
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted (SIGINT)"
     if isinstance(exc, Interrupted):
@@ -111,20 +122,14 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                      if lifetime == "relative" else None)
         replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes)
         summary = replay.run(iter_events(engine, trace.id), progress, tick=beat)
-    except UnreplayableEventError as exc:
-        sources = [entry.get("path", "?") for entry in trace.sources]
-        path = sources[exc.source] if 0 <= exc.source < len(sources) else f"source {exc.source}"
-        error = UnreplayableEventError(exc.source, exc.line, exc.reason)
-        error.args = (f"{path}:{exc.line}: {exc.reason}",)
-        with engine.begin() as connection:
-            connection.execute(update(Run).where(Run.id == run_id).values(
-                status=FAILED, error=str(error), finished_at=datetime.now(UTC)))
-        raise error from exc
     except BaseException as exc:
+        raised = _located(exc, trace)
         with engine.begin() as connection:
             connection.execute(update(Run).where(Run.id == run_id).values(
-                status=FAILED, error=_failure(exc), finished_at=datetime.now(UTC)))
-        raise
+                status=FAILED, error=_failure(raised), finished_at=datetime.now(UTC)))
+        if raised is exc:
+            raise
+        raise raised from exc
     with engine.begin() as connection:
         connection.execute(update(Run).where(Run.id == run_id).values(
             status=COMPLETE, finished_at=datetime.now(UTC),

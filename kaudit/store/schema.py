@@ -9,6 +9,7 @@ refuses one at another revision with a message that names ``kaudit db upgrade``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from alembic import command
 from alembic.config import Config
@@ -33,6 +34,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+@cache
 def head_revision() -> str:
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     if len(heads) != 1:
@@ -44,9 +46,10 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def _known_revisions() -> set[str]:
+@cache
+def _known_revisions() -> frozenset[str]:
     script = ScriptDirectory.from_config(alembic_config())
-    return {rev.revision for rev in script.walk_revisions()}
+    return frozenset(rev.revision for rev in script.walk_revisions())
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
