@@ -12,11 +12,13 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, sen
 from flask.typing import ResponseReturnValue
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from kaudit import KUBERNETES_VERSION, __version__
 from kaudit.dashboard.database import get_engine
 from kaudit.dashboard.params import run_with_span
 from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
+from kaudit.errors import DatabaseError
 from kaudit.store.engine import display_url
 from kaudit.store.models import Run
 from kaudit.store.schema import current_revision, schema_status
@@ -56,7 +58,9 @@ def healthz() -> ResponseReturnValue:
     (a deleted SQLite file or a recreated PostgreSQL database is not ok)."""
     try:
         status = schema_status(get_engine())
-    except Exception as exc:  # the database is down or unreachable
+    except (DatabaseError, DBAPIError) as exc:  # down, unreachable, or its file is gone
+        return _unavailable(str(exc.orig) if isinstance(exc, DBAPIError) else str(exc))
+    except Exception as exc:
         return _unavailable(type(exc).__name__)
     if not status.up_to_date:
         return _unavailable(f"schema revision {status.current or '(none)'}, "

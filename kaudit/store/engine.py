@@ -8,7 +8,9 @@ psycopg 3. SQLite runs in WAL mode (readers never block the replay writing) with
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -47,8 +49,11 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine for ``url`` with kaudit's settings; raises :class:`DatabaseError`."""
+def make_engine(url: str, *, must_exist: bool = False) -> Engine:
+    """Create an engine for ``url`` with kaudit's settings; raises :class:`DatabaseError`.
+
+    With ``must_exist`` an SQLite file is opened read-write but never created, so a reader
+    (the dashboard) whose file was deleted fails instead of recreating an empty one."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -61,7 +66,12 @@ def make_engine(url: str) -> Engine:
             if not parent.is_dir():
                 raise DatabaseError(f"cannot create SQLite database {database}: "
                                     f"directory {parent} does not exist")
-        engine = create_engine(parsed)
+        if must_exist and database and database != ":memory:":
+            uri = f"file:{quote(str(Path(database).expanduser().resolve()))}?mode=rw"
+            engine = create_engine(parsed, creator=lambda: sqlite3.connect(
+                uri, uri=True, check_same_thread=False))
+        else:
+            engine = create_engine(parsed)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if backend == "postgresql":

@@ -120,7 +120,7 @@ def check_schema(engine: Engine, *, create: bool = True) -> None:
 
 def open_database(db: str | None = None, *, create: bool = True) -> Engine:
     """Resolve ``db``, create the engine and check (or create) the schema."""
-    engine = make_engine(resolve_url(db))
+    engine = make_engine(resolve_url(db), must_exist=not create)
     try:
         check_schema(engine, create=create)
     except SQLAlchemyError as exc:

@@ -17,16 +17,19 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.runs import explain_pod
 from kaudit.queries.traces import get_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
+from kaudit.store.models import Run
 from kaudit.store.schema import open_database
 from tests.conftest import replay_sample_twice
 
@@ -35,6 +38,7 @@ ARTIFACTS = Path(os.environ.get("KAUDIT_ARTIFACTS",
                                 Path(__file__).resolve().parents[2] / "artifacts"))
 HOSTILE = '<img src=x onerror="window.__xss=1">'
 HOSTILE_RUN = "<img id=xss src=x onerror=window.__xss=2>"
+KILLED_RUN = "killed"
 
 
 def _unavailable(reason: str) -> None:
@@ -81,6 +85,15 @@ def _hostile_trace(path: Path) -> Path:
     return path
 
 
+def _killed_run(engine: Any, config: Any, registry: Any) -> None:
+    """A run left "running" by a replay killed without a word on another host."""
+    replay_trace(engine, get_trace(engine, HOSTILE), config, registry, name=KILLED_RUN)
+    with engine.begin() as connection:
+        connection.execute(update(Run).where(Run.name == KILLED_RUN).values(
+            status="running", finished_at=None, owner_host="build-7", owner_pid=4242,
+            heartbeat_at=datetime.now(UTC) - timedelta(minutes=10)))
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A live ``kaudit serve`` on an SQLite database with the sample replayed twice and a
@@ -100,6 +113,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     replay_trace(engine, get_trace(engine, HOSTILE), config, registry, name=HOSTILE_RUN)
     ingest_trace(engine, [TraceInput(_wide_trace(directory / "wide.jsonl"))], name="wide")
     replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
+    _killed_run(engine, config, registry)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -347,4 +361,18 @@ def test_large_clusters_are_drawn_as_a_heat_map(server: dict[str, Any], browser:
     page.wait_for_selector("#node-pods")
     assert page.inner_text("#node-name") == "wide-000"
     visit.screenshot("history-heat-map")
+    visit.close()
+
+
+def test_a_killed_run_shows_as_abandoned(server: dict[str, Any], browser: Any) -> None:
+    """A run whose replay died without a word is shown as abandoned, with whose it was, on
+    the home page and on its own page, and the rest of the pages still draw."""
+    visit = Visit(browser, server["base"])
+    page = visit.open("/")
+    row = page.locator("#runs-table tbody tr", has_text=KILLED_RUN)
+    assert "abandoned" in row.inner_text()
+    page = visit.open(f"/runs/{KILLED_RUN}")
+    assert "status abandoned" in page.inner_text("p.lead")
+    assert "build-7" in page.inner_text("#run-error")
+    visit.screenshot("abandoned-run")
     visit.close()
