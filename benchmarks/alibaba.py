@@ -28,13 +28,13 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from kaudit.ingest import TraceInput, ingest_trace
-from kaudit.queries.traces import get_trace, iter_events
 from kaudit.readers.alibaba import AlibabaOptions
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.models import RunSeries
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace, iter_events
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-v2023" / "csv"
 GPU_RESOURCE = {"whole": "nvidia.com/gpu", "milli": "alibabacloud.com/gpu-milli"}

@@ -35,13 +35,13 @@ from typing import Any
 
 from benchmarks.ingest import fresh_postgres_database
 from benchmarks.replay import events
-from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.datadirs import sample_config
 from kaudit.queries.runs import list_runs
-from kaudit.queries.traces import get_trace
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
-from kaudit.resources import sample_config
 from kaudit.scheduler.build import load
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 RUNS = ("basic-default", "basic-packing")
 

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.replay import WORKLOADS, events
-from kaudit.ingest import TraceInput, ingest_trace
-from kaudit.queries.traces import get_trace
+from kaudit.eventlog.sink import MemorySink, digest
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
-from kaudit.replay.sink import MemorySink, digest
 from kaudit.scheduler.build import load
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(__file__).with_name("digests.json")

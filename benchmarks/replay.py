@@ -33,13 +33,13 @@ import orjson
 from sqlalchemy import func, select
 
 from benchmarks.ingest import fresh_postgres_database
-from kaudit.ingest import TraceInput, ingest_trace
-from kaudit.queries.traces import get_trace
+from kaudit.eventlog.sink import NullSink
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
-from kaudit.replay.sink import NullSink
 from kaudit.scheduler.build import load
 from kaudit.store.models import RunEvent
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_node, make_pod
 
 WORKLOADS = ("SchedulingBasic", "SchedulingPodAntiAffinity", "SchedulingNodeAffinity",

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.replay import WORKLOADS, events
-from kaudit.ingest import TraceInput, ingest_trace
-from kaudit.queries.traces import get_trace, iter_events
+from kaudit.datadirs import sample_config, sample_trace
+from kaudit.eventlog.sink import MemorySink
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for
-from kaudit.replay.sink import MemorySink
-from kaudit.resources import sample_config, sample_trace
 from kaudit.scheduler.build import build_scheduler, load
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace, iter_events
 
 #: Nodes, initial pods and measured pods per workload: small enough to run in a minute.
 SIZES = {"SchedulingBasic": (500, 100, 1000), "SchedulingPodAntiAffinity": (500, 100, 200),

@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from kaudit.cluster.objects import pod_info
+from kaudit.cluster.state import ClusterState
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.objects import pod_info
 from kaudit.tracegen.builders import make_node, make_pod
 
 

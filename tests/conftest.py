@@ -144,7 +144,7 @@ def database_contents(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
 
 @pytest.fixture
 def sample_path() -> Path:
-    from kaudit.resources import sample_trace
+    from kaudit.datadirs import sample_trace
 
     return sample_trace()
 
@@ -152,11 +152,11 @@ def sample_path() -> Path:
 def replay_sample_twice(engine: Engine) -> tuple[str, str]:
     """Ingest the sample trace and replay it with the default configuration (run
     ``default``) and the bin-packing one (run ``packing``); returns the two run names."""
-    from kaudit.ingest import TraceInput, ingest_trace
-    from kaudit.queries.traces import get_trace
+    from kaudit.datadirs import sample_config, sample_trace
+    from kaudit.readers.ingest import TraceInput, ingest_trace
     from kaudit.replay.run import replay_trace
-    from kaudit.resources import sample_config, sample_trace
     from kaudit.scheduler.build import load
+    from kaudit.store.traces import get_trace
 
     ingest_trace(engine, [TraceInput(sample_trace())])
     trace = get_trace(engine, "sample")

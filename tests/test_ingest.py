@@ -13,9 +13,10 @@ import pytest
 from click.testing import Result
 from sqlalchemy import Engine, func, select
 
-from kaudit.ingest import SNAPSHOT, TraceInput, ingest_trace
-from kaudit.queries.traces import iter_events, rejected_lines
+from kaudit.queries.traces import rejected_lines
+from kaudit.readers.ingest import SNAPSHOT, TraceInput, ingest_trace
 from kaudit.store.models import TraceEvent
+from kaudit.store.traces import iter_events
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import database_contents
 

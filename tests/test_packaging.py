@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.resources import data_dir, migrations_dir, sample_trace, web_dir
+from kaudit.datadirs import data_dir, migrations_dir, sample_trace, web_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,6 +48,6 @@ def test_wheel_installs_and_migrates_in_a_clean_environment(tmp_path: Path) -> N
     assert "Ingested the sample trace" in demo.stdout
     located = subprocess.run(
         [venv / "bin" / "python", "-c",
-         "from kaudit.resources import migrations_dir; print(migrations_dir())"],
+         "from kaudit.datadirs import migrations_dir; print(migrations_dir())"],
         cwd=workdir, capture_output=True, text=True, check=True)
     assert "site-packages/kaudit/_data/migrations" in located.stdout

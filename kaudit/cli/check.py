@@ -18,17 +18,18 @@ import click
 from kaudit.cli.options import db_option, table
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.baseline import load_summary
 from kaudit.queries.ci_report import FORMATS, as_markdown
 from kaudit.queries.conditions import Verdict, evaluate, parse_condition
 from kaudit.queries.diff import diff_outcomes
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import get_run
-from kaudit.queries.traces import TraceSummary, get_trace, trace_content_hash
+from kaudit.queries.traces import trace_content_hash
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.schema import open_database
+from kaudit.store.traces import TraceSummary, get_trace
 
 fail_on_option = click.option(
     "--fail-on", "fail_on", multiple=True, metavar="CONDITION",

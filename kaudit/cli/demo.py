@@ -6,16 +6,16 @@ from __future__ import annotations
 import click
 
 from kaudit.cli.options import db_option, echo_json, human_duration, json_option, plural, table
-from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.datadirs import sample_config, sample_trace
+from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.overview import trace_overview
 from kaudit.queries.runs import get_run
-from kaudit.queries.traces import get_trace
-from kaudit.readers.timestamps import format_timestamp
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
-from kaudit.resources import sample_config, sample_trace
 from kaudit.scheduler.build import load
 from kaudit.store.engine import display_url, resolve_url
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 
 def _gib(value: int) -> str:

@@ -12,8 +12,7 @@ from kaudit.cli.ingest import _seconds_or_time
 from kaudit.cli.options import db_option, echo_json, json_option
 from kaudit.errors import InputError
 from kaudit.queries.export import exported_events, run_source
-from kaudit.store.schema import open_database
-from kaudit.writers import (
+from kaudit.readers.writers import (
     FORMATS,
     NATIVE,
     SIMULATOR,
@@ -22,6 +21,7 @@ from kaudit.writers import (
     write_simulator_records,
     write_simulator_snapshot,
 )
+from kaudit.store.schema import open_database
 
 
 @click.command()

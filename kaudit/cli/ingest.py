@@ -18,12 +18,12 @@ from kaudit.cli.options import (
     json_option,
 )
 from kaudit.errors import InputError
-from kaudit.ingest import EVENTS, SNAPSHOT, IngestResult, TraceInput, ingest_trace
-from kaudit.queries.traces import get_trace
+from kaudit.model.timestamps import format_timestamp, parse_timestamp
 from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.formats import ALIBABA, AUTO, FAMILIES
-from kaudit.readers.timestamps import format_timestamp, parse_timestamp
+from kaudit.readers.ingest import EVENTS, SNAPSHOT, IngestResult, TraceInput, ingest_trace
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 
 def _seconds_or_time(value: str | None, option: str) -> int | None:

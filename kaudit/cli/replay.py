@@ -25,13 +25,13 @@ from kaudit.cli.options import (
 )
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError, Interrupted
+from kaudit.model.timestamps import parse_timestamp
 from kaudit.queries.baseline import write_summary
 from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs, remove_runs
-from kaudit.queries.traces import get_trace
-from kaudit.readers.timestamps import parse_timestamp
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 
 @contextmanager

@@ -15,9 +15,10 @@ from kaudit.cli.options import (
     remove_option,
     table,
 )
-from kaudit.queries.traces import get_trace, list_traces, rejected_lines, remove_traces
-from kaudit.readers.timestamps import format_timestamp
+from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.traces import list_traces, rejected_lines, remove_traces
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 
 
 def _kinds(counts: dict[str, int], limit: int = 4) -> str:

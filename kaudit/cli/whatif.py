@@ -8,10 +8,10 @@ from typing import Any
 import click
 
 from kaudit.cli.options import echo_json, table
+from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.scheduler.objects import cluster_from_objects, pod_info
 from kaudit.scheduler.schedule import attempt_json
 
 feature_gates_option = click.option(

@@ -19,9 +19,9 @@ from kaudit.config.decode import DecodeError, decode_configuration
 from kaudit.config.defaulting import default_configuration
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import FieldError, child, format_errors, invalid
-from kaudit.config.framework import FrameworkError, expand_plugins, needed_plugins
 from kaudit.config.model import Profile, SchedulerConfiguration
 from kaudit.config.plugins import PluginSpec, Registry, build_registry
+from kaudit.config.profiles import FrameworkError, expand_plugins, needed_plugins
 from kaudit.config.source import read_file
 from kaudit.config.v1types import ConfigurationV1, ProfileV1
 from kaudit.config.validation import validate_configuration

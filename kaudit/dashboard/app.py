@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask
 
 from kaudit.dashboard.jsonprovider import OrjsonProvider
-from kaudit.resources import web_dir
+from kaudit.datadirs import web_dir
 
 
 class _Dashboard(Flask):

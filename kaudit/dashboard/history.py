@@ -8,8 +8,8 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, run_with_span, seconds
+from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
-from kaudit.readers.timestamps import format_timestamp
 
 bp = Blueprint("history", __name__)
 

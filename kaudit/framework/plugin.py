@@ -2,7 +2,7 @@
 
 A plugin is a class with a ``name`` that inherits the bases of the extension points it
 implements. Filter and Score work on many nodes at once: they receive the candidate nodes as an
-array of *slots* of the :class:`~kaudit.scheduler.cluster.ClusterState` and answer with one
+array of *slots* of the :class:`~kaudit.cluster.state.ClusterState` and answer with one
 verdict or one score per slot. Plugins that think one node at a time can inherit
 :class:`NodeFilterPlugin` / :class:`NodeScorePlugin` instead and implement ``filter_node`` /
 ``score_node``; kaudit loops for them.
@@ -41,8 +41,8 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 
 if TYPE_CHECKING:
+    from kaudit.cluster.state import ClusterState
     from kaudit.config import FeatureGates
-    from kaudit.scheduler.cluster import ClusterState
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.errors import ConfigError
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.diagnosis import Diagnosis
@@ -43,7 +44,6 @@ from kaudit.framework.plugin import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler.cluster import ClusterState
 
 NOT_RUN = -1
 _REJECTED = (int(Code.UNSCHEDULABLE), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))

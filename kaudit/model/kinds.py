@@ -43,6 +43,10 @@ KINDS: tuple[KindSpec, ...] = (
 )
 
 BY_RESOURCE = {spec.resource: spec for spec in KINDS}
+#: The kinds the replay engine uses; any other kind in a trace is kept and counted, not used.
+REPLAY_KINDS = frozenset(spec.kind for spec in KINDS)
+#: The kinds the cluster state keeps as objects by kind (nodes and pods have their own model).
+STORED_KINDS = REPLAY_KINDS - {"Node", "Pod"}
 
 
 def parse_kinds(text: str | None) -> list[KindSpec]:

@@ -24,6 +24,9 @@ from kaudit.model.selectors import (
 
 JSON = dict[str, Any]
 
+#: Phases of a pod that has finished: the scheduler's informer leaves such pods out.
+FINISHED_PHASES = ("Succeeded", "Failed")
+
 
 @dataclass(frozen=True, slots=True)
 class Toleration:

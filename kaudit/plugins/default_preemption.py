@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import LabelSelector, SelectorError
+from kaudit.model.timestamps import parse_timestamp
 from kaudit.plugins import names
-from kaudit.readers.timestamps import parse_timestamp
-from kaudit.scheduler.cluster import ClusterState
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState, TopologyCodes
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -47,7 +48,6 @@ from kaudit.model.pod import AffinityTerm, PodInfo
 from kaudit.model.selectors import LabelSelector
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import as_node, as_pod
-from kaudit.scheduler.cluster import ClusterState, TopologyCodes
 
 PRE_FILTER_STATE_KEY = "PreFilter" + names.INTER_POD_AFFINITY
 PRE_SCORE_STATE_KEY = "PreScore" + names.INTER_POD_AFFINITY

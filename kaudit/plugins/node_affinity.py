@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kaudit.cluster.matching import (
+    node_selector_mask,
+    required_node_affinity_mask,
+    weighted_terms_score,
+)
 from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
@@ -24,11 +29,6 @@ from kaudit.model.selectors import NodeSelector, parse_term
 from kaudit.plugins import names
 from kaudit.plugins.helper import default_normalize
 from kaudit.plugins.hint_objects import as_node
-from kaudit.scheduler.matching import (
-    node_selector_mask,
-    required_node_affinity_mask,
-    weighted_terms_score,
-)
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
@@ -29,7 +30,6 @@ from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_exte
 from kaudit.plugins import names
 from kaudit.plugins.helper import trunc_div
 from kaudit.plugins.hint_objects import as_node, as_pod
-from kaudit.scheduler.cluster import ClusterState
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

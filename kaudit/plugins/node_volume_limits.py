@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     CSI_NODE,
@@ -63,7 +64,6 @@ from kaudit.plugins.volume_binding import (
     objects_of,
     spec,
 )
-from kaudit.scheduler.cluster import ClusterState
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 VOLUME_ATTACHMENT_KIND = "VolumeAttachment"

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.matching import required_node_affinity_mask
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -63,8 +65,6 @@ from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import as_node, as_pod
 from kaudit.plugins.taint_toleration import untolerated_taint
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.matching import required_node_affinity_mask
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"

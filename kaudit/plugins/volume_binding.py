@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.matching import requirement_mask
+from kaudit.cluster.state import ClusterState
 from kaudit.errors import QuantityError
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
@@ -85,8 +87,6 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
 )
 from kaudit.quantity import parse_quantity
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.matching import requirement_mask
 
 JSON = dict[str, Any]
 

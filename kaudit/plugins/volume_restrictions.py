@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     NODE,
@@ -50,7 +51,6 @@ from kaudit.plugins.hint_objects import (
     volumes,
 )
 from kaudit.plugins.volume_binding import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
-from kaudit.scheduler.cluster import ClusterState
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 REASON_RWOP_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     NODE,
@@ -57,7 +58,6 @@ from kaudit.plugins.volume_binding import (
     objects_of,
     spec,
 )
-from kaudit.scheduler.cluster import ClusterState
 
 REASON_CONFLICT = "node(s) had no available volume zone"
 STATE_KEY = "PreFilter" + names.VOLUME_ZONE

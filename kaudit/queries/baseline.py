@@ -18,7 +18,8 @@ from kaudit.errors import InputError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run
-from kaudit.queries.traces import get_trace, trace_content_hash
+from kaudit.queries.traces import trace_content_hash
+from kaudit.store.traces import get_trace
 
 FORMAT_VERSION = 1
 

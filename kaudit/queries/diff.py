@@ -21,9 +21,9 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import InputError
+from kaudit.eventlog.codec import unpack_attempt
 from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run, node_names
-from kaudit.replay.packing import unpack_attempt
 from kaudit.store.models import RunEvent
 
 #: A pending-time difference smaller than this is not a change.

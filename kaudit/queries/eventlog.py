@@ -16,9 +16,9 @@ import orjson
 from sqlalchemy import Engine, Select, func, select
 
 from kaudit.errors import InputError
+from kaudit.eventlog.sink import RECORD_KINDS
+from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import Span
-from kaudit.readers.timestamps import format_timestamp
-from kaudit.replay.sink import RECORD_KINDS
 from kaudit.store.models import RunEvent, RunRejection
 
 KINDS = RECORD_KINDS

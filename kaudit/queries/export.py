@@ -25,11 +25,11 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import DatabaseError
-from kaudit.model.pod import terminating_object
+from kaudit.model.pod import FINISHED_PHASES, terminating_object
+from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.runs import get_run
-from kaudit.queries.traces import iter_events
-from kaudit.readers.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent
+from kaudit.store.traces import iter_events
 
 #: Deletions of kaudit's own making (the trace's are exported as the trace's events).
 OWN_DELETIONS = frozenset({"preempted", "lifetime"})
@@ -175,7 +175,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
 
 
 def _finished(obj: dict[str, Any]) -> bool:
-    return (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return (obj.get("status") or {}).get("phase") in FINISHED_PHASES
 
 
 def _replacement(victim: dict[str, Any], key: str) -> dict[str, Any]:

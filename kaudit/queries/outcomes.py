@@ -14,8 +14,8 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.queries.runs import get_run
-from kaudit.queries.traces import get_trace, iter_events
-from kaudit.store.models import Run, RunEvent
+from kaudit.store.models import Run, RunEvent, Trace
+from kaudit.store.traces import get_trace, iter_events
 
 RECORDED = "recorded"
 
@@ -59,7 +59,8 @@ class Outcomes:
     pods: dict[str, PodOutcome]
     #: The run's effective configuration and feature gates (JSON text); None for ``recorded``.
     config: str | None = None
-    #: Allocation, imbalance and fragmentation over the run (see kaudit.replay.allocation).
+    #: Allocation, imbalance and fragmentation over the run (see kaudit.replay.allocation);
+    #: for ``recorded``, None until the trace has been replayed once.
     utilisation: dict[str, Any] | None = None
 
 
@@ -141,15 +142,9 @@ def _recorded(engine: Engine, trace_id: int) -> dict[str, PodOutcome]:
     return {k: v for k, v in pods.items() if k not in created_bound}
 
 
-def _recorded_utilisation(engine: Engine, trace_id: int) -> dict[str, Any]:
-    """Allocation of the recorded cluster: the trace replayed with its own placements."""
-    from kaudit.replay.engine import Replay
-    from kaudit.replay.run import options_for
-    from kaudit.replay.sink import NullSink
-    from kaudit.scheduler.build import build_scheduler, load
-
-    config, registry = load()
-    replay = Replay(build_scheduler(config, registry), NullSink(),
-                    options_for(config, recorded_only=True))
-    summary = replay.run(iter_events(engine, trace_id)).as_json()
-    return {k: summary[k] for k in ("allocation", "imbalance", "fragmentation")}
+def _recorded_utilisation(engine: Engine, trace_id: int) -> dict[str, Any] | None:
+    """Allocation of the recorded cluster, stored by the trace's first replay (None before)."""
+    with engine.connect() as connection:
+        stored = connection.execute(select(Trace.recorded_utilisation)
+                                    .where(Trace.id == trace_id)).scalar_one_or_none()
+    return None if stored is None else orjson.loads(stored)  # type: ignore[no-any-return]

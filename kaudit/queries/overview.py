@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from kaudit.quantity import parse_quantity
-from kaudit.queries.traces import iter_events
+from kaudit.store.traces import iter_events
 
 
 @dataclass

@@ -14,11 +14,11 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import UnknownObjectError
+from kaudit.eventlog.codec import preemption_json, unpack_attempt
+from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
-from kaudit.readers.timestamps import format_timestamp
-from kaudit.replay.packing import preemption_json, unpack_attempt
 from kaudit.store.models import RunEvent
 
 FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",

@@ -11,8 +11,8 @@ import orjson
 from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
-from kaudit.readers.timestamps import format_timestamp
-from kaudit.replay.packing import unpack_attempt
+from kaudit.eventlog.codec import unpack_attempt
+from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent, Trace
 from kaudit.store.ownership import ABANDONED, RUNNING, effective_status
 

@@ -1,7 +1,7 @@
 """A run over virtual time: its series, attempt and preemption histograms, the cluster at any
 moment, and the pods on one node.
 
-Reads the tables the replay's :mod:`kaudit.replay.timeline` wrote. Times in answers are
+Reads the tables the replay's :mod:`kaudit.eventlog.timeline` wrote. Times in answers are
 seconds since the run's first record (``t``), with the absolute RFC 3339 time where one moment
 is meant. Everything is aggregated here, server-side, so that a 5,000-node run answers in a
 few hundred kilobytes: series are thinned to a bounded number of points keeping every peak.
@@ -17,9 +17,9 @@ import orjson
 from sqlalchemy import Engine, and_, func, or_, select, union_all
 
 from kaudit.errors import UnknownObjectError
-from kaudit.readers.timestamps import format_timestamp
-from kaudit.replay.sink import RECORD_KINDS
-from kaudit.replay.timeline import QUEUES
+from kaudit.eventlog.sink import RECORD_KINDS
+from kaudit.eventlog.timeline import QUEUES
+from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
 
 #: Most points a series sends; more are thinned keeping each bucket's low and high.

@@ -2,5 +2,5 @@
 
 Readers know nothing of the scheduler or of SQL: each yields
 :class:`~kaudit.readers.events.WatchEvent` or :class:`~kaudit.readers.events.Rejected` items,
-and :mod:`kaudit.ingest` decides what to store.
+and :mod:`kaudit.readers.ingest` decides what to store.
 """

@@ -13,7 +13,7 @@ watch event a watcher would have seen:
 * ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set: the recorded placement.
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
   ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
-  the patch: it is applied to the last known state of the object (:mod:`kaudit.readers.patch`).
+  the patch: it is applied to the last known state of the object (:mod:`kaudit.model.patch`).
 
 Only stage ``ResponseComplete`` is used. Everything else is *dropped* and counted by reason
 (read requests, other resources, failed requests with ``responseStatus.code`` ≥ 400, dry runs,
@@ -43,10 +43,11 @@ import orjson
 
 from kaudit.errors import TraceError
 from kaudit.model.kinds import KINDS
+from kaudit.model.patch import PatchError, apply_patch
+from kaudit.model.pod import FINISHED_PHASES
+from kaudit.model.timestamps import format_rfc3339, parse_timestamp
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import SNIPPET, iter_lines, snippet
-from kaudit.readers.patch import PatchError, apply_patch
-from kaudit.readers.timestamps import format_rfc3339, parse_timestamp
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 
 AUDIT = "audit"
@@ -511,7 +512,7 @@ def _grace_period(kind: str, obj: dict[str, Any], request: Any) -> int | None:
     spec = obj.get("spec") or {}
     if not spec.get("nodeName"):
         return None  # never ran anywhere: deleted at once
-    if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if (obj.get("status") or {}).get("phase") in FINISHED_PHASES:
         return None
     grace = request.get("gracePeriodSeconds") if isinstance(request, dict) else None
     if not isinstance(grace, int):

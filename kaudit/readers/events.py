@@ -7,12 +7,6 @@ from typing import Any
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 
-#: Kinds the replay engine uses; any other kind is kept and counted but not used.
-REPLAY_KINDS = frozenset({
-    "Node", "Pod", "PriorityClass", "Namespace", "PodDisruptionBudget", "PersistentVolume",
-    "PersistentVolumeClaim", "StorageClass", "CSINode", "Service", "ReplicationController",
-    "ReplicaSet", "StatefulSet",
-})
 
 
 @dataclass(slots=True)

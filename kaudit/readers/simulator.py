@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 
 from kaudit.errors import TraceError
+from kaudit.model.timestamps import parse_timestamp
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import SNIPPET, iter_lines, snippet
-from kaudit.readers.timestamps import parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
 
 SIMULATOR_RECORDS = "simulator-records"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import orjson
 
+from kaudit.model.timestamps import parse_timestamp
 from kaudit.readers.events import EVENT_TYPES, Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines, snippet
-from kaudit.readers.timestamps import parse_timestamp
 from kaudit.readers.validate import ObjectError, validate_object
 
 NATIVE = "native"

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler.cluster import ClusterState
 
 
 @dataclass

@@ -27,7 +27,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kaudit.cluster.objects import apply_object, pod_info
+from kaudit.cluster.state import ClusterState
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
+from kaudit.eventlog.codec import pack_attempt
+from kaudit.eventlog.sink import EventSink
+from kaudit.eventlog.timeline import NoTimeline, Timeline
 from kaudit.framework.events import (
     ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
@@ -40,18 +45,14 @@ from kaudit.framework.events import (
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
-from kaudit.model.pod import PodInfo, terminating_object
-from kaudit.queries.traces import StoredEvent
-from kaudit.readers.timestamps import format_timestamp
+from kaudit.model.kinds import STORED_KINDS
+from kaudit.model.pod import FINISHED_PHASES, PodInfo, terminating_object
+from kaudit.model.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.clock import EventLoop, Priority
-from kaudit.replay.packing import pack_attempt
-from kaudit.replay.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
-from kaudit.replay.sink import EventSink
-from kaudit.replay.timeline import NoTimeline, Timeline
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.objects import STORED_KINDS, TERMINAL_PHASES, apply_object, pod_info
+from kaudit.scheduler.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
 from kaudit.scheduler.schedule import Scheduler
+from kaudit.store.traces import StoredEvent
 from kaudit.tracegen.builders import stable_uid
 
 SECOND = 1_000_000
@@ -380,7 +381,7 @@ class Replay:
                 self._delete_pod(uid, pod, "trace")
             return
         phase = (obj.get("status") or {}).get("phase")
-        if phase in TERMINAL_PHASES:
+        if phase in FINISHED_PHASES:
             if not (relative and uid in self.cluster.pods):
                 self._delete_pod(uid, pod, "completed")
             return
@@ -715,7 +716,7 @@ def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | N
         if bound is None and (event.object.get("spec") or {}).get("nodeName"):
             bound = event.ts_us
         phase = (event.object.get("status") or {}).get("phase")
-        if gone is None and (event.type == "DELETED" or phase in TERMINAL_PHASES):
+        if gone is None and (event.type == "DELETED" or phase in FINISHED_PHASES):
             gone = event.ts_us
         lifetimes[uid] = (bound, gone)
     return lifetimes

@@ -19,13 +19,13 @@ from sqlalchemy import Engine, insert, select, update
 from kaudit import __version__
 from kaudit.config import SchedulerConfiguration
 from kaudit.errors import InputError, Interrupted, UnreplayableEventError
+from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
-from kaudit.queries.traces import TraceSummary, iter_events
 from kaudit.replay.engine import Replay, ReplayOptions, ReplaySummary, recorded_lifetimes
-from kaudit.replay.sink import EventSink, SqlSink
 from kaudit.scheduler.build import build_scheduler
-from kaudit.store.models import Run
+from kaudit.store.models import Run, Trace
 from kaudit.store.ownership import COMPLETE, FAILED, HEARTBEAT_SECONDS, RUNNING, this_owner
+from kaudit.store.traces import TraceSummary, iter_events
 
 
 def _unique_run_name(engine: Engine, wanted: str | None, trace: TraceSummary) -> str:
@@ -134,4 +134,25 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         connection.execute(update(Run).where(Run.id == run_id).values(
             status=COMPLETE, finished_at=datetime.now(UTC),
             summary=orjson.dumps(summary.as_json()).decode()))
+    if sink is None:
+        store_recorded_utilisation(engine, trace, config, registry)
     return run_id, summary
+
+
+def store_recorded_utilisation(engine: Engine, trace: TraceSummary,
+                               config: SchedulerConfiguration,
+                               registry: dict[str, type[Plugin]]) -> None:
+    """Compute, once per trace, the allocation of the recorded cluster (the trace replayed
+    with its own placements, nothing scheduled) for the ``recorded`` pseudo-run."""
+    with engine.connect() as connection:
+        stored = connection.execute(select(Trace.recorded_utilisation)
+                                    .where(Trace.id == trace.id)).scalar_one_or_none()
+    if stored is not None:
+        return
+    replay = Replay(build_scheduler(config, registry), NullSink(),
+                    options_for(config, recorded_only=True))
+    summary = replay.run(iter_events(engine, trace.id)).as_json()
+    utilisation = {key: summary[key] for key in ("allocation", "imbalance", "fragmentation")}
+    with engine.begin() as connection:
+        connection.execute(update(Trace).where(Trace.id == trace.id)
+                           .values(recorded_utilisation=orjson.dumps(utilisation).decode()))

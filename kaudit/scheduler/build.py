@@ -16,8 +16,8 @@ from kaudit.config import (
     parse_feature_gates,
 )
 from kaudit.framework.plugin import Handle, Plugin, extension_points
-from kaudit.framework.registry import build_registry
 from kaudit.framework.runtime import Framework
+from kaudit.scheduler.registry import build_registry
 from kaudit.scheduler.schedule import Scheduler
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
@@ -37,7 +38,6 @@ from kaudit.framework.runtime import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler.cluster import ClusterState
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

@@ -62,6 +62,9 @@ class Trace(Base):
     rejected_count: Mapped[int] = mapped_column(Integer, server_default="0")
     #: The KubeSchedulerConfiguration (JSON) the trace was recorded under, when it says so.
     scheduler_config: Mapped[str | None] = mapped_column(Text)
+    #: JSON allocation, imbalance and fragmentation of the recorded cluster (the trace replayed
+    #: with its own placements), computed by the trace's first replay.
+    recorded_utilisation: Mapped[str | None] = mapped_column(Text)
 
 
 class TraceEvent(Base):
@@ -134,7 +137,7 @@ class Run(Base):
 
 
 class RunEvent(Base):
-    """One entry of a run's event log, in order (``seq``); see ``kaudit.replay.sink``."""
+    """One entry of a run's event log, in order (``seq``); see ``kaudit.eventlog.sink``."""
 
     __tablename__ = "run_events"
     __table_args__ = (

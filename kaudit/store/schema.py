@@ -18,8 +18,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+from kaudit.datadirs import migrations_dir
 from kaudit.errors import DatabaseError, SchemaOutOfDateError
-from kaudit.resources import migrations_dir
 from kaudit.store.engine import display_url, make_engine, resolve_url
 from kaudit.store.models import Base
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kaudit.cli import cli
-from kaudit.resources import sample_trace
+from kaudit.datadirs import sample_trace
 from kaudit.tracegen.builders import make_node, make_pod
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from kaudit.config import FeatureGates, PluginRef, PluginSpec
 from kaudit.config.default_plugins import merge_plugins
-from kaudit.config.framework import expand_plugins
 from kaudit.config.plugins import Registry
+from kaudit.config.profiles import expand_plugins
 from kaudit.config.v1types import PLUGIN_SETS, Plugin, Plugins, PluginSet
 from kaudit.errors import ConfigError
 

@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.runs import explain_pod
-from kaudit.queries.traces import get_trace
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.models import Run
 from kaudit.store.schema import open_database
+from kaudit.store.traces import get_trace
 from tests.conftest import replay_sample_twice
 
 REQUIRED = os.environ.get("KAUDIT_REQUIRE_BROWSER") == "1"

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kaudit.cluster.state import ClusterState
 from kaudit.config import parse_feature_gates
 from kaudit.config.feature_gates import GATE_SPECS
 from kaudit.framework.cycle_state import CycleState
@@ -25,10 +26,9 @@ from kaudit.framework.plugin import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kaudit.framework.registry import in_tree_plugins
 from kaudit.framework.status import Code
 from kaudit.model.pod import parse_pod
-from kaudit.scheduler.cluster import ClusterState
+from kaudit.scheduler.registry import in_tree_plugins
 from tests.conftest import DATA
 
 CASES_DIR = DATA / "conformance" / "cases"

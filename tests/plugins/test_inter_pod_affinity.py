@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Code
 from kaudit.model.pod import AffinityTerm, PodInfo, parse_pod
@@ -23,7 +24,6 @@ from kaudit.plugins.inter_pod_affinity import (
     InterPodAffinity,
     PreFilterState,
 )
-from kaudit.scheduler.cluster import ClusterState
 
 KEYS = ("zone", "rack", "kubernetes.io/hostname", "absent")
 NAMESPACES = {"ns-a": {"team": "x"}, "ns-b": {"team": "y"}, "ns-c": {}}

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import Handle
 from kaudit.framework.status import Code
@@ -26,7 +27,6 @@ from kaudit.plugins.pod_topology_spread import (
     go_round,
 )
 from kaudit.plugins.taint_toleration import untolerated_taint
-from kaudit.scheduler.cluster import ClusterState
 
 # --------------------------------------------------------------------------- builders
 

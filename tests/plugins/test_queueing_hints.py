@@ -25,9 +25,9 @@ from kaudit.framework.events import (
     parse_action,
 )
 from kaudit.framework.plugin import Handle
-from kaudit.framework.registry import in_tree_plugins
 from kaudit.model.node import parse_node
 from kaudit.model.pod import parse_pod
+from kaudit.scheduler.registry import in_tree_plugins
 from tests.conftest import DATA
 
 CASES_DIR = DATA / "queueing_hints"

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kaudit.cluster.state import ClusterState
 from kaudit.config import parse_feature_gates
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import Handle, Plugin
@@ -36,7 +37,6 @@ from kaudit.plugins.volume_restrictions import (
 )
 from kaudit.plugins.volume_zone import REASON_CONFLICT as REASON_ZONE_CONFLICT
 from kaudit.plugins.volume_zone import VolumeZone
-from kaudit.scheduler.cluster import ClusterState
 from kaudit.tracegen.builders import make_node, make_pod
 
 JSON = dict[str, Any]

@@ -10,8 +10,8 @@ import pytest
 from click.testing import Result
 from sqlalchemy import Engine
 
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.runs import explain_pod
+from kaudit.readers.ingest import TraceInput, ingest_trace
 
 MOST_ALLOCATED = """
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -11,16 +11,16 @@ import orjson
 from click.testing import Result
 from sqlalchemy import Engine
 
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.queries.diff import diff_runs
 from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.outcomes import run_outcomes
-from kaudit.queries.traces import get_trace
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.readers.simulator import read_records
 from kaudit.readers.snapshot import read_snapshot
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load_object_config
+from kaudit.store.traces import get_trace
 from tests.conftest import replay_sample_twice
 
 

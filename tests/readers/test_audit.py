@@ -15,9 +15,9 @@ from click.testing import Result
 from sqlalchemy import Engine, func, select
 
 from kaudit.errors import TraceError
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.readers.audit import read_audit
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.store.models import Trace
 from tests.data.audit.make_audit_log import build, event, node, pod
 
@@ -339,7 +339,7 @@ def test_snapshot_objects_are_known_to_the_log(engine: Engine, tmp_path: Path) -
     result = ingest_trace(engine, [TraceInput(state, "snapshot"), TraceInput(log)])
     assert [s["events"] for s in result.sources] == [2, 2]
     assert result.dropped == 0
-    from kaudit.queries.traces import iter_events
+    from kaudit.store.traces import iter_events
 
     stored = list(iter_events(engine, result.trace_id))
     assert [(e.type, e.name) for e in stored] == [

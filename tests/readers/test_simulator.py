@@ -16,8 +16,8 @@ from click.testing import Result
 from sqlalchemy import Engine, func, select
 
 from kaudit.errors import ConfigError, TraceError
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.readers.simulator import read_records
 from kaudit.readers.snapshot import read_snapshot
 from kaudit.store.models import Trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaudit.readers.timestamps import format_timestamp, parse_timestamp
+from kaudit.model.timestamps import format_timestamp, parse_timestamp
 
 
 @pytest.mark.parametrize(("value", "micros"), [

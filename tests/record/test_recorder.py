@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Engine
 
 from kaudit.errors import InputError
-from kaudit.ingest import TraceInput, ingest_trace
 from kaudit.model.kinds import KINDS, parse_kinds
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.record.client import INSTALL_HINT, _split_lines, load_configuration
 from kaudit.record.writer import TraceWriter, format_rfc3339
 from kaudit.tracegen.builders import make_node, make_pod

@@ -12,7 +12,7 @@ import pytest
 from click.testing import Result
 
 import kaudit.replay.engine as engine_module
-from kaudit.replay.queue import QueuedPod, SchedulingQueue
+from kaudit.scheduler.queue import QueuedPod, SchedulingQueue
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
 

@@ -14,7 +14,7 @@ from kaudit.framework.events import (
     register,
 )
 from kaudit.model.pod import parse_pod
-from kaudit.replay.queue import (
+from kaudit.scheduler.queue import (
     ACTIVE,
     BACKOFF,
     GATED,

@@ -11,14 +11,14 @@ import pytest
 from click.testing import Result
 from sqlalchemy import Engine, select
 
-from kaudit.ingest import TraceInput, ingest_trace
+from kaudit.eventlog.sink import MemorySink, digest
 from kaudit.queries.runs import explain_pod, get_run
-from kaudit.queries.traces import get_trace, iter_events
+from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for, replay_trace
-from kaudit.replay.sink import MemorySink, digest
 from kaudit.scheduler.build import build_scheduler, load
 from kaudit.store.models import RunEvent
+from kaudit.store.traces import get_trace, iter_events
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def orjson_loads(text: str) -> dict:
 
 def test_replayed_attempt_matches_whatif_on_the_same_state(sample: Engine) -> None:
     """The first attempt of the preemptor, and whatif on the cluster kaudit had then."""
-    from kaudit.scheduler.objects import cluster_from_objects, pod_info
+    from kaudit.cluster.objects import cluster_from_objects, pod_info
 
     config, registry = load()
     trace = get_trace(sample, "sample")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kaudit.cluster.objects import pod_info
+from kaudit.cluster.state import ClusterState
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.objects import pod_info
 from kaudit.scheduler.schedule import NO_NODES_AVAILABLE
 from kaudit.tracegen.builders import make_node, make_pod
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kaudit.cli import cli
 from kaudit.errors import InputError
-from kaudit.framework.registry import build_registry, load_plugin_class
+from kaudit.scheduler.registry import build_registry, load_plugin_class
 from kaudit.tracegen.builders import make_node, make_pod
 
 CONFIG = """

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kaudit.cluster.objects import pod_info
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.status import Code, Status
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.scheduler.cluster import ClusterState
-from kaudit.scheduler.objects import pod_info
 from kaudit.scheduler.schedule import Scheduler, num_feasible_nodes_to_find
 from kaudit.tracegen.builders import make_node, make_pod
 

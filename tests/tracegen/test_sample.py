@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 
 import orjson
 
-from kaudit.resources import sample_trace
+from kaudit.datadirs import sample_trace
 from kaudit.tracegen.sample import render
 
 

@@ -24,7 +24,7 @@ import orjson
 
 from kaudit.model.node import ZONE_LABELS, NodeInfo
 from kaudit.model.pod import PodInfo
-from kaudit.replay.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
+from kaudit.scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
 
 QUEUES = (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED)
 _BASE = ("cpu", "memory", "pods", "ephemeral-storage")

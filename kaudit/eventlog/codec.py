@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.framework.runtime import Framework
 from kaudit.framework.status import Code
-from kaudit.scheduler.cluster import ClusterState
 from kaudit.scheduler.schedule import Attempt
 
 # Plain ints: comparing an array with an IntEnum member goes through the enum's slow paths.

@@ -10,7 +10,7 @@ Record kinds and their ``data``:
 * ``node`` — a node got a slot: ``{"slot"}`` (slots are how attempts refer to nodes);
 * ``watch`` — a trace event applied: ``{"traceSeq", "type", "resource"}``;
 * ``queue`` — a queue transition: ``{"from", "to", "event"}``;
-* ``attempt`` — a scheduling attempt (see :mod:`kaudit.replay.packing`, JSON + blob);
+* ``attempt`` — a scheduling attempt (see :mod:`kaudit.eventlog.codec`, JSON + blob);
 * ``bind`` — the pod bound to ``node``; ``bindfail`` — Reserve, Permit, PreBind or Bind
   failed (the plugin's status); ``recorded`` — the trace's own placement;
 * ``nominate`` — preemption nominated ``node`` for the pod (with ``tiedNodes``,
@@ -21,7 +21,7 @@ Record kinds and their ``data``:
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
 * ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``.
 
-At the end of the run the sink also receives the run's :class:`~kaudit.replay.timeline.Timeline`
+At the end of the run the sink also receives the run's :class:`~kaudit.eventlog.timeline.Timeline`
 (node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the
 ``run_nodes``, ``run_placements``, ``run_queue_spans`` and ``run_series`` tables; it also
 indexes, in ``run_rejections``, which plugins rejected nodes in each attempt.
@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, insert
 
-from kaudit.replay.timeline import Timeline
+from kaudit.eventlog.timeline import Timeline
 from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunRejection, RunSeries
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]

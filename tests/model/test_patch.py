@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.readers.patch import (
+from kaudit.model.patch import (
     JSON_PATCH,
     MERGE,
     MERGE_PATCH,

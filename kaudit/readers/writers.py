@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import orjson
 
+from kaudit.model.timestamps import format_rfc3339, format_timestamp
 from kaudit.readers.simulator import SNAPSHOT_KEYS
-from kaudit.readers.timestamps import format_rfc3339, format_timestamp
 
 NATIVE = "native"
 SIMULATOR = "simulator"

@@ -11,15 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaudit.model.pod import PodInfo, parse_pod
-from kaudit.scheduler.cluster import ClusterState
-
-TERMINAL_PHASES = ("Succeeded", "Failed")
-STORED_KINDS = frozenset({
-    "Namespace", "PriorityClass", "PodDisruptionBudget", "PersistentVolume",
-    "PersistentVolumeClaim", "StorageClass", "CSINode", "Service", "ReplicationController",
-    "ReplicaSet", "StatefulSet",
-})
+from kaudit.cluster.state import ClusterState
+from kaudit.model.kinds import STORED_KINDS
+from kaudit.model.pod import FINISHED_PHASES, PodInfo, parse_pod
 
 
 def resolve_priority(cluster: ClusterState, obj: dict[str, Any]) -> int:
@@ -48,7 +42,7 @@ def apply_pod(cluster: ClusterState, obj: dict[str, Any], deleted: bool = False
     existing = cluster.pods.get(pod.uid) if uid else None
     if existing is not None:
         cluster.remove_pod(existing.uid)
-    if deleted or not pod.node_name or pod.phase in TERMINAL_PHASES:
+    if deleted or not pod.node_name or pod.phase in FINISHED_PHASES:
         return None
     cluster.add_pod(pod)
     return pod

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.model.selectors import NodeSelector, NodeSelectorTerm, Requirement
-from kaudit.scheduler.cluster import ClusterState
 
 
 def _numbers(values: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
