@@ -11,6 +11,7 @@ import click
 from kaudit.cli.ingest import _seconds_or_time
 from kaudit.cli.options import db_option, echo_json, json_option
 from kaudit.errors import InputError
+from kaudit.eventlog.runs import RunStatus
 from kaudit.queries.export import exported_events, run_source
 from kaudit.readers.writers import (
     FORMATS,
@@ -58,7 +59,7 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
     began = time.perf_counter()
     try:
         source = run_source(engine, run)
-        if source.status != "complete":
+        if source.status != RunStatus.COMPLETE:
             raise InputError(f"run {source.name!r} is {source.status}: only a complete run "
                              "can be exported")
         events = exported_events(engine, source)

@@ -28,22 +28,25 @@ def _numbers(values: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
 def requirement_mask(cluster: ClusterState, slots: np.ndarray, requirement: Requirement,
                      ) -> np.ndarray:
     topology = cluster.topology_codes(requirement.key)
-    codes = topology.codes[slots]
+    codes: np.ndarray = topology.codes[slots]
     op = requirement.operator
     if op in ("In", "NotIn"):
         wanted = [topology.index[v] for v in requirement.values if v in topology.index]
         inside = np.isin(codes, wanted) if wanted else np.zeros(len(codes), dtype=bool)
         return inside if op == "In" else ~inside
     if op == "Exists":
-        return codes >= 0
+        exists: np.ndarray = codes >= 0
+        return exists
     if op == "DoesNotExist":
-        return codes < 0
+        absent: np.ndarray = codes < 0
+        return absent
     numbers, valid = _numbers(topology.values)
     bound = int(next(iter(requirement.values)))
     present = codes >= 0
     value = numbers[codes]  # -1 picks the padding slot, masked out below
     compare = value > bound if op == "Gt" else value < bound
-    return present & valid[codes] & compare
+    matched: np.ndarray = present & valid[codes] & compare
+    return matched
 
 
 def _field_mask(cluster: ClusterState, slots: np.ndarray, requirement: Requirement

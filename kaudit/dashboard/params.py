@@ -9,9 +9,9 @@ from flask import request
 
 from kaudit.dashboard.database import get_engine
 from kaudit.errors import InputError
+from kaudit.eventlog.runs import RunStatus
 from kaudit.queries.runs import RunSummary, get_run
 from kaudit.queries.timeline import Span, run_span
-from kaudit.store.ownership import COMPLETE, FAILED
 
 # Beyond this, seconds would not fit the event log's int64 microseconds.
 MAX_SECONDS = 1e10
@@ -67,4 +67,4 @@ def run_with_span(ref: str) -> tuple[RunSummary, Span]:
 def is_final(run: RunSummary) -> bool:
     """A complete (or failed) run no longer changes: its answers can be cached. An abandoned
     run is not final: a replay on another host whose heartbeat was late may still write."""
-    return run.status in (COMPLETE, FAILED)
+    return run.status in (RunStatus.COMPLETE, RunStatus.FAILED)

@@ -202,7 +202,7 @@ def preemption_json(document: dict[str, Any]) -> dict[str, Any] | None:
     """The attempt's ``preemption`` object, also from documents stored before it carried
     ``eligible``, ``pdbViolations`` and a candidate count (their ``candidates`` was the list
     now under ``candidateNodes``)."""
-    stored = document.get("preemption")
+    stored: dict[str, Any] | None = document.get("preemption")
     if stored is None:
         return None
     if not isinstance(stored.get("candidates"), list):

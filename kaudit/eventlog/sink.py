@@ -36,14 +36,10 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, insert
 
+from kaudit.eventlog.records import Record, RecordKind
 from kaudit.eventlog.timeline import Timeline
+from kaudit.store.bulk import insert_rows
 from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunRejection, RunSeries
-
-Record = tuple[int, int, str, str | None, str | None, str, bytes | None]
-
-#: Every kind of record, as listed above.
-RECORD_KINDS = ("node", "watch", "queue", "attempt", "bind", "bindfail", "recorded", "nominate",
-                "preempt", "terminate", "delete", "create")
 
 _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
 
@@ -59,14 +55,16 @@ class EventSink:
         self.bytes_by_kind: dict[str, int] = {}
         self.count_by_kind: dict[str, int] = {}
 
-    def record(self, ts_us: int, kind: str, pod: str | None = None, node: str | None = None,
-               data: dict[str, Any] | None = None, blob: bytes | None = None) -> None:
+    def record(self, ts_us: int, kind: RecordKind, pod: str | None = None,
+               node: str | None = None, data: dict[str, Any] | None = None,
+               blob: bytes | None = None) -> None:
         text = orjson.dumps(data or {}, option=orjson.OPT_SORT_KEYS).decode()
-        record: Record = (self.seq, ts_us, kind, pod, node, text, blob or None)
+        name = kind.value
+        record: Record = (self.seq, ts_us, name, pod, node, text, blob or None)
         self.seq += 1
         size = len(text) + (len(blob) if blob else 0) + len(pod or "") + len(node or "") + 24
-        self.bytes_by_kind[kind] = self.bytes_by_kind.get(kind, 0) + size
-        self.count_by_kind[kind] = self.count_by_kind.get(kind, 0) + 1
+        self.bytes_by_kind[name] = self.bytes_by_kind.get(name, 0) + size
+        self.count_by_kind[name] = self.count_by_kind.get(name, 0) + 1
         self.emit(record)
 
     def emit(self, record: Record) -> None:
@@ -110,9 +108,10 @@ class SqlSink(EventSink):
         self.buffer: list[tuple[Any, ...]] = []
         self.rejections: list[dict[str, Any]] = []
 
-    def record(self, ts_us: int, kind: str, pod: str | None = None, node: str | None = None,
-               data: dict[str, Any] | None = None, blob: bytes | None = None) -> None:
-        if kind == "attempt" and data and data.get("rejectedBy"):
+    def record(self, ts_us: int, kind: RecordKind, pod: str | None = None,
+               node: str | None = None, data: dict[str, Any] | None = None,
+               blob: bytes | None = None) -> None:
+        if kind == RecordKind.ATTEMPT and data and data.get("rejectedBy"):
             self.rejections.extend({"run_id": self.run_id, "plugin": plugin, "seq": self.seq,
                                     "nodes": nodes}
                                    for plugin, nodes in data["rejectedBy"].items())
@@ -127,10 +126,7 @@ class SqlSink(EventSink):
         if not self.buffer:
             return
         with self.engine.begin() as connection:
-            style = connection.dialect.paramstyle
-            marks = ", ".join("?" if style == "qmark" else "%s" for _ in _COLUMNS)
-            connection.exec_driver_sql(
-                f"INSERT INTO run_events ({', '.join(_COLUMNS)}) VALUES ({marks})", self.buffer)
+            insert_rows(connection, "run_events", _COLUMNS, self.buffer)
             if self.rejections:
                 connection.execute(insert(RunRejection), self.rejections)
         self.buffer = []

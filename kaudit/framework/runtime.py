@@ -25,7 +25,6 @@ from kaudit.framework.plugin import (
     BindPlugin,
     FilterPlugin,
     Handle,
-    NodeVerdicts,
     PermitPlugin,
     Plugin,
     PostBindPlugin,
@@ -79,7 +78,8 @@ class FilterRun:
 
     @property
     def feasible(self) -> np.ndarray:
-        return self.first_failure == NOT_RUN
+        feasible: np.ndarray = self.first_failure == NOT_RUN
+        return feasible
 
     def status(self, position: int) -> Status:
         """The node's status: that of its first failing plugin, or Success."""
@@ -252,11 +252,12 @@ class Framework:
                         call: Callable[[PreFilterExtensions], Status]) -> Status:
         """Every non-skipped PreFilter plugin's AddPod or RemovePod extension, in order."""
         for plugin in self.plugins("PreFilter"):
-            if plugin.name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
+            name = plugin.name
+            if name in state.skip_filter or not isinstance(plugin, PreFilterExtensions):
                 continue
             status = call(plugin)
             if not status.ok:
-                raise PluginError(f"running {action} on PreFilter plugin {plugin.name!r}: "
+                raise PluginError(f"running {action} on PreFilter plugin {name!r}: "
                                   f"{status.message}")
         return Status.success()
 
@@ -310,7 +311,7 @@ class Framework:
             if len(positions) == 0:
                 tables.append([()])
                 continue
-            verdicts: NodeVerdicts = plugin.filter(state, pod, cluster, slots[positions])
+            verdicts = plugin.filter(state, pod, cluster, slots[positions])
             plugin_codes = verdicts.codes
             unexpected = (plugin_codes != 0) & (plugin_codes != Code.UNSCHEDULABLE) & (
                 plugin_codes != Code.UNSCHEDULABLE_AND_UNRESOLVABLE)

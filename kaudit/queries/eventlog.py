@@ -16,12 +16,12 @@ import orjson
 from sqlalchemy import Engine, Select, func, select
 
 from kaudit.errors import InputError
-from kaudit.eventlog.sink import RECORD_KINDS
+from kaudit.eventlog.records import RecordKind
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import Span
 from kaudit.store.models import RunEvent, RunRejection
 
-KINDS = RECORD_KINDS
+KINDS = tuple(kind.value for kind in RecordKind)
 MAX_LIMIT = 500
 _PLUGIN_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 

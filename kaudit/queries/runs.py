@@ -12,9 +12,9 @@ from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
 from kaudit.eventlog.codec import unpack_attempt
+from kaudit.eventlog.runs import RunStatus, effective_status
 from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent, Trace
-from kaudit.store.ownership import ABANDONED, RUNNING, effective_status
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class RunSummary:
     id: int
     name: str
     trace: str
-    status: str
+    status: RunStatus
     seed: int
     lifetime: str
     config_source: str | None
@@ -44,7 +44,7 @@ def _utc(moment: datetime) -> str:
 def _summary(row: Any) -> RunSummary:
     status = effective_status(row.status, row.owner_host, row.owner_pid, row.heartbeat_at)
     error = row.error
-    if status == ABANDONED and error is None:
+    if status == RunStatus.ABANDONED and error is None:
         error = (f"its replay ({row.owner_host or 'an earlier kaudit'}, pid "
                  f"{row.owner_pid if row.owner_pid is not None else '?'}) stopped without "
                  "finishing it; `kaudit runs rm` removes it")
@@ -80,7 +80,7 @@ def remove_runs(engine: Engine, refs: list[str], force: bool = False) -> list[st
     """Delete runs and every row of theirs, in one transaction; a run still being replayed
     by a live process is refused unless ``force``. Returns the names removed."""
     found = [get_run(engine, ref) for ref in refs]
-    busy = [run.name for run in found if run.status == RUNNING]
+    busy = [run.name for run in found if run.status == RunStatus.RUNNING]
     if busy and not force:
         raise InputError(f"run(s) still being replayed: {', '.join(busy)} (--force removes "
                          "them anyway)")

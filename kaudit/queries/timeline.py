@@ -17,7 +17,7 @@ import orjson
 from sqlalchemy import Engine, and_, func, or_, select, union_all
 
 from kaudit.errors import UnknownObjectError
-from kaudit.eventlog.sink import RECORD_KINDS
+from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.timeline import QUEUES
 from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
@@ -28,7 +28,8 @@ MAX_POINTS = 1200
 QUEUE_PODS = 50
 #: Records of the event log shown around a moment, and their kinds.
 EVENTS_AROUND = 40
-AROUND_KINDS = tuple(kind for kind in RECORD_KINDS if kind not in ("node", "watch"))
+AROUND_KINDS = tuple(kind.value for kind in RecordKind
+                     if kind not in (RecordKind.NODE, RecordKind.WATCH))
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError
+from kaudit.eventlog.runs import RunStatus, effective_status
 from kaudit.store.models import RejectedLine, Run, Trace
-from kaudit.store.ownership import RUNNING, effective_status
 from kaudit.store.traces import TraceSummary, get_trace, summary_of
 
 
@@ -28,7 +28,7 @@ def remove_traces(engine: Engine, refs: list[str], force: bool = False) -> list[
                                          Run.heartbeat_at).where(Run.trace_id.in_(ids))).all()
     busy = [run.name for run in runs
             if effective_status(run.status, run.owner_host, run.owner_pid,
-                                run.heartbeat_at) == RUNNING]
+                                run.heartbeat_at) == RunStatus.RUNNING]
     if busy and not force:
         raise InputError(f"run(s) of these traces still being replayed: {', '.join(busy)} "
                          "(--force removes them anyway)")

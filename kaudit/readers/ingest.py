@@ -42,6 +42,7 @@ from kaudit.readers.formats import ALIBABA, AUDIT, AUTO, DOCUMENT, SIMULATOR, WA
 from kaudit.readers.simulator import SIMULATOR_RECORDS, read_records
 from kaudit.readers.snapshot import read_snapshot
 from kaudit.readers.watch import UntimedClock, read_watch_stream
+from kaudit.store.bulk import insert_sql
 from kaudit.store.models import RejectedLine, Trace, TraceEvent
 
 EVENTS = "events"
@@ -51,13 +52,6 @@ BATCH_SIZE = 5000
 _EVENT_COLUMNS = ("trace_id", "seq", "ts_us", "type", "kind", "namespace", "name", "uid",
                   "source", "line", "object")
 _REJECTED_TABLE = RejectedLine.__table__
-
-
-def _insert_sql(connection: Connection, table: str, columns: tuple[str, ...]) -> str:
-    """A driver-level INSERT: batches of plain tuples skip per-row statement compilation."""
-    style = connection.dialect.paramstyle
-    marks = ", ".join("?" if style == "qmark" else "%s" for _ in columns)
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 
 
 @dataclass(frozen=True)
@@ -129,7 +123,7 @@ class _Writer:
         self.trace_id = trace_id
         self.batch_size = batch_size
         self.events: list[tuple[Any, ...]] = []
-        self.event_sql = _insert_sql(connection, "trace_events", _EVENT_COLUMNS)
+        self.event_sql = insert_sql(connection, "trace_events", _EVENT_COLUMNS)
         self.rejected: list[dict[str, Any]] = []
         self.seq = 0
         self.kinds: Counter[str] = Counter()

@@ -1,1 +1,2 @@
-"""Replaying a trace: virtual clock, scheduling queue, and the engine that drives the scheduler."""
+"""Replaying a stored trace: the virtual clock, trace events applied to the scheduler's cache and
+queue, the engine that drives the scheduler, and the run it writes to the event log."""

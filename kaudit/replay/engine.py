@@ -27,29 +27,27 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kaudit.cluster.objects import apply_object, pod_info
+from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
 from kaudit.eventlog.codec import pack_attempt
+from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.sink import EventSink
 from kaudit.eventlog.timeline import NoTimeline, Timeline
 from kaudit.framework.events import (
     ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
-    EVENT_NODE_ADD,
-    EVENT_NODE_DELETE,
     NODE,
-    ActionType,
     ClusterEvent,
-    node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
-from kaudit.model.kinds import STORED_KINDS
 from kaudit.model.pod import FINISHED_PHASES, PodInfo, terminating_object
 from kaudit.model.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
+from kaudit.replay.apply import DATA_ERRORS, TraceApplication
 from kaudit.replay.clock import EventLoop, Priority
+from kaudit.scheduler.binding import bind, finish_binding
 from kaudit.scheduler.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
 from kaudit.scheduler.schedule import Scheduler
 from kaudit.store.traces import StoredEvent
@@ -60,9 +58,6 @@ UNSCHEDULABLE_FLUSH_US = 30 * SECOND
 # The progress guard's budget of timer steps and scheduling attempts at one virtual instant.
 INSTANT_WORK_BASE = 100_000
 INSTANT_WORK_PER_POD = 100
-# What a value the replay cannot use raises; reported against the trace's file and line (a
-# database or disk failure is not the trace's fault and propagates as it is).
-DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError)
 RECREATED_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
 
 
@@ -134,7 +129,7 @@ class _Nominator:
         return [node for node, pods in self.by_node.items() if pods]
 
 
-class Replay:
+class Replay(TraceApplication):
     def __init__(self, scheduler: Scheduler, sink: EventSink, options: ReplayOptions,
                  lifetimes: dict[str, tuple[int | None, int | None]] | None = None) -> None:
         self.scheduler = scheduler
@@ -192,7 +187,7 @@ class Replay:
 
     def _transition(self, now: int, pod: PodInfo, source: str, target: str, event: str
                     ) -> None:
-        self.sink.record(now, "queue", pod.key, None, {"from": source, "to": target,
+        self.sink.record(now, RecordKind.QUEUE, pod.key, None, {"from": source, "to": target,
                                                        "event": event})
         self.timeline.queue(now, pod, source, target)
 
@@ -201,7 +196,8 @@ class Replay:
             node = self.cluster.nodes[self.known_slots]
             name = node.name if node is not None else next(
                 n for n, s in self.cluster.slot_of.items() if s == self.known_slots)
-            self.sink.record(self.loop.now_us, "node", None, name, {"slot": self.known_slots})
+            self.sink.record(self.loop.now_us, RecordKind.NODE, None, name,
+                             {"slot": self.known_slots})
             self.known_slots += 1
 
     @property
@@ -301,60 +297,6 @@ class Replay:
         return any(q.where in (ACTIVE, BACKOFF) and q.failed_at != version
                    for q in self.queue.pods.values())
 
-    # ------------------------------------------------------------------ trace events
-
-    def _apply_guarded(self, event: StoredEvent) -> None:
-        """``_apply``, an unexpected failure reported against the event's file and line."""
-        try:
-            self._apply(event)
-        except DATA_ERRORS as exc:
-            raise UnreplayableEventError(
-                event.source, event.line, f"cannot replay this {event.type} {event.kind} "
-                f"event: {type(exc).__name__}: {exc}") from exc
-        if event.kind == "Pod":
-            self._origin[f"{event.namespace}/{event.name}"] = (event.source, event.line)
-
-    def _apply(self, event: StoredEvent) -> None:
-        now = self.loop.now_us
-        key = f"{event.namespace}/{event.name}" if event.namespace else event.name
-        self.sink.record(now, "watch", key if event.kind == "Pod" else None,
-                         event.name if event.kind == "Node" else None,
-                         {"traceSeq": event.seq, "type": event.type, "resource": event.kind})
-        deleted = event.type == "DELETED"
-        if event.kind == "Pod":
-            self._apply_pod(event.object, deleted)
-        elif event.kind == "Node":
-            self._apply_node(event, deleted)
-        elif event.kind in STORED_KINDS:
-            old = self.cluster.objects[event.kind].get(_object_key(event.object))
-            apply_object(self.cluster, event.object, deleted)
-            action = ActionType.DELETE if deleted else (
-                ActionType.UPDATE if old is not None else ActionType.ADD)
-            self._move(ClusterEvent(event.kind, action), old if old is not None else None,
-                       None if deleted else event.object)
-
-    def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
-        """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""
-        now = self.loop.now_us
-        slot = self.cluster.slot_of.get(event.name)
-        old = self.cluster.node(slot) if slot is not None and self.cluster.live[slot] else None
-        if deleted:
-            if old is not None:
-                self._move(EVENT_NODE_DELETE, old, None)  # upstream: queue first, then cache
-            apply_object(self.cluster, event.object, deleted)
-            self.timeline.node_removed(now, event.name)
-            return
-        apply_object(self.cluster, event.object, deleted)
-        self._log_new_slots()
-        slot = self.cluster.slot_of[event.name]
-        new = self.cluster.node(slot)
-        self.timeline.node(now, slot, new)
-        if old is None:
-            self._move(EVENT_NODE_ADD, None, new)
-        else:
-            for cluster_event in node_scheduling_properties_change(new, old):
-                self._move(cluster_event, old, new)
-
     def _move(self, event: ClusterEvent, old: Any, new: Any,
               pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
         """``MoveAllToActiveOrBackoffQueue``: the event reaches the pods waiting in
@@ -370,63 +312,6 @@ class Replay:
         if pod.nominated_node_name:
             self._move(EVENT_ASSIGNED_POD_DELETE, pod, None,
                        lambda q, priority=pod.priority: q.pod.priority <= priority)
-
-    def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:
-        now = self.loop.now_us
-        pod = pod_info(self.cluster, obj)
-        uid = pod.uid
-        relative = self.options.lifetime == "relative" and uid in self.kaudit_pods
-        if deleted:
-            if not (relative and uid in self.cluster.pods):
-                self._delete_pod(uid, pod, "trace")
-            return
-        phase = (obj.get("status") or {}).get("phase")
-        if phase in FINISHED_PHASES:
-            if not (relative and uid in self.cluster.pods):
-                self._delete_pod(uid, pod, "completed")
-            return
-        if uid in self.kaudit_pods:
-            # kaudit schedules this pod: the trace's binding is only its recorded placement,
-            # other updates (labels, gates lifted) reach the queue while it is pending.
-            if pod.node_name:
-                if self.recorded.get(uid) != pod.node_name:
-                    self.recorded[uid] = pod.node_name
-                    self.sink.record(now, "recorded", pod.key, pod.node_name)
-            elif uid in self.queue.pods:
-                old = self.queue.pods[uid].pod
-                new = self._keep_nomination(pod)
-                self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
-            return
-        old = self.cluster.pods.get(uid)
-        if old is not None or pod.node_name:
-            # The trace placed it (created bound, or bound by another scheduler), or updated a
-            # pod already placed (``addPodToCache`` / ``updatePodInCache``).
-            apply_object(self.cluster, obj)
-            self._log_new_slots()
-            placed = self.cluster.pods.get(uid)
-            if old is None:
-                self.sink.record(now, "bind", pod.key, pod.node_name, {"by": "trace"})
-                if placed is not None:
-                    self.timeline.place(now, placed, "trace")
-                self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
-            elif placed is not None:
-                for cluster_event in pod_scheduling_properties_change(placed, old):
-                    self._move(cluster_event, old, placed)
-            return
-        if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
-            return  # another scheduler's pod (or no scheduling): wait for the trace's binding
-        self.kaudit_pods.add(uid)
-        if pod.nominated_node_name:
-            pod = replace(pod, nominated_node_name="")
-        self.queue.add(now, pod)
-
-    def _keep_nomination(self, pod: PodInfo) -> PodInfo:
-        """The updated pod with kaudit's own nomination: a ``nominatedNodeName`` in the trace
-        is the recorded cluster's preemption decision, not this replay's."""
-        queued = self.queue.pods.get(pod.uid)
-        nominated = queued.pod.nominated_node_name if queued is not None else ""
-        return pod if pod.nominated_node_name == nominated else replace(
-            pod, nominated_node_name=nominated)
 
     def _gate(self, pod: PodInfo) -> str | None:
         framework = self.scheduler.framework_for(pod)
@@ -444,7 +329,7 @@ class Replay:
         bound = self.cluster.remove_pod(uid)
         if bound is not None:
             self.timeline.release(now, uid)
-            self.sink.record(now, "delete", bound.key, bound.node_name, {"reason": reason})
+            self.sink.record(now, RecordKind.DELETE, bound.key, bound.node_name, {"reason": reason})
             self._move(EVENT_ASSIGNED_POD_DELETE, bound, None)  # ``deletePodFromCache``
 
     def _clear_nomination(self, uid: str) -> None:
@@ -481,7 +366,7 @@ class Replay:
         self.summary.attempts += 1
         document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,
                                       queued.attempts)
-        self.sink.record(now, "attempt", pod.key, attempt.selected, document, blob)
+        self.sink.record(now, RecordKind.ATTEMPT, pod.key, attempt.selected, document, blob)
         if attempt.selected is not None:
             self._bind(queued, attempt.selected, attempt.state)
             return
@@ -502,22 +387,16 @@ class Replay:
         pod = queued.pod
         framework = self.scheduler.framework_for(pod)
         assert framework is not None
-        placed = replace(pod, node_name=node, nominated_node_name="",
-                         obj=_bound_object(pod.obj, node))
-        self.cluster.add_pod(placed)  # assume
+        binding = bind(framework, self.cluster, state, pod, node)
+        placed = binding.placed
+        if binding.failure is not None:
+            status = binding.failure
+            self.sink.record(now, RecordKind.BIND_FAIL, pod.key, node, status.as_json())
+            rejected = status.rejected and status.plugin
+            self.queue.requeue(now, queued, {status.plugin} if rejected else ())
+            self._arm_unschedulable_flush(queued)
+            return
         self.timeline.place(now, placed, "kaudit")
-        for step in (framework.run_reserve, framework.run_permit, framework.run_pre_bind,
-                     framework.run_bind):
-            status = step(state, placed, node)
-            if not status.ok:
-                framework.run_unreserve(state, placed, node)
-                self.cluster.remove_pod(placed.uid)  # forget
-                self.timeline.release(now, placed.uid)
-                self.sink.record(now, "bindfail", pod.key, node, status.as_json())
-                rejected = status.rejected and status.plugin
-                self.queue.requeue(now, queued, {status.plugin} if rejected else ())
-                self._arm_unschedulable_flush(queued)
-                return
         self._clear_nomination(pod.uid)
         self.queue.done(now, queued)
         self.summary.pods_scheduled += 1
@@ -532,10 +411,9 @@ class Replay:
                         pending: PodInfo) -> None:
         now = self.loop.now_us
         node = placed.node_name
-        if placed.uid not in self.cluster.pods:
+        if not finish_binding(framework, self.cluster, state, placed):
             return  # deleted while binding
-        framework.run_post_bind(state, placed, node)
-        self.sink.record(now, "bind", placed.key, node, {"by": "kaudit"})
+        self.sink.record(now, RecordKind.BIND, placed.key, node, {"by": "kaudit"})
         # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
         # pending pod leaves the queue, releasing any nomination it had.
         self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
@@ -566,13 +444,13 @@ class Replay:
             return
         self.nominated.setdefault(node, {})[preemptor.uid] = preemptor
         self.nomination_version += 1
-        self.sink.record(now, "nominate", preemptor.key, node, _nomination_ties(details))
+        self.sink.record(now, RecordKind.NOMINATE, preemptor.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
         exposed = getattr(details, "tie_exposed", frozenset())
         victims = [v for v in (chosen.victims if chosen is not None else ())
                    if v.uid in self.cluster.pods]
         for victim in victims:
-            self.sink.record(now, "preempt", victim.key, victim.node_name,
+            self.sink.record(now, RecordKind.PREEMPT, victim.key, victim.node_name,
                              {"preemptor": preemptor.key,
                               **({"tie": True} if victim.key in exposed else {})})
             self.summary.pods_preempted += 1
@@ -630,7 +508,7 @@ class Replay:
                               obj=terminating_object(current.obj, format_timestamp(now)))
         self.cluster.remove_pod(victim.uid)
         self.cluster.add_pod(terminating)
-        self.sink.record(now, "terminate", victim.key, victim.node_name,
+        self.sink.record(now, RecordKind.TERMINATE, victim.key, victim.node_name,
                          {"reason": "preempted"})
         for cluster_event in pod_scheduling_properties_change(terminating, current):
             self._move(cluster_event, current, terminating)
@@ -652,7 +530,7 @@ class Replay:
         pod = pod_info(self.cluster, obj)
         self.summary.pods_recreated += 1
         self.kaudit_pods.add(pod.uid)
-        self.sink.record(now, "create", pod.key, None, {"replaces": victim.key})
+        self.sink.record(now, RecordKind.CREATE, pod.key, None, {"replaces": victim.key})
         self.queue.add(now, pod)
 
     def _arm_backoff_flush(self, free_at: int) -> None:
@@ -690,19 +568,6 @@ def _nomination_ties(details: Any) -> dict[str, Any] | None:
     if exposed:
         facts["tiedVictims"] = sorted(exposed)
     return facts or None
-
-
-def _bound_object(obj: dict[str, Any], node: str) -> dict[str, Any]:
-    """The pod's object as the binding leaves it: ``spec.nodeName`` set (copied, not changed
-    in place)."""
-    return {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": node}}
-
-
-def _object_key(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
 
 
 def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | None, int | None]]:

@@ -19,12 +19,12 @@ from sqlalchemy import Engine, insert, select, update
 from kaudit import __version__
 from kaudit.config import SchedulerConfiguration
 from kaudit.errors import InputError, Interrupted, UnreplayableEventError
+from kaudit.eventlog.runs import HEARTBEAT_SECONDS, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
 from kaudit.replay.engine import Replay, ReplayOptions, ReplaySummary, recorded_lifetimes
 from kaudit.scheduler.build import build_scheduler
 from kaudit.store.models import Run, Trace
-from kaudit.store.ownership import COMPLETE, FAILED, HEARTBEAT_SECONDS, RUNNING, this_owner
 from kaudit.store.traces import TraceSummary, iter_events
 
 
@@ -106,7 +106,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                           bind_latency_us=bind_latency_us, **timing)
     with engine.begin() as connection:
         run_id = connection.execute(insert(Run).values(
-            name=run_name, trace_id=trace.id, status=RUNNING, seed=seed, lifetime=lifetime,
+            name=run_name, trace_id=trace.id, status=RunStatus.RUNNING, seed=seed,
+            lifetime=lifetime,
             config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
             options=orjson.dumps({**asdict(options),
                                   "featureGates": dict(config.feature_gates)}).decode(),
@@ -126,13 +127,13 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         raised = _located(exc, trace)
         with engine.begin() as connection:
             connection.execute(update(Run).where(Run.id == run_id).values(
-                status=FAILED, error=_failure(raised), finished_at=datetime.now(UTC)))
+                status=RunStatus.FAILED, error=_failure(raised), finished_at=datetime.now(UTC)))
         if raised is exc:
             raise
         raise raised from exc
     with engine.begin() as connection:
         connection.execute(update(Run).where(Run.id == run_id).values(
-            status=COMPLETE, finished_at=datetime.now(UTC),
+            status=RunStatus.COMPLETE, finished_at=datetime.now(UTC),
             summary=orjson.dumps(summary.as_json()).decode()))
     if sink is None:
         store_recorded_utilisation(engine, trace, config, registry)

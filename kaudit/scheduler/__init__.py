@@ -1,1 +1,2 @@
-"""Scheduling one pod: cluster state, the scheduling cycle, and what it decided and why."""
+"""The scheduler: the plugin registry, profiles built from a configuration, the scheduling queue,
+and the scheduling and binding cycles of one pod (upstream's ``pkg/scheduler``)."""

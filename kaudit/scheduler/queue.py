@@ -445,7 +445,7 @@ class SchedulingQueue:
         self._in_flight_log[position - self._events_base] = None
         log = self._in_flight_log
         drop = 0
-        while drop < len(log) and (log[drop] is None or log[drop][0] == "event"):
+        while drop < len(log) and ((entry := log[drop]) is None or entry[0] == "event"):
             drop += 1
         if drop:
             del log[:drop]
@@ -546,7 +546,8 @@ class SchedulingQueue:
 
     def flush_backoff(self, now: int) -> None:
         """``flushBackoffQCompleted``: pods whose backoff ended go to activeQ."""
-        for heap, uid_index in ((self._backoff, 3), (self._error_backoff, 2)):
+        heaps: tuple[tuple[list[Any], int], ...] = ((self._backoff, 3), (self._error_backoff, 2))
+        for heap, uid_index in heaps:
             while heap:
                 entry = heap[0]
                 uid, version = entry[uid_index], entry[uid_index + 1]

@@ -1,1 +1,2 @@
-"""The SQL event log: typed models, engines and schema migrations."""
+"""The SQL store: typed models, engines, schema migrations, bulk inserts, and stored traces read
+back for the replay."""

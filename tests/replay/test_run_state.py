@@ -18,21 +18,22 @@ from click.testing import Result
 from sqlalchemy import Engine, func, select, update
 
 from benchmarks.replay import events
+from kaudit.eventlog.runs import effective_status, this_owner
 from kaudit.store.models import Run, RunEvent
-from kaudit.store.ownership import ABANDONED, RUNNING, effective_status, this_owner
 
 
 def test_a_running_run_is_abandoned_when_its_owner_is_gone() -> None:
     now = datetime.now(UTC)
     host, pid = this_owner()
     assert effective_status("complete", host, pid, None, now) == "complete"
-    assert effective_status(RUNNING, host, pid, now, now) == RUNNING
-    assert effective_status(RUNNING, "elsewhere", 1, now - timedelta(seconds=5), now) == RUNNING
-    assert effective_status(RUNNING, "elsewhere", 1, now - timedelta(minutes=2), now) == ABANDONED
-    assert effective_status(RUNNING, None, None, None, now) == ABANDONED  # before owners
+    assert effective_status("running", host, pid, now, now) == "running"
+    recent, stale = now - timedelta(seconds=5), now - timedelta(minutes=2)
+    assert effective_status("running", "elsewhere", 1, recent, now) == "running"
+    assert effective_status("running", "elsewhere", 1, stale, now) == "abandoned"
+    assert effective_status("running", None, None, None, now) == "abandoned"  # before owners
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    assert effective_status(RUNNING, host, dead.pid, now, now) == ABANDONED
+    assert effective_status("running", host, dead.pid, now, now) == "abandoned"
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_a_killed_replay_is_abandoned_removable_and_harmless(
     finally:
         process.kill()
     run = _runs(run_kaudit)["killed"]
-    assert run["status"] == ABANDONED and "stopped without finishing" in run["error"]
+    assert run["status"] == "abandoned" and "stopped without finishing" in run["error"]
     removed = run_kaudit("runs", "rm", "killed", "--json")
     assert removed.exit_code == 0 and json.loads(removed.output) == {"removed": ["killed"]}
     with engine.connect() as connection:
@@ -113,9 +114,9 @@ def test_a_live_run_is_not_removed_without_force(
     assert run_kaudit("replay", "s", "--name", "live").exit_code == 0
     host, pid = this_owner()
     with engine.begin() as connection:  # as if this process were still replaying it
-        connection.execute(update(Run).values(status=RUNNING, owner_host=host, owner_pid=pid,
+        connection.execute(update(Run).values(status="running", owner_host=host, owner_pid=pid,
                                               heartbeat_at=datetime.now(UTC)))
-    assert _runs(run_kaudit)["live"]["status"] == RUNNING
+    assert _runs(run_kaudit)["live"]["status"] == "running"
     refused = run_kaudit("runs", "rm", "live")
     assert refused.exit_code == 2 and "still being replayed: live" in refused.output
     refused = run_kaudit("traces", "rm", "s")

@@ -1,4 +1,4 @@
-"""Who is replaying a run, and whether that process is still there.
+"""A run's status, who is replaying it, and whether that process is still there.
 
 A run records its owner (host and pid) and a heartbeat the replay refreshes every
 ``HEARTBEAT_SECONDS``. A run still marked ``running`` reads as ``abandoned`` when its owner is
@@ -12,8 +12,19 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime
+from enum import StrEnum
 
-RUNNING, COMPLETE, FAILED, ABANDONED = "running", "complete", "failed", "abandoned"
+
+class RunStatus(StrEnum):
+    """What the store says (``running``, ``complete``, ``failed``) and, shown only, ``abandoned``:
+    a run still marked running whose replay is gone."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
 HEARTBEAT_SECONDS = 10.0
 STALE_SECONDS = 60.0
 
@@ -33,17 +44,17 @@ def _alive(pid: int) -> bool:
 
 
 def effective_status(status: str, owner_host: str | None, owner_pid: int | None,
-                     heartbeat_at: datetime | None, now: datetime | None = None) -> str:
+                     heartbeat_at: datetime | None, now: datetime | None = None) -> RunStatus:
     """The status to show: ``abandoned`` for a running run whose owner is gone."""
-    if status != RUNNING:
-        return status
+    if status != RunStatus.RUNNING:
+        return RunStatus(status)
     if heartbeat_at is None:
-        return ABANDONED
+        return RunStatus.ABANDONED
     now = now or datetime.now(UTC)
     beat = heartbeat_at if heartbeat_at.tzinfo is not None else heartbeat_at.replace(tzinfo=UTC)
     if (now - beat).total_seconds() > STALE_SECONDS:
-        return ABANDONED
+        return RunStatus.ABANDONED
     host, _ = this_owner()
     if owner_host == host and owner_pid is not None and not _alive(owner_pid):
-        return ABANDONED
-    return RUNNING
+        return RunStatus.ABANDONED
+    return RunStatus.RUNNING

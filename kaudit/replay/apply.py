@@ -1,0 +1,184 @@
+"""Applying a trace's events to the replay: the informers' side of the scheduler.
+
+A watch event updates the cluster state (``addNodeToCache``, ``addPodToCache`` and their update
+and delete twins in ``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34) and reaches the
+scheduling queue as cluster events (``MoveAllToActiveOrBackoffQueue``) or as a pending pod
+added, updated or deleted. Pods kaudit schedules keep the trace's own binding as their
+*recorded placement* instead of applying it.
+
+:class:`TraceApplication` is the part of :class:`~kaudit.replay.engine.Replay` that does this;
+the engine supplies the state it works on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from kaudit.cluster.objects import apply_object, pod_info
+from kaudit.cluster.state import ClusterState
+from kaudit.errors import UnreplayableEventError
+from kaudit.eventlog.records import RecordKind
+from kaudit.eventlog.sink import EventSink
+from kaudit.eventlog.timeline import Timeline
+from kaudit.framework.events import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_NODE_ADD,
+    EVENT_NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
+from kaudit.model.kinds import STORED_KINDS
+from kaudit.model.pod import FINISHED_PHASES, PodInfo
+from kaudit.replay.clock import EventLoop
+from kaudit.scheduler.queue import QueuedPod, SchedulingQueue
+from kaudit.scheduler.schedule import Scheduler
+from kaudit.store.traces import StoredEvent
+
+# What a value the replay cannot use raises; reported against the trace's file and line (a
+# database or disk failure is not the trace's fault and propagates as it is).
+DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError)
+
+
+class TraceApplication:
+    """Trace events applied to the cluster, the queue and the event log."""
+
+    loop: EventLoop
+    sink: EventSink
+    cluster: ClusterState
+    timeline: Timeline
+    queue: SchedulingQueue
+    scheduler: Scheduler
+    options: Any
+    kaudit_pods: set[str]
+    recorded: dict[str, str]
+    _origin: dict[str, tuple[int, int]]
+
+    def _move(self, event: ClusterEvent, old: Any, new: Any,
+              pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
+        raise NotImplementedError
+
+    def _log_new_slots(self) -> None:
+        raise NotImplementedError
+
+    def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
+        raise NotImplementedError
+
+    def _apply_guarded(self, event: StoredEvent) -> None:
+        """``_apply``, an unexpected failure reported against the event's file and line."""
+        try:
+            self._apply(event)
+        except DATA_ERRORS as exc:
+            raise UnreplayableEventError(
+                event.source, event.line, f"cannot replay this {event.type} {event.kind} "
+                f"event: {type(exc).__name__}: {exc}") from exc
+        if event.kind == "Pod":
+            self._origin[f"{event.namespace}/{event.name}"] = (event.source, event.line)
+
+    def _apply(self, event: StoredEvent) -> None:
+        now = self.loop.now_us
+        key = f"{event.namespace}/{event.name}" if event.namespace else event.name
+        self.sink.record(now, RecordKind.WATCH, key if event.kind == "Pod" else None,
+                         event.name if event.kind == "Node" else None,
+                         {"traceSeq": event.seq, "type": event.type, "resource": event.kind})
+        deleted = event.type == "DELETED"
+        if event.kind == "Pod":
+            self._apply_pod(event.object, deleted)
+        elif event.kind == "Node":
+            self._apply_node(event, deleted)
+        elif event.kind in STORED_KINDS:
+            old = self.cluster.objects[event.kind].get(_object_key(event.object))
+            apply_object(self.cluster, event.object, deleted)
+            action = ActionType.DELETE if deleted else (
+                ActionType.UPDATE if old is not None else ActionType.ADD)
+            self._move(ClusterEvent(event.kind, action), old if old is not None else None,
+                       None if deleted else event.object)
+
+    def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
+        """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""
+        now = self.loop.now_us
+        slot = self.cluster.slot_of.get(event.name)
+        old = self.cluster.node(slot) if slot is not None and self.cluster.live[slot] else None
+        if deleted:
+            if old is not None:
+                self._move(EVENT_NODE_DELETE, old, None)  # upstream: queue first, then cache
+            apply_object(self.cluster, event.object, deleted)
+            self.timeline.node_removed(now, event.name)
+            return
+        apply_object(self.cluster, event.object, deleted)
+        self._log_new_slots()
+        slot = self.cluster.slot_of[event.name]
+        new = self.cluster.node(slot)
+        self.timeline.node(now, slot, new)
+        if old is None:
+            self._move(EVENT_NODE_ADD, None, new)
+        else:
+            for cluster_event in node_scheduling_properties_change(new, old):
+                self._move(cluster_event, old, new)
+
+    def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:
+        now = self.loop.now_us
+        pod = pod_info(self.cluster, obj)
+        uid = pod.uid
+        relative = self.options.lifetime == "relative" and uid in self.kaudit_pods
+        if deleted:
+            if not (relative and uid in self.cluster.pods):
+                self._delete_pod(uid, pod, "trace")
+            return
+        phase = (obj.get("status") or {}).get("phase")
+        if phase in FINISHED_PHASES:
+            if not (relative and uid in self.cluster.pods):
+                self._delete_pod(uid, pod, "completed")
+            return
+        if uid in self.kaudit_pods:
+            # kaudit schedules this pod: the trace's binding is only its recorded placement,
+            # other updates (labels, gates lifted) reach the queue while it is pending.
+            if pod.node_name:
+                if self.recorded.get(uid) != pod.node_name:
+                    self.recorded[uid] = pod.node_name
+                    self.sink.record(now, RecordKind.RECORDED, pod.key, pod.node_name)
+            elif uid in self.queue.pods:
+                old = self.queue.pods[uid].pod
+                new = self._keep_nomination(pod)
+                self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
+            return
+        old = self.cluster.pods.get(uid)
+        if old is not None or pod.node_name:
+            # The trace placed it (created bound, or bound by another scheduler), or updated a
+            # pod already placed (``addPodToCache`` / ``updatePodInCache``).
+            apply_object(self.cluster, obj)
+            self._log_new_slots()
+            placed = self.cluster.pods.get(uid)
+            if old is None:
+                self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name, {"by": "trace"})
+                if placed is not None:
+                    self.timeline.place(now, placed, "trace")
+                self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
+            elif placed is not None:
+                for cluster_event in pod_scheduling_properties_change(placed, old):
+                    self._move(cluster_event, old, placed)
+            return
+        if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
+            return  # another scheduler's pod (or no scheduling): wait for the trace's binding
+        self.kaudit_pods.add(uid)
+        if pod.nominated_node_name:
+            pod = replace(pod, nominated_node_name="")
+        self.queue.add(now, pod)
+
+    def _keep_nomination(self, pod: PodInfo) -> PodInfo:
+        """The updated pod with kaudit's own nomination: a ``nominatedNodeName`` in the trace
+        is the recorded cluster's preemption decision, not this replay's."""
+        queued = self.queue.pods.get(pod.uid)
+        nominated = queued.pod.nominated_node_name if queued is not None else ""
+        return pod if pod.nominated_node_name == nominated else replace(
+            pod, nominated_node_name=nominated)
+
+
+def _object_key(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
