@@ -14,8 +14,10 @@ import yaml
 
 from kaudit import KUBERNETES_VERSION
 from kaudit.cli.options import echo_json, json_option
-from kaudit.config import FeatureGates, load_configuration, parse_feature_gates
+from kaudit.cli.whatif import plugin_option
+from kaudit.config import FeatureGates, parse_feature_gates
 from kaudit.errors import ConfigError
+from kaudit.scheduler.build import load
 
 
 def _gates(text: str) -> FeatureGates:
@@ -34,8 +36,9 @@ def config() -> None:
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--feature-gates", "feature_gates", default="", metavar="A=true,B=false",
               help="Feature gates, as kube-scheduler's --feature-gates takes them.")
+@plugin_option
 @json_option
-def show(file: Path | None, feature_gates: str, as_json: bool) -> None:
+def show(file: Path | None, feature_gates: str, plugins: tuple[str, ...], as_json: bool) -> None:
     """Print the effective configuration: FILE (YAML or JSON) after defaulting, or
     kube-scheduler's defaults without FILE.
 
@@ -43,7 +46,7 @@ def show(file: Path | None, feature_gates: str, as_json: bool) -> None:
     score weights and the defaulted args of every plugin.
     """
     gates = _gates(feature_gates)
-    effective = load_configuration(file, feature_gates=gates)
+    effective, _ = load(file, gates, plugins)
     document = effective.to_dict()
     if as_json:
         echo_json(document)

@@ -42,7 +42,7 @@ def _print(report: dict[str, Any], limit: int) -> None:
                f"preempted only in A, {counts['preemptedOnlyInB']} only in B, "
                f"{counts['pendingTimeChanged']} pending longer or shorter")
     aggregates = report["aggregates"]
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for label in ("scheduled", "unschedulable", "preempted", "attempts", "nodesInUse"):
         rows.append((label, aggregates["a"][label], aggregates["b"][label]))
     for stat in ("p50", "p95", "max"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from kaudit.cli.options import (
     human_duration,
     interactive,
     json_option,
+    stderr_stream,
 )
 from kaudit.errors import InputError
 from kaudit.model.timestamps import format_timestamp, parse_timestamp
@@ -121,8 +122,9 @@ def ingest(files: tuple[Path, ...], fmt: str, snapshots: tuple[Path, ...], name:
     engine = open_database(db)
     total = sum(p.stat().st_size for p in (*snapshots, *files) if p.is_file())
     began = time.perf_counter()
-    bar = (click.progressbar(length=total, label="ingesting", file=click.get_text_stream("stderr"))
-           if interactive() and not as_json else nullcontext())
+    bar: AbstractContextManager[Any] = (
+        click.progressbar(length=total, label="ingesting", file=stderr_stream())
+        if interactive() and not as_json else nullcontext())
     try:
         with bar as progress:
             result = ingest_trace(engine, inputs, name=name, start_us=start_us, step_us=step_us,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import click
 import orjson
@@ -103,3 +103,9 @@ def remove_and_report(remover: Callable[[Engine, list[str], bool], list[str]],
         echo_json({"removed": removed})
     else:
         click.echo(f"removed {what} {', '.join(removed)}")
+
+
+def stderr_stream() -> TextIO:
+    """Click's stderr text stream, for progress bars (click's own typing calls it ``object``)."""
+    stream: TextIO = click.get_text_stream("stderr")  # type: ignore[operator]
+    return stream

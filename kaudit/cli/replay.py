@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from kaudit.cli.options import (
     json_option,
     remove_and_report,
     remove_option,
+    stderr_stream,
     table,
 )
 from kaudit.cli.whatif import feature_gates_option, plugin_option
@@ -117,9 +118,10 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
             if not as_json:
                 click.echo(f"using the scheduler configuration stored with trace "
                            f"'{summary_trace.name}' (--defaults to ignore it)", err=True)
-        bar = (click.progressbar(length=summary_trace.events, label="replaying",
-                                 file=click.get_text_stream("stderr"))
-               if interactive() and not as_json else nullcontext())
+        bar: AbstractContextManager[Any] = (
+            click.progressbar(length=summary_trace.events, label="replaying",
+                              file=stderr_stream())
+            if interactive() and not as_json else nullcontext())
         with bar as progress, _terminate_as_interrupt():
             run_id, summary = replay_trace(
                 engine, summary_trace, config, registry, name=name, seed=seed,

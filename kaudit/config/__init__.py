@@ -9,19 +9,21 @@ the defaults as they do upstream. Module by module:
 * ``decode``, ``schema``, ``args_schema``, ``source``: reading and strict decoding;
 * ``defaulting``, ``default_plugins``, ``args_defaults``: ``apis/config/v1`` defaults;
 * ``validation``, ``args_validation``, ``nodeselector``, ``labels``: upstream validation;
-* ``framework``: MultiPoint expansion and weights (``framework/runtime/framework.go``);
-* ``plugins``: the in-tree plugins and their extension points; ``model``: the result.
+* ``profiles``: MultiPoint expansion and weights (``framework/runtime/framework.go``);
+* ``plugins``: what configuration knows of a plugin (:class:`PluginSpec`, built by the
+  scheduler from each plugin class's declarations; configuration imports no plugin);
+  ``model``: the result.
 """
 
 from kaudit.config.feature_gates import FeatureGates, parse_feature_gates
 from kaudit.config.fielderrors import FieldError
 from kaudit.config.load import load_configuration, load_object
 from kaudit.config.model import EXTENSION_POINTS, PluginRef, Profile, SchedulerConfiguration
-from kaudit.config.plugins import IN_TREE_PLUGINS, PluginSpec, validate_plugin_args
+from kaudit.config.plugins import ArgsSpec, PluginSpec, validate_plugin_args
 
 __all__ = [
     "EXTENSION_POINTS",
-    "IN_TREE_PLUGINS",
+    "ArgsSpec",
     "FeatureGates",
     "FieldError",
     "PluginRef",

@@ -1,4 +1,5 @@
-"""Defaulting of in-tree plugin arguments.
+"""Defaulting of in-tree plugin arguments (each plugin class names its function in its
+``args_spec``).
 
 Mirrors the ``SetDefaults_<Plugin>Args`` functions of
 ``pkg/scheduler/apis/config/v1/defaults.go`` (v1.34), including their feature-gate
@@ -12,8 +13,6 @@ unset pointer (``addedAffinity``, ``filterTimeout`` with the gate off).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from kaudit.config.duration import format_duration, parse_duration
@@ -40,13 +39,13 @@ def _shape(points: list[dict[str, Any]]) -> list[dict[str, int]]:
             for p in points]
 
 
-def _default_preemption(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_default_preemption(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
     pct, absolute = a.get("minCandidateNodesPercentage"), a.get("minCandidateNodesAbsolute")
     return {"minCandidateNodesPercentage": 10 if pct is None else int(pct),
             "minCandidateNodesAbsolute": 100 if absolute is None else int(absolute)}
 
 
-def _dynamic_resources(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]:
+def set_defaults_dynamic_resources(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]:
     timeout = a.get("filterTimeout")
     if timeout is None and gates.enabled("DRASchedulerFilterTimeout"):
         timeout = DRA_FILTER_TIMEOUT_DEFAULT
@@ -54,22 +53,23 @@ def _dynamic_resources(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]
             else format_duration(parse_duration(timeout))}
 
 
-def _inter_pod_affinity(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_inter_pod_affinity(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
     weight = a.get("hardPodAffinityWeight")
     return {"hardPodAffinityWeight": 1 if weight is None else int(weight),
             "ignorePreferredTermsOfExistingPods":
                 bool(a.get("ignorePreferredTermsOfExistingPods"))}
 
 
-def _node_affinity(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_node_affinity(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
     return {"addedAffinity": copy.deepcopy(a.get("addedAffinity"))}
 
 
-def _balanced_allocation(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_node_resources_balanced_allocation(a: dict[str, Any], _: FeatureGates
+                                                   ) -> dict[str, Any]:
     return {"resources": _resources(a.get("resources"))}
 
 
-def _node_resources_fit(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_node_resources_fit(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
     given = a.get("scoringStrategy")
     if given is None:
         strategy: dict[str, Any] = {"type": "LeastAllocated", "resources": default_resources()}
@@ -84,12 +84,12 @@ def _node_resources_fit(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
             "scoringStrategy": strategy}
 
 
-def _pod_topology_spread(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
+def set_defaults_pod_topology_spread(a: dict[str, Any], _: FeatureGates) -> dict[str, Any]:
     return {"defaultConstraints": copy.deepcopy(a.get("defaultConstraints") or []),
             "defaultingType": a.get("defaultingType") or "System"}
 
 
-def _volume_binding(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]:
+def set_defaults_volume_binding(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]:
     timeout = a.get("bindTimeoutSeconds")
     args: dict[str, Any] = {"bindTimeoutSeconds": 600 if timeout is None else int(timeout)}
     shape = a.get("shape")
@@ -99,22 +99,3 @@ def _volume_binding(a: dict[str, Any], gates: FeatureGates) -> dict[str, Any]:
     if shape is not None:
         args["shape"] = _shape(shape)
     return args
-
-
-DEFAULTERS: Mapping[str, Callable[[dict[str, Any], FeatureGates], dict[str, Any]]] = \
-    MappingProxyType({
-        "DefaultPreemption": _default_preemption,
-        "DynamicResources": _dynamic_resources,
-        "InterPodAffinity": _inter_pod_affinity,
-        "NodeAffinity": _node_affinity,
-        "NodeResourcesBalancedAllocation": _balanced_allocation,
-        "NodeResourcesFit": _node_resources_fit,
-        "PodTopologySpread": _pod_topology_spread,
-        "VolumeBinding": _volume_binding,
-    })
-
-
-def default_args(plugin: str, given: dict[str, Any] | None, gates: FeatureGates) -> dict[str, Any]:
-    """The defaulted args of in-tree ``plugin`` from the (type-checked) ``given`` args."""
-    args = {k: v for k, v in (given or {}).items() if k not in ("apiVersion", "kind")}
-    return DEFAULTERS[plugin](args, gates)

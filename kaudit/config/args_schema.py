@@ -7,9 +7,6 @@ they embed (``NodeAffinity``, ``TopologySpreadConstraint``, ``LabelSelector``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-
 from kaudit.config.schema import ListOf, MapOf, Obj
 
 _REQUIREMENT = Obj({"key": "string", "operator": "string", "values": ListOf("string")})
@@ -31,22 +28,21 @@ _RESOURCE_SPEC = Obj({"name": "string", "weight": "int64"})
 _SHAPE = ListOf(Obj({"utilization": "int32", "score": "int32"}))
 _TYPE_META = {"apiVersion": "string", "kind": "string"}
 
-ARGS_SCHEMAS: Mapping[str, Obj] = MappingProxyType({
-    "DefaultPreemption": Obj({**_TYPE_META, "minCandidateNodesPercentage": "int32",
-                              "minCandidateNodesAbsolute": "int32"}),
-    "DynamicResources": Obj({**_TYPE_META, "filterTimeout": "duration"}),
-    "InterPodAffinity": Obj({**_TYPE_META, "hardPodAffinityWeight": "int32",
-                             "ignorePreferredTermsOfExistingPods": "bool"}),
-    "NodeAffinity": Obj({**_TYPE_META, "addedAffinity": NODE_AFFINITY}),
-    "NodeResourcesBalancedAllocation": Obj({**_TYPE_META, "resources": ListOf(_RESOURCE_SPEC)}),
-    "NodeResourcesFit": Obj({
-        **_TYPE_META, "ignoredResources": ListOf("string"),
-        "ignoredResourceGroups": ListOf("string"),
-        "scoringStrategy": Obj({"type": "string", "resources": ListOf(_RESOURCE_SPEC),
-                                "requestedToCapacityRatio": Obj({"shape": _SHAPE})}),
-    }),
-    "PodTopologySpread": Obj({**_TYPE_META,
-                              "defaultConstraints": ListOf(TOPOLOGY_SPREAD_CONSTRAINT),
-                              "defaultingType": "string"}),
-    "VolumeBinding": Obj({**_TYPE_META, "bindTimeoutSeconds": "int64", "shape": _SHAPE}),
+DEFAULT_PREEMPTION_ARGS = Obj({**_TYPE_META, "minCandidateNodesPercentage": "int32",
+                               "minCandidateNodesAbsolute": "int32"})
+DYNAMIC_RESOURCES_ARGS = Obj({**_TYPE_META, "filterTimeout": "duration"})
+INTER_POD_AFFINITY_ARGS = Obj({**_TYPE_META, "hardPodAffinityWeight": "int32",
+                               "ignorePreferredTermsOfExistingPods": "bool"})
+NODE_AFFINITY_ARGS = Obj({**_TYPE_META, "addedAffinity": NODE_AFFINITY})
+NODE_RESOURCES_BALANCED_ALLOCATION_ARGS = Obj({**_TYPE_META,
+                                               "resources": ListOf(_RESOURCE_SPEC)})
+NODE_RESOURCES_FIT_ARGS = Obj({
+    **_TYPE_META, "ignoredResources": ListOf("string"),
+    "ignoredResourceGroups": ListOf("string"),
+    "scoringStrategy": Obj({"type": "string", "resources": ListOf(_RESOURCE_SPEC),
+                            "requestedToCapacityRatio": Obj({"shape": _SHAPE})}),
 })
+POD_TOPOLOGY_SPREAD_ARGS = Obj({**_TYPE_META,
+                                "defaultConstraints": ListOf(TOPOLOGY_SPREAD_CONSTRAINT),
+                                "defaultingType": "string"})
+VOLUME_BINDING_ARGS = Obj({**_TYPE_META, "bindTimeoutSeconds": "int64", "shape": _SHAPE})

@@ -1,4 +1,5 @@
-"""Validation of in-tree plugin arguments.
+"""Validation of in-tree plugin arguments (each plugin class names its function in its
+``args_spec``).
 
 Mirrors ``pkg/scheduler/apis/config/validation/validation_pluginargs.go`` as of v1.34:
 the same checks, field paths and messages. Validators take args as a dict with v1 field
@@ -12,8 +13,7 @@ lacks in v1.34 (where the plugin would crash): type RequestedToCapacityRatio wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any
 
 from kaudit.config.args_defaults import MAX_CUSTOM_PRIORITY_SCORE
@@ -41,7 +41,7 @@ def _int(args: Mapping[str, Any], name: str) -> int:
     return 0 if value is None else int(value)
 
 
-def _default_preemption(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_default_preemption_args(a: Args, _: FeatureGates) -> list[FieldError]:
     pct, absolute = _int(a, "minCandidateNodesPercentage"), _int(a, "minCandidateNodesAbsolute")
     errors = []
     if not 0 <= pct <= 100:
@@ -56,14 +56,14 @@ def _default_preemption(a: Args, _: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _inter_pod_affinity(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_inter_pod_affinity_args(a: Args, _: FeatureGates) -> list[FieldError]:
     weight = _int(a, "hardPodAffinityWeight")
     if not 0 <= weight <= 100:
         return [invalid("hardPodAffinityWeight", weight, "not in valid range [0, 100]")]
     return []
 
 
-def _pod_topology_spread(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_pod_topology_spread_args(a: Args, _: FeatureGates) -> list[FieldError]:
     errors: list[FieldError] = []
     defaulting = a.get("defaultingType") or ""
     constraints = a.get("defaultConstraints") or []
@@ -129,7 +129,7 @@ def _resources(resources: list[dict[str, Any]], path: str) -> list[FieldError]:
     return errors
 
 
-def _balanced_allocation(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_node_resources_balanced_allocation_args(a: Args, _: FeatureGates) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[str] = set()
     for i, resource in enumerate(a.get("resources") or []):
@@ -143,7 +143,7 @@ def _balanced_allocation(a: Args, _: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _node_affinity(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_node_affinity_args(a: Args, _: FeatureGates) -> list[FieldError]:
     affinity = a.get("addedAffinity")
     if affinity is None:
         return []
@@ -158,7 +158,7 @@ def _node_affinity(a: Args, _: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _volume_binding(a: Args, gates: FeatureGates) -> list[FieldError]:
+def validate_volume_binding_args(a: Args, gates: FeatureGates) -> list[FieldError]:
     errors: list[FieldError] = []
     timeout = _int(a, "bindTimeoutSeconds")
     if timeout < 0:
@@ -172,7 +172,7 @@ def _volume_binding(a: Args, gates: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _node_resources_fit(a: Args, _: FeatureGates) -> list[FieldError]:
+def validate_node_resources_fit_args(a: Args, _: FeatureGates) -> list[FieldError]:
     errors: list[FieldError] = []
     for i, name in enumerate(a.get("ignoredResources") or []):
         errors += validate_label_name(name, index("ignoredResources", i))
@@ -197,7 +197,7 @@ def _node_resources_fit(a: Args, _: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _dynamic_resources(a: Args, gates: FeatureGates) -> list[FieldError]:
+def validate_dynamic_resources_args(a: Args, gates: FeatureGates) -> list[FieldError]:
     timeout = a.get("filterTimeout")
     if timeout is None:
         return []
@@ -206,15 +206,3 @@ def _dynamic_resources(a: Args, gates: FeatureGates) -> list[FieldError]:
     if parse_duration(timeout) < 0:
         return [invalid("filterTimeout", timeout, "must be zero or positive")]
     return []
-
-
-VALIDATORS: Mapping[str, Callable[[Args, FeatureGates], list[FieldError]]] = MappingProxyType({
-    "DefaultPreemption": _default_preemption,
-    "DynamicResources": _dynamic_resources,
-    "InterPodAffinity": _inter_pod_affinity,
-    "NodeAffinity": _node_affinity,
-    "NodeResourcesBalancedAllocation": _balanced_allocation,
-    "NodeResourcesFit": _node_resources_fit,
-    "PodTopologySpread": _pod_topology_spread,
-    "VolumeBinding": _volume_binding,
-})

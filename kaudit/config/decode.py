@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaudit.config.args_schema import ARGS_SCHEMAS
 from kaudit.config.fielderrors import FieldError, child, index, not_supported, required
 from kaudit.config.model import yaml_name
-from kaudit.config.plugins import check_args_type
+from kaudit.config.plugins import Registry, check_args_type
 from kaudit.config.schema import ListOf, Obj, as_int, check, json_type
 from kaudit.config.v1types import (
     API_VERSION,
@@ -102,20 +101,23 @@ def _plugins(raw: dict[str, Any] | None, path: str) -> Plugins | None:
             for name in PLUGIN_SETS}
 
 
-def _plugin_config(raw: list[Any], path: str) -> tuple[tuple[PluginConfig, ...], list[FieldError]]:
+def _plugin_config(raw: list[Any], path: str, registry: Registry
+                   ) -> tuple[tuple[PluginConfig, ...], list[FieldError]]:
     entries, errors = [], []
     for i, item in enumerate(raw):
         p = index(path, i)
         name, args = (item or {}).get("name") or "", (item or {}).get("args")
-        if name in ARGS_SCHEMAS and args is not None:
-            errors += [e.under(child(p, "args")) for e in check_args_type(name, args)]
+        spec = registry.args_spec(name)
+        if spec is not None and args is not None:
+            errors += [e.under(child(p, "args")) for e in check_args_type(spec, args)]
         entries.append(PluginConfig(name, args, p))
     return tuple(entries), errors
 
 
-def _profile(raw: dict[str, Any], path: str) -> tuple[ProfileV1, list[FieldError]]:
+def _profile(raw: dict[str, Any], path: str, registry: Registry
+             ) -> tuple[ProfileV1, list[FieldError]]:
     plugin_config, errors = _plugin_config(raw.get("pluginConfig") or [],
-                                           child(path, "pluginConfig"))
+                                           child(path, "pluginConfig"), registry)
     profile = ProfileV1(
         origin=path,
         scheduler_name=raw.get("schedulerName"),
@@ -126,14 +128,14 @@ def _profile(raw: dict[str, Any], path: str) -> tuple[ProfileV1, list[FieldError
     return profile, errors
 
 
-def decode_configuration(obj: Any) -> ConfigurationV1:
+def decode_configuration(obj: Any, registry: Registry) -> ConfigurationV1:
     """The v1 configuration in ``obj`` (parsed YAML/JSON), or :class:`DecodeError`."""
     errors = _type_meta(obj) or check(obj, CONFIGURATION)
     if errors:
         raise DecodeError(errors)
     profiles = []
     for i, raw in enumerate(obj.get("profiles") or []):
-        profile, profile_errors = _profile(raw or {}, index("profiles", i))
+        profile, profile_errors = _profile(raw or {}, index("profiles", i), registry)
         profiles.append(profile)
         errors += profile_errors
     if errors:

@@ -15,7 +15,6 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from kaudit.config.args_defaults import DEFAULTERS, default_args
 from kaudit.config.default_plugins import default_plugins, merge_plugins, plugin_names
 from kaudit.config.fielderrors import child, index
 from kaudit.config.plugins import Registry
@@ -26,9 +25,10 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 def defaulted_args(name: str, given: dict[str, Any] | None,
                    registry: Registry) -> dict[str, Any] | None:
-    """The args a plugin runs with: defaulted for in-tree kinds, merged for extra plugins."""
-    if name in DEFAULTERS:
-        return default_args(name, given, registry.gates)
+    """The args a plugin runs with: defaulted for typed kinds, merged for extra plugins."""
+    args_spec = registry.args_spec(name)
+    if args_spec is not None:
+        return args_spec.defaulted(given, registry.gates)
     spec = registry.specs.get(name)
     if spec is not None and spec.default_args is not None:
         return {**copy.deepcopy(spec.default_args), **copy.deepcopy(given or {})}

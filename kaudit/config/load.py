@@ -43,9 +43,12 @@ def _plugin_args(profile: ProfileV1, registry: Registry) -> dict[str, dict[str, 
 def _profile(profile: ProfileV1, registry: Registry) -> Profile:
     name = profile.scheduler_name or ""
     plugins = expand_plugins(profile.plugins or {}, registry, name, profile.origin)
-    return Profile(scheduler_name=name, plugins=plugins,
-                   plugin_args=_plugin_args(profile, registry),
-                   percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score)
+    plugin_args = _plugin_args(profile, registry)
+    kinds = {plugin: spec.kind for plugin in plugin_args
+             if (spec := registry.args_spec(plugin)) is not None}
+    return Profile(scheduler_name=name, plugins=plugins, plugin_args=plugin_args,
+                   percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
+                   args_kinds=kinds)
 
 
 def _same_queue_sort(profiles: list[tuple[ProfileV1, Profile]]) -> list[FieldError]:
@@ -92,25 +95,25 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
     )
 
 
-def load_object(obj: Any, source: str, *, feature_gates: FeatureGates | None = None,
-                extra_plugins: Mapping[str, PluginSpec] | None = None) -> SchedulerConfiguration:
+def load_object(obj: Any, source: str, *, plugins: Mapping[str, PluginSpec],
+                feature_gates: FeatureGates | None = None) -> SchedulerConfiguration:
     """Like :func:`load_configuration` for an already parsed document."""
-    registry = build_registry(feature_gates or FeatureGates(), extra_plugins)
+    registry = build_registry(feature_gates or FeatureGates(), plugins)
     try:
-        decoded = decode_configuration(obj)
+        decoded = decode_configuration(obj, registry)
     except DecodeError as exc:
         raise ConfigError(format_errors(source, exc.errors)) from None
     return build_configuration(decoded, registry, source)
 
 
-def load_configuration(path: Path | None = None, *, feature_gates: FeatureGates | None = None,
-                       extra_plugins: Mapping[str, PluginSpec] | None = None,
-                       ) -> SchedulerConfiguration:
+def load_configuration(path: Path | None = None, *, plugins: Mapping[str, PluginSpec],
+                       feature_gates: FeatureGates | None = None) -> SchedulerConfiguration:
     """The effective configuration in the YAML or JSON file ``path``, or kube-scheduler's
-    defaults (one ``default-scheduler`` profile) when ``path`` is ``None``."""
+    defaults (one ``default-scheduler`` profile) when ``path`` is ``None``. ``plugins`` are
+    the registered plugins' specs (``kaudit.scheduler.registry.plugin_specs``)."""
     if path is None:
-        registry = build_registry(feature_gates or FeatureGates(), extra_plugins)
+        registry = build_registry(feature_gates or FeatureGates(), plugins)
         return build_configuration(ConfigurationV1(), registry, DEFAULTS_SOURCE)
     path = Path(path)
-    return load_object(read_file(path), str(path), feature_gates=feature_gates,
-                       extra_plugins=extra_plugins)
+    return load_object(read_file(path), str(path), plugins=plugins,
+                       feature_gates=feature_gates)

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kaudit.config.args_defaults import DEFAULTERS
 from kaudit.config.feature_gates import FeatureGates
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -44,6 +43,8 @@ class Profile:
     plugins: Mapping[str, tuple[PluginRef, ...]]
     plugin_args: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    #: The v1 args kind of each plugin in ``plugin_args`` that has one (in-tree plugins).
+    args_kinds: Mapping[str, str] = field(default_factory=dict)
 
     def enabled(self, point: str) -> tuple[str, ...]:
         """Names of the plugins run at ``point``, in order."""
@@ -72,15 +73,15 @@ class Profile:
                     {"name": r.name, "weight": r.weight} if point == "Score" else {"name": r.name}
                     for r in refs]}
         out["plugins"] = plugins
-        out["pluginConfig"] = [{"name": name, "args": _args_dict(name, args)}
+        out["pluginConfig"] = [{"name": name, "args": _args_dict(self.args_kinds.get(name), args)}
                                for name, args in sorted(self.plugin_args.items())]
         return out
 
 
-def _args_dict(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+def _args_dict(kind: str | None, args: Mapping[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in args.items() if v is not None}
-    if name in DEFAULTERS:  # an in-tree args kind
-        return {"apiVersion": API_VERSION, "kind": f"{name}Args", **fields}
+    if kind is not None:  # a typed (in-tree) args kind
+        return {"apiVersion": API_VERSION, "kind": kind, **fields}
     return dict(fields)
 
 

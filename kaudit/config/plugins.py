@@ -1,10 +1,12 @@
-"""The in-tree plugins kaudit knows, what each implements, and their arguments.
+"""What configuration needs to know of a plugin, and the plugins available to a configuration.
 
-Mirrors, for v1.34: the plugin registry (``pkg/scheduler/framework/plugins/registry.go``),
-the extension-point interfaces each plugin type asserts (``var _ fwk.FilterPlugin = ...``
-in each plugin package; DefaultPreemption is a PreEnqueue plugin too, for asynchronous
-preemption), the default score weights (``apis/config/v1/default_plugins.go``) and the
-registered argument kinds (``<Plugin>Args`` in ``kube-scheduler/config/v1``).
+The configuration layer never imports a plugin: the scheduler hands it one
+:class:`PluginSpec` per registered plugin, built from the plugin class's own declarations
+(its name, the extension points it implements, the points a feature gate switches off, and
+its arguments: an :class:`ArgsSpec` with the v1 kind, the strict-decoding schema, upstream's
+defaulting and upstream's validation). Mirrors how ``NewInTreeRegistry``
+(``pkg/scheduler/framework/plugins/registry.go``, v1.34) and the ``<Plugin>Args`` kinds of
+``kube-scheduler/config/v1`` meet in upstream's scheme.
 
 One deliberate difference: upstream's VolumeBinding always implements PreScore and
 Score, and without ``StorageCapacityScoring`` its PreScore returns Skip so it never
@@ -15,65 +17,48 @@ has the same effect.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from kaudit.config.args_defaults import DEFAULTERS, default_args
-from kaudit.config.args_schema import ARGS_SCHEMAS
-from kaudit.config.args_validation import VALIDATORS
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import FieldError, not_supported
 from kaudit.config.model import EXTENSION_POINTS
-from kaudit.config.schema import check
+from kaudit.config.schema import Obj, check
 from kaudit.errors import ConfigError
 
 ARGS_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 
 @dataclass(frozen=True)
+class ArgsSpec:
+    """A plugin's arguments: the v1 kind (``NodeResourcesFitArgs``), the schema strict decoding
+    checks them against, upstream's ``SetDefaults_<Kind>`` and ``Validate<Kind>``."""
+
+    kind: str
+    schema: Obj
+    set_defaults: Callable[[dict[str, Any], FeatureGates], dict[str, Any]]
+    validate: Callable[[dict[str, Any], FeatureGates], list[FieldError]]
+
+    def defaulted(self, given: dict[str, Any] | None, gates: FeatureGates) -> dict[str, Any]:
+        """The complete args from the (type-checked) ``given`` ones."""
+        args = {k: v for k, v in (given or {}).items() if k not in ("apiVersion", "kind")}
+        return self.set_defaults(args, gates)
+
+
+@dataclass(frozen=True)
 class PluginSpec:
-    """A plugin: the extension points it runs at, its default args (``None`` when it takes
-    none) and its score weight in the default profile (``None`` when it does not score
-    there)."""
+    """A plugin as configuration sees it: the extension points it implements, the points a
+    disabled feature gate makes inert (gate → points), its typed args (in-tree kinds), or
+    plain default args laid under the given ones (out-of-tree plugins)."""
 
     name: str
     extension_points: frozenset[str]
-    default_args: dict[str, Any] | None
-    default_weight: int | None
-
-
-_POINTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "PrioritySort": ("QueueSort",),
-    "SchedulingGates": ("PreEnqueue",),
-    "NodeUnschedulable": ("Filter",),
-    "NodeName": ("Filter",),
-    "TaintToleration": ("Filter", "PreScore", "Score"),
-    "NodeAffinity": ("PreFilter", "Filter", "PreScore", "Score"),
-    "NodePorts": ("PreFilter", "Filter"),
-    "NodeResourcesFit": ("PreFilter", "Filter", "PreScore", "Score"),
-    "VolumeRestrictions": ("PreFilter", "Filter"),
-    "NodeVolumeLimits": ("PreFilter", "Filter"),
-    "VolumeBinding": ("PreFilter", "Filter", "PreScore", "Score", "Reserve", "PreBind"),
-    "VolumeZone": ("PreFilter", "Filter"),
-    "PodTopologySpread": ("PreFilter", "Filter", "PreScore", "Score"),
-    "InterPodAffinity": ("PreFilter", "Filter", "PreScore", "Score"),
-    "DynamicResources": ("PreEnqueue", "PreFilter", "Filter", "PostFilter", "Reserve",
-                         "PreBind"),
-    "DefaultPreemption": ("PreEnqueue", "PostFilter"),
-    "NodeResourcesBalancedAllocation": ("PreScore", "Score"),
-    "ImageLocality": ("Score",),
-    "DefaultBinder": ("Bind",),
-})
-_WEIGHTS: Mapping[str, int] = MappingProxyType({
-    "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
-    "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
-})
-# Points a plugin implements but that do nothing unless a gate is on: (gate, points).
-_GATED_POINTS: Mapping[str, tuple[str, frozenset[str]]] = MappingProxyType({
-    "VolumeBinding": ("StorageCapacityScoring", frozenset({"PreScore", "Score"})),
-})
+    args: ArgsSpec | None = None
+    gated_points: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    default_args: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,67 +76,56 @@ class Registry:
         return point in self.specs[name].extension_points
 
     def takes_args(self, name: str) -> bool:
-        return name in self.specs and self.specs[name].default_args is not None
+        spec = self.specs.get(name)
+        return spec is not None and (spec.args is not None or spec.default_args is not None)
+
+    def args_spec(self, name: str) -> ArgsSpec | None:
+        spec = self.specs.get(name)
+        return spec.args if spec is not None else None
 
 
-def _in_tree(gates: FeatureGates) -> tuple[dict[str, PluginSpec], dict[str, frozenset[str]]]:
-    specs, inert = {}, {}
-    for name, points in _POINTS.items():
-        active = frozenset(points)
-        if name in _GATED_POINTS:
-            gate, gated = _GATED_POINTS[name]
-            if not gates.enabled(gate):
-                active, inert[name] = active - gated, gated
-        weight = _WEIGHTS.get(name, 1 if "Score" in active else None)
-        args = default_args(name, None, gates) if name in DEFAULTERS else None
-        specs[name] = PluginSpec(name, active, args, weight)
-    return specs, inert
-
-
-def build_registry(gates: FeatureGates, extra: Mapping[str, PluginSpec] | None = None) -> Registry:
-    """In-tree plugins under ``gates`` plus the out-of-tree ``extra`` ones."""
-    specs, inert = _in_tree(gates)
-    for name, spec in (extra or {}).items():
-        if name in specs:
-            raise ConfigError(f"a plugin named {name} already exists")
+def build_registry(gates: FeatureGates, plugins: Mapping[str, PluginSpec]) -> Registry:
+    """The ``plugins`` under ``gates``: a gated point of a plugin is inert when its gate is off."""
+    specs: dict[str, PluginSpec] = {}
+    inert: dict[str, frozenset[str]] = {}
+    for name, spec in plugins.items():
         unknown = sorted(spec.extension_points - set(EXTENSION_POINTS))
         if name != spec.name or unknown:
             raise ConfigError(f"plugin {name}: invalid spec (name {spec.name!r}, unknown "
                               f"extension points {unknown})")
-        specs[name] = spec
+        active = spec.extension_points
+        for gate, points in spec.gated_points.items():
+            if not gates.enabled(gate):
+                active, inert[name] = active - points, inert.get(name, frozenset()) | points
+        specs[name] = replace(spec, extension_points=active)
     return Registry(MappingProxyType(specs), MappingProxyType(inert), gates)
 
 
-IN_TREE_PLUGINS: Mapping[str, PluginSpec] = MappingProxyType(_in_tree(FeatureGates())[0])
-
-
-def check_args_type(plugin: str, args: dict[str, Any]) -> list[FieldError]:
-    """Strict-decoding problems in in-tree ``args``: unknown fields, wrong types, and an
+def check_args_type(spec: ArgsSpec, args: dict[str, Any]) -> list[FieldError]:
+    """Strict-decoding problems in typed ``args``: unknown fields, wrong types, and an
     ``apiVersion``/``kind`` that does not match the plugin's args kind."""
-    errors = check(args, ARGS_SCHEMAS[plugin])
+    errors = check(args, spec.schema)
     if errors:
         return errors
     if args.get("apiVersion") not in (None, ARGS_API_VERSION):
         errors.append(not_supported("apiVersion", args["apiVersion"], [ARGS_API_VERSION]))
-    if args.get("kind") not in (None, f"{plugin}Args"):
-        errors.append(not_supported("kind", args["kind"], [f"{plugin}Args"]))
+    if args.get("kind") not in (None, spec.kind):
+        errors.append(not_supported("kind", args["kind"], [spec.kind]))
     return errors
 
 
-def validate_plugin_args(plugin_name: str, args: dict[str, Any], *,
+def validate_plugin_args(spec: PluginSpec, args: dict[str, Any] | None, *,
                          feature_gates: FeatureGates | None = None) -> list[FieldError]:
-    """Validate ``args`` of an in-tree plugin as given, without defaulting.
+    """Validate ``args`` of a plugin as given, without defaulting.
 
     Mirrors ``validation_pluginargs.go``; a field left out counts as its Go zero value.
     Paths are relative to the args (``scoringStrategy.resources[1].weight``). A plugin
-    that takes no args accepts anything, as upstream ignores its args.
+    that takes no typed args accepts anything, as upstream ignores its args.
     """
-    if plugin_name not in _POINTS:
-        raise ConfigError(f'unknown plugin "{plugin_name}"')
-    if plugin_name not in VALIDATORS:
+    if spec.args is None:
         return []
     args = {} if args is None else args
-    errors = check_args_type(plugin_name, args)
+    errors = check_args_type(spec.args, args)
     if errors:
         return errors
-    return VALIDATORS[plugin_name](args, feature_gates or FeatureGates())
+    return spec.args.validate(args, feature_gates or FeatureGates())

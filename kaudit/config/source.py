@@ -21,7 +21,8 @@ from kaudit.yaml_limits import TOO_DEEP, BoundedComposer
 class _StrictLoader(BoundedComposer, yaml.SafeLoader):
     """SafeLoader that rejects repeated keys and leaves timestamps as strings."""
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
+    # PyYAML's stubs declare an instance variable; PyYAML itself reads this class attribute.
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {  # type: ignore[misc]
         first: [(tag, regexp) for tag, regexp in resolvers
                 if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()

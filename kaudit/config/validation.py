@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaudit.config.args_validation import VALIDATORS
 from kaudit.config.fielderrors import (
     FieldError,
     child,
@@ -58,9 +57,9 @@ def _plugin_config(profile: ProfileV1, registry: Registry) -> list[FieldError]:
         seen.add(config.name)
         if config.name in REMOVED_PLUGINS:
             errors.append(invalid(config.origin, config.name, _REMOVED))
-        elif config.name in VALIDATORS and config.args is not None:
+        elif (spec := registry.args_spec(config.name)) is not None and config.args is not None:
             errors += [e.under(child(config.origin, "args"))
-                       for e in VALIDATORS[config.name](config.args, registry.gates)]
+                       for e in spec.validate(config.args, registry.gates)]
     return errors
 
 

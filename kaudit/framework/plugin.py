@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -42,7 +43,7 @@ from kaudit.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from kaudit.cluster.state import ClusterState
-    from kaudit.config import FeatureGates
+    from kaudit.config import ArgsSpec, FeatureGates
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -69,7 +70,17 @@ class Handle:
 
 
 class Plugin:
+    """A plugin declares its own facts on its class: its ``name``; the extension points it
+    implements, by inheriting their base classes; the cluster events that may make a pod it
+    rejected schedulable (:meth:`events_to_register`); its typed arguments (``args_spec``: the
+    v1 kind, schema, defaulting and validation) or, for simple out-of-tree plugins, plain
+    ``default_args``; and the extension points a feature gate must enable
+    (``gated_points``: gate → points)."""
+
     name: ClassVar[str] = ""
+    args_spec: ClassVar[ArgsSpec | None] = None
+    default_args: ClassVar[Mapping[str, Any] | None] = None
+    gated_points: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType({})
 
     def __init__(self, args: Mapping[str, Any] | None = None,
                  handle: Handle | None = None) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
@@ -116,6 +118,10 @@ def _terminating_by_preemption(pod: PodInfo) -> bool:
 
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name = names.DEFAULT_PREEMPTION
+    args_spec = ArgsSpec(
+        kind="DefaultPreemptionArgs", schema=args_schema.DEFAULT_PREEMPTION_ARGS,
+        set_defaults=args_defaults.set_defaults_default_preemption,
+        validate=args_validation.validate_default_preemption_args)
 
     def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
         """With ``SchedulerAsyncPreemption``, hold a preemptor back while its preemption's API
@@ -204,8 +210,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
                 Status.success())
 
-    def _dry_run(self, state, pod: PodInfo, cluster: ClusterState, potential: list[int],
-                 offset: int, details: PreemptionDetails) -> None:  # type: ignore[no-untyped-def]
+    def _dry_run(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                 potential: list[int], offset: int, details: PreemptionDetails) -> None:
         wanted = self.num_candidates(len(potential))
         pdbs = list(cluster.objects["PodDisruptionBudget"].values())
         non_violating: list[Candidate] = []
@@ -234,11 +240,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             details.node_statuses[node_name] = status
         details.candidates = non_violating + violating
 
-    def select_victims_on_node(self, state, pod: PodInfo, cluster: ClusterState, slot: int,
-                               pdbs: Sequence[dict[str, Any]]
+    def select_victims_on_node(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                               slot: int, pdbs: Sequence[dict[str, Any]]
                                ) -> tuple[list[PodInfo], int, Status,
-                                          tuple[tuple[str, ...], ...]]:  # type: ignore[no-untyped-def]
+                                          tuple[tuple[str, ...], ...]]:
         """``SelectVictimsOnNode``: (victims, PDB violations, status, victim ties)."""
+        assert self.handle is not None, "DefaultPreemption runs inside a framework"
         framework = self.handle.framework
         nominator = getattr(self.handle, "nominator", None)
         forked = cluster.fork(slot)

@@ -10,6 +10,7 @@ scheduled wrongly.
 
 from __future__ import annotations
 
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.plugin import (
     FilterPlugin,
     NodeVerdicts,
@@ -33,6 +34,10 @@ def _uses_claims(pod) -> bool:  # type: ignore[no-untyped-def]
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
                        ReservePlugin, PreBindPlugin):
     name = names.DYNAMIC_RESOURCES
+    args_spec = ArgsSpec(
+        kind="DynamicResourcesArgs", schema=args_schema.DYNAMIC_RESOURCES_ARGS,
+        set_defaults=args_defaults.set_defaults_dynamic_resources,
+        validate=args_validation.validate_dynamic_resources_args)
 
     def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
         return Status.success()

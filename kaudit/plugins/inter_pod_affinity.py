@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState, TopologyCodes
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -541,6 +542,10 @@ class PreScoreState:
 class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
                        ScorePlugin):
     name = names.INTER_POD_AFFINITY
+    args_spec = ArgsSpec(
+        kind="InterPodAffinityArgs", schema=args_schema.INTER_POD_AFFINITY_ARGS,
+        set_defaults=args_defaults.set_defaults_inter_pod_affinity,
+        validate=args_validation.validate_inter_pod_affinity_args)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

@@ -14,6 +14,7 @@ from kaudit.cluster.matching import (
     required_node_affinity_mask,
     weighted_terms_score,
 )
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
@@ -37,6 +38,10 @@ REASON_CONFLICT = "pod affinity terms conflict"
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
+    args_spec = ArgsSpec(
+        kind="NodeAffinityArgs", schema=args_schema.NODE_AFFINITY_ARGS,
+        set_defaults=args_defaults.set_defaults_node_affinity,
+        validate=args_validation.validate_node_affinity_args)
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.plugin import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
 from kaudit.framework.status import Code, Status
 from kaudit.plugins import names
@@ -23,6 +24,11 @@ from kaudit.plugins.node_resources_fit import (
 
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+    args_spec = ArgsSpec(
+        kind="NodeResourcesBalancedAllocationArgs",
+        schema=args_schema.NODE_RESOURCES_BALANCED_ALLOCATION_ARGS,
+        set_defaults=args_defaults.set_defaults_node_resources_balanced_allocation,
+        validate=args_validation.validate_node_resources_balanced_allocation_args)
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)

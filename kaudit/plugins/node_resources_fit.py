@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
@@ -108,6 +109,10 @@ def broken_linear(shape: list[tuple[int, int]]) -> Callable[[np.ndarray], np.nda
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_FIT
+    args_spec = ArgsSpec(
+        kind="NodeResourcesFitArgs", schema=args_schema.NODE_RESOURCES_FIT_ARGS,
+        set_defaults=args_defaults.set_defaults_node_resources_fit,
+        validate=args_validation.validate_node_resources_fit_args)
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -266,11 +271,11 @@ def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: C
     if not failures:
         return NodeVerdicts.passing(count)
     if count == 1:
-        reasons = tuple(reason for reason, mask in failures if mask[0])
-        if not reasons:
+        failed = tuple(reason for reason, mask in failures if mask[0])
+        if not failed:
             return NodeVerdicts.passing(1)
         return NodeVerdicts(np.asarray([code], np.int8), np.asarray([1], np.int32),
-                            [(), reasons])
+                            [(), failed])
     matrix = np.stack([mask for _, mask in failures], axis=1)
     weights = (1 << np.arange(len(failures), dtype=np.int64))
     keys = matrix.astype(np.int64) @ weights

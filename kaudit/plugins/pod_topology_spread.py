@@ -46,6 +46,7 @@ import numpy as np
 
 from kaudit.cluster.matching import required_node_affinity_mask
 from kaudit.cluster.state import ClusterState
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -387,6 +388,10 @@ def _domain_counts(domain: np.ndarray, per_slot: np.ndarray, nodes: np.ndarray, 
 class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
                         ScorePlugin):
     name = names.POD_TOPOLOGY_SPREAD
+    args_spec = ArgsSpec(
+        kind="PodTopologySpreadArgs", schema=args_schema.POD_TOPOLOGY_SPREAD_ARGS,
+        set_defaults=args_defaults.set_defaults_pod_topology_spread,
+        validate=args_validation.validate_pod_topology_spread_args)
 
     def __init__(self, args: Mapping[str, Any] | None = None,
                  handle: Handle | None = None) -> None:

@@ -16,9 +16,12 @@ class PrioritySort(QueueSortPlugin):
 
     def less(self, a: Any, b: Any) -> bool:
         """``a`` and ``b`` carry ``pod.priority`` and a queue ``timestamp``."""
+        higher: bool
         if a.pod.priority != b.pod.priority:
-            return a.pod.priority > b.pod.priority
-        return a.timestamp < b.timestamp
+            higher = a.pod.priority > b.pod.priority
+        else:
+            higher = a.timestamp < b.timestamp
+        return higher
 
     @staticmethod
     def key(queued: Any) -> tuple[int, float]:

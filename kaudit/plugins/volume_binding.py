@@ -38,12 +38,14 @@ import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from kaudit.cluster.matching import requirement_mask
 from kaudit.cluster.state import ClusterState
+from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.errors import QuantityError
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
@@ -533,6 +535,13 @@ class _Outcome:
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin,
                     PreBindPlugin):
     name = names.VOLUME_BINDING
+    args_spec = ArgsSpec(
+        kind="VolumeBindingArgs", schema=args_schema.VOLUME_BINDING_ARGS,
+        set_defaults=args_defaults.set_defaults_volume_binding,
+        validate=args_validation.validate_volume_binding_args)
+    # Upstream's PreScore returns Skip without the gate; kaudit leaves the points out.
+    gated_points = MappingProxyType(
+        {"StorageCapacityScoring": frozenset({"PreScore", "Score"})})
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

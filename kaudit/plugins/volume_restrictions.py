@@ -17,7 +17,7 @@ Mirrors ``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,7 @@ def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> 
             and rbd.get("image") == other.get("image") and not _both_read_only(rbd, other))
 
 
-def pod_conflicts(volumes: list[Mapping[str, Any]], existing: PodInfo) -> bool:
+def pod_conflicts(volumes: Sequence[Mapping[str, Any]], existing: PodInfo) -> bool:
     return any(volumes_conflict(v, e) for v in volumes for e in existing.volumes)
 
 
@@ -209,14 +209,13 @@ def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 def _conflicts(volume: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     """The disk conflicts a deleted pod's volume can resolve (``isVolumeConflict``)."""
-    for key, same in (("gcePersistentDisk", lambda a, b: a.get("pdName") == b.get("pdName")),
-                      ("awsElasticBlockStore",
-                       lambda a, b: a.get("volumeID") == b.get("volumeID")),
-                      ("iscsi", lambda a, b: a.get("iqn") == b.get("iqn")),
-                      ("rbd", lambda a, b: bool(set(a.get("monitors") or [])
-                                                & set(b.get("monitors") or []))
-                       and a.get("pool") == b.get("pool")
-                       and a.get("image") == b.get("image"))):
+    checks: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+        ("gcePersistentDisk", lambda a, b: a.get("pdName") == b.get("pdName")),
+        ("awsElasticBlockStore", lambda a, b: a.get("volumeID") == b.get("volumeID")),
+        ("iscsi", lambda a, b: a.get("iqn") == b.get("iqn")),
+        ("rbd", lambda a, b: bool(set(a.get("monitors") or []) & set(b.get("monitors") or []))
+         and a.get("pool") == b.get("pool") and a.get("image") == b.get("image")))
+    for key, same in checks:
         mine, theirs = volume.get(key), other.get(key)
         if mine is None or theirs is None or not same(mine, theirs):
             continue

@@ -164,7 +164,10 @@ def _pair_replacements(a: Outcomes, b: Outcomes) -> list[tuple[str, str]]:
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for keys, side in ((only_a, 0), (only_b, 1)):
         outcomes = a if side == 0 else b
-        for key in sorted(keys, key=lambda k, o=outcomes: (o.pods[k].created_us or 0, k)):
+        def created_first(key: str, outcomes: Outcomes = outcomes) -> tuple[int, str]:
+            return outcomes.pods[key].created_us or 0, key
+
+        for key in sorted(keys, key=created_first):
             groups.setdefault(_stem(key), ([], []))[side].append(key)
     pairs: list[tuple[str, str]] = []
     for in_a, in_b in groups.values():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import Engine, Select, func, select
@@ -51,8 +51,10 @@ def _like(pattern: str) -> str:
     return escaped.replace("*", "%")
 
 
-def _filtered(query: Select[Any], run_id: int, span: Span,
-              where: EventFilter) -> Select[Any]:
+SelectT = TypeVar("SelectT", bound=Select[*tuple[Any, ...]])
+
+def _filtered(query: SelectT, run_id: int, span: Span,
+              where: EventFilter) -> SelectT:
     query = query.where(RunEvent.run_id == run_id)
     if where.kind is not None:
         query = query.where(RunEvent.kind == where.kind)

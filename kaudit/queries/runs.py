@@ -93,7 +93,7 @@ def node_names(engine: Engine, run_id: int) -> dict[int, str]:
     with engine.connect() as connection:
         rows = connection.execute(select(RunEvent.node, RunEvent.data).where(
             RunEvent.run_id == run_id, RunEvent.kind == "node")).all()
-    return {orjson.loads(data)["slot"]: node for node, data in rows}
+    return {orjson.loads(data)["slot"]: node for node, data in rows if node is not None}
 
 
 def pod_key(engine: Engine, run_id: int, ref: str) -> str:
@@ -101,8 +101,9 @@ def pod_key(engine: Engine, run_id: int, ref: str) -> str:
     if "/" in ref:
         return ref
     with engine.connect() as connection:
-        keys = connection.scalars(select(RunEvent.pod).where(
-            RunEvent.run_id == run_id, RunEvent.pod.like(f"%/{ref}")).distinct()).all()
+        keys = [key for key in connection.scalars(select(RunEvent.pod).where(
+            RunEvent.run_id == run_id, RunEvent.pod.like(f"%/{ref}")).distinct())
+            if key is not None]
     if len(keys) == 1:
         return keys[0]
     if not keys:

@@ -219,7 +219,7 @@ def cluster_at(engine: Engine, run_id: int, span: Span, ts_us: int) -> dict[str,
         if row.extended != "{}":
             for name, amount in orjson.loads(row.extended).items():
                 extended_allocatable.setdefault(name, [0] * len(nodes))[i] = amount
-    extended = {name: {"allocatable": extended_allocatable.get(name, [0] * len(nodes)),
+    extended_columns = {name: {"allocatable": extended_allocatable.get(name, [0] * len(nodes)),
                        "requested": extended_requested.get(name, [0] * len(nodes))}
                 for name in sorted(set(extended_allocatable) | set(extended_requested))}
     return {
@@ -229,7 +229,7 @@ def cluster_at(engine: Engine, run_id: int, span: Span, ts_us: int) -> dict[str,
             "cpuAllocatable": [r.cpu_milli for r in nodes], "cpuRequested": cpu,
             "memoryAllocatable": [r.memory_bytes for r in nodes], "memoryRequested": memory,
             "podsAllocatable": [r.pods for r in nodes], "pods": pods,
-            "extended": extended,
+            "extended": extended_columns,
         },
         "totals": {"nodes": len(nodes), "pods": sum(pods),
                    "cpuAllocatable": sum(r.cpu_milli for r in nodes), "cpuRequested": sum(cpu),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -52,7 +52,7 @@ def _damage(exc: Exception) -> str:
 
 
 def iter_lines(path: Path, progress: Callable[[int], None] | None = None
-               ) -> Iterator[tuple[int, bytes]]:
+               ) -> Generator[tuple[int, bytes], None, None]:
     """Yield ``(line_number, line)`` from ``path``; ``progress`` receives bytes consumed."""
     raw, stream = _open(path)
     line_number = 0

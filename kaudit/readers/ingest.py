@@ -32,7 +32,6 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from kaudit import __version__
-from kaudit.config.load import load_object
 from kaudit.errors import ConfigError, InputError, TraceError
 from kaudit.readers import formats
 from kaudit.readers.alibaba import AlibabaOptions, AlibabaSummary, read_alibaba
@@ -42,6 +41,7 @@ from kaudit.readers.formats import ALIBABA, AUDIT, AUTO, DOCUMENT, SIMULATOR, WA
 from kaudit.readers.simulator import SIMULATOR_RECORDS, read_records
 from kaudit.readers.snapshot import read_snapshot
 from kaudit.readers.watch import UntimedClock, read_watch_stream
+from kaudit.scheduler.build import load_object_config
 from kaudit.store.bulk import insert_sql
 from kaudit.store.models import RejectedLine, Trace, TraceEvent
 
@@ -51,7 +51,6 @@ BATCH_SIZE = 5000
 
 _EVENT_COLUMNS = ("trace_id", "seq", "ts_us", "type", "kind", "namespace", "name", "uid",
                   "source", "line", "object")
-_REJECTED_TABLE = RejectedLine.__table__
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ class _Writer:
                 self.connection.exec_driver_sql(self.event_sql, self.events)
             self.events = []
         if self.rejected:
-            self.connection.execute(insert(_REJECTED_TABLE), self.rejected)
+            self.connection.execute(insert(RejectedLine), self.rejected)
             self.rejected = []
 
 
@@ -488,7 +487,7 @@ def _scheduler_config(inputs: Sequence[TraceInput],
                          "ignore them)")
     item, config = carried[0]
     try:
-        load_object(config, f"{item.path}: schedulerConfig")
+        load_object_config(config, f"{item.path}: schedulerConfig")
     except ConfigError as exc:
         raise ConfigError(f"{exc}\n(the trace is not stored; --no-config ingests it without "
                           "its scheduler configuration)") from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -32,12 +32,17 @@ _SNAPSHOT_KEY_OF = {kind: key for key, (kind, _) in SNAPSHOT_KEYS.items()}
 _RELATIVE_LIMIT_US = 10 * 365 * 86_400 * 1_000_000
 
 
-class Event:
+class Event(Protocol):
     """What the writers need of an event (``kaudit.queries.export.ExportedEvent`` fits)."""
 
-    ts_us: int
-    type: str
-    object: dict[str, Any]
+    @property
+    def ts_us(self) -> int: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def object(self) -> dict[str, Any]: ...
 
 
 def open_output(path: Path | None, stdout: IO[bytes], compress: bool | None = None) -> IO[bytes]:

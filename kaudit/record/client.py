@@ -13,7 +13,7 @@ import contextlib
 import http.client
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -220,7 +220,7 @@ class Channel:
         return document
 
     def stream_lines(self, path: str, params: Sequence[tuple[str, str]],
-                     read_timeout: float) -> Iterator[bytes]:
+                     read_timeout: float) -> Generator[bytes, None, None]:
         """``GET`` a watch stream and yield its lines (chunks reassembled) until it ends.
 
         The request is sent at the first ``next()``; an error answer raises :class:`ApiError`.

@@ -145,21 +145,21 @@ class TraceApplication:
                 new = self._keep_nomination(pod)
                 self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
             return
-        old = self.cluster.pods.get(uid)
-        if old is not None or pod.node_name:
+        placed_before = self.cluster.pods.get(uid)
+        if placed_before is not None or pod.node_name:
             # The trace placed it (created bound, or bound by another scheduler), or updated a
             # pod already placed (``addPodToCache`` / ``updatePodInCache``).
             apply_object(self.cluster, obj)
             self._log_new_slots()
             placed = self.cluster.pods.get(uid)
-            if old is None:
+            if placed_before is None:
                 self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name, {"by": "trace"})
                 if placed is not None:
                     self.timeline.place(now, placed, "trace")
                 self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
             elif placed is not None:
-                for cluster_event in pod_scheduling_properties_change(placed, old):
-                    self._move(cluster_event, old, placed)
+                for cluster_event in pod_scheduling_properties_change(placed, placed_before):
+                    self._move(cluster_event, placed_before, placed)
             return
         if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
             return  # another scheduler's pod (or no scheduling): wait for the trace's binding

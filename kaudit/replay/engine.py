@@ -22,6 +22,7 @@ ends and reports the pods left waiting as unschedulable.
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -310,8 +311,12 @@ class Replay(TraceApplication):
         the space it held may fit pods of equal or lower priority (``AssignedPodDelete`` with
         upstream's priority pre-check)."""
         if pod.nominated_node_name:
-            self._move(EVENT_ASSIGNED_POD_DELETE, pod, None,
-                       lambda q, priority=pod.priority: q.pod.priority <= priority)
+            priority = pod.priority
+
+            def not_higher(queued: QueuedPod) -> bool:
+                return queued.pod.priority <= priority
+
+            self._move(EVENT_ASSIGNED_POD_DELETE, pod, None, not_higher)
 
     def _gate(self, pod: PodInfo) -> str | None:
         framework = self.scheduler.framework_for(pod)
@@ -423,8 +428,7 @@ class Replay(TraceApplication):
             if recorded_bind is not None and recorded_delete is not None:
                 runtime = max(recorded_delete - recorded_bind, 0)
                 self.loop.at(now + runtime, Priority.COMPLETION,
-                             lambda uid=placed.uid, p=placed: self._delete_pod(uid, p,
-                                                                               "lifetime"))
+                             functools.partial(self._delete_pod, placed.uid, placed, "lifetime"))
 
     def _nominate(self, queued: QueuedPod, node: str, details: Any) -> None:
         """PostFilter nominated ``node``: the nomination holds at once (in the scheduler's
@@ -446,7 +450,7 @@ class Replay(TraceApplication):
         self.nomination_version += 1
         self.sink.record(now, RecordKind.NOMINATE, preemptor.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
-        exposed = getattr(details, "tie_exposed", frozenset())
+        exposed: frozenset[str] = getattr(details, "tie_exposed", frozenset())
         victims = [v for v in (chosen.victims if chosen is not None else ())
                    if v.uid in self.cluster.pods]
         for victim in victims:
@@ -470,7 +474,7 @@ class Replay(TraceApplication):
         *batch, last = victims or [None]
         released = cleared + 2 * latency if batch else cleared
         for victim in batch:
-            self.loop.at(released, Priority.API, lambda v=victim: self._terminate(v))
+            self.loop.at(released, Priority.API, functools.partial(self._terminate, victim))
         self.loop.at(released, Priority.API,
                      lambda: self.preempting.discard(preemptor.uid))
         if last is not None:
@@ -564,7 +568,7 @@ def _nomination_ties(details: Any) -> dict[str, Any] | None:
         facts["tiedNodes"] = tied
     if partial:
         facts["partialDryRun"] = True
-    exposed = getattr(details, "tie_exposed", frozenset())
+    exposed: frozenset[str] = getattr(details, "tie_exposed", frozenset())
     if exposed:
         facts["tiedVictims"] = sorted(exposed)
     return facts or None

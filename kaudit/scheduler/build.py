@@ -7,25 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.config import (
-    IN_TREE_PLUGINS,
     FeatureGates,
-    PluginSpec,
     SchedulerConfiguration,
     load_configuration,
     load_object,
     parse_feature_gates,
 )
-from kaudit.framework.plugin import Handle, Plugin, extension_points
+from kaudit.framework.plugin import Handle, Plugin
 from kaudit.framework.runtime import Framework
-from kaudit.scheduler.registry import build_registry
+from kaudit.scheduler.registry import build_registry, plugin_specs
 from kaudit.scheduler.schedule import Scheduler
-
-
-def out_of_tree_specs(registry: dict[str, type[Plugin]]) -> dict[str, PluginSpec]:
-    """Config-layer specs for registered plugins that are not in-tree."""
-    return {name: PluginSpec(name=name, extension_points=extension_points(cls),
-                             default_args=None, default_weight=None)
-            for name, cls in registry.items() if name not in IN_TREE_PLUGINS}
 
 
 def load(config_path: Path | None = None, feature_gates: str | FeatureGates | None = None,
@@ -34,8 +25,8 @@ def load(config_path: Path | None = None, feature_gates: str | FeatureGates | No
     gates = (feature_gates if isinstance(feature_gates, FeatureGates)
              else parse_feature_gates(feature_gates or ""))
     registry = build_registry(plugins)
-    config = load_configuration(config_path, feature_gates=gates,
-                                extra_plugins=out_of_tree_specs(registry))
+    config = load_configuration(config_path, plugins=plugin_specs(registry),
+                                feature_gates=gates)
     return config, registry
 
 
@@ -46,8 +37,7 @@ def load_object_config(obj: Any, source: str, feature_gates: str | FeatureGates 
     gates = (feature_gates if isinstance(feature_gates, FeatureGates)
              else parse_feature_gates(feature_gates or ""))
     registry = build_registry(plugins)
-    config = load_object(obj, source, feature_gates=gates,
-                         extra_plugins=out_of_tree_specs(registry))
+    config = load_object(obj, source, plugins=plugin_specs(registry), feature_gates=gates)
     return config, registry
 
 

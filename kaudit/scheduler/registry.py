@@ -10,11 +10,14 @@ as ``cls(args, handle)``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
+from typing import Any
 
-from kaudit.errors import InputError
-from kaudit.framework.plugin import Plugin
+from kaudit.config import FeatureGates, FieldError, PluginSpec
+from kaudit.config import plugins as config_plugins
+from kaudit.errors import ConfigError, InputError
+from kaudit.framework.plugin import Plugin, extension_points
 from kaudit.plugins.default_binder import DefaultBinder
 from kaudit.plugins.default_preemption import DefaultPreemption
 from kaudit.plugins.dynamic_resources import DynamicResources
@@ -70,6 +73,14 @@ def load_plugin_class(reference: str) -> type[Plugin]:
     return plugin
 
 
+def _add(registry: dict[str, type[Plugin]], name: str, plugin: type[Plugin]) -> None:
+    """``Registry.Register``: a name is registered once (an out-of-tree plugin cannot replace
+    an in-tree one)."""
+    if name in IN_TREE:
+        raise InputError(f"a plugin named {name} already exists (in-tree); rename yours")
+    registry[name] = plugin
+
+
 def build_registry(extra: Iterable[str] = (), *, entry_point_plugins: bool = True
                    ) -> dict[str, type[Plugin]]:
     """In-tree plugins, then entry-point plugins, then ``extra`` references."""
@@ -77,8 +88,32 @@ def build_registry(extra: Iterable[str] = (), *, entry_point_plugins: bool = Tru
     if entry_point_plugins:
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             plugin = entry.load()
-            registry[getattr(plugin, "name", "") or entry.name] = plugin
+            _add(registry, getattr(plugin, "name", "") or entry.name, plugin)
     for reference in extra:
         plugin = load_plugin_class(reference)
-        registry[plugin.name] = plugin
+        _add(registry, plugin.name, plugin)
     return registry
+
+
+def plugin_spec(name: str, plugin: type[Plugin]) -> PluginSpec:
+    """What configuration needs to know of ``plugin``, from its own declarations."""
+    default_args = plugin.default_args
+    return PluginSpec(name=name, extension_points=extension_points(plugin),
+                      args=plugin.args_spec, gated_points=plugin.gated_points,
+                      default_args=None if default_args is None else dict(default_args))
+
+
+def plugin_specs(registry: Mapping[str, type[Plugin]] | None = None) -> dict[str, PluginSpec]:
+    """The specs of every plugin in ``registry`` (the in-tree plugins when None)."""
+    return {name: plugin_spec(name, plugin)
+            for name, plugin in (IN_TREE if registry is None else registry).items()}
+
+
+def validate_plugin_args(name: str, args: dict[str, Any] | None, *,
+                         feature_gates: FeatureGates | None = None) -> list[FieldError]:
+    """Validate the args of the in-tree plugin ``name`` as given (upstream's
+    ``validation_pluginargs.go``); raises ConfigError for a plugin that does not exist."""
+    if name not in IN_TREE:
+        raise ConfigError(f'unknown plugin "{name}"')
+    return config_plugins.validate_plugin_args(plugin_spec(name, IN_TREE[name]), args,
+                                               feature_gates=feature_gates)

@@ -9,10 +9,27 @@ from typing import Any
 
 import pytest
 
-from kaudit.config import SchedulerConfiguration, load_configuration
+from kaudit.config import FeatureGates, PluginSpec, SchedulerConfiguration
+from kaudit.config import load as config_load
 from kaudit.errors import ConfigError
+from kaudit.scheduler.registry import plugin_specs
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def load_configuration(path: Path | None = None, *, feature_gates: FeatureGates | None = None,
+                       extra_plugins: dict[str, PluginSpec] | None = None
+                       ) -> SchedulerConfiguration:
+    """The configuration layer's loader with the in-tree plugins' specs (plus ``extra_plugins``),
+    as the scheduler calls it."""
+    return config_load.load_configuration(
+        path, plugins={**plugin_specs(), **(extra_plugins or {})}, feature_gates=feature_gates)
+
+
+def load_object(obj: Any, source: str, *, feature_gates: FeatureGates | None = None
+                ) -> SchedulerConfiguration:
+    return config_load.load_object(obj, source, plugins=plugin_specs(),
+                                   feature_gates=feature_gates)
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from click.testing import CliRunner, Result
 
 from kaudit.cli import KauditGroup
 from kaudit.cli.config import config
-from kaudit.config import FeatureGates, load_configuration
+from kaudit.config import FeatureGates
+from tests.config.conftest import load_configuration
 
 from .test_load import REAL_WORLD
 

@@ -7,13 +7,9 @@ set (``apis/config/testing/defaults/defaults.go``, ``ExpandedPluginsV1``).
 
 from __future__ import annotations
 
-from kaudit.config import (
-    EXTENSION_POINTS,
-    IN_TREE_PLUGINS,
-    FeatureGates,
-    PluginRef,
-    load_configuration,
-)
+from kaudit.config import EXTENSION_POINTS, FeatureGates, PluginRef
+from kaudit.scheduler.registry import plugin_specs
+from tests.config.conftest import load_configuration
 
 # (plugin, extension points, score weight) in MultiPoint order: semantics digest 1.1.
 # DefaultPreemption is also a PreEnqueue plugin in v1.34 (asynchronous preemption).
@@ -122,11 +118,20 @@ def test_dra_filter_timeout_is_unset_without_its_gate() -> None:
 
 
 def test_in_tree_plugin_specs() -> None:
-    assert set(IN_TREE_PLUGINS) == {name for name, _, _ in DEFAULT_TABLE}
+    """Each plugin class declares what configuration knows of it: the extension points it
+    implements (VolumeBinding's PreScore and Score only with StorageCapacityScoring) and its
+    args kind with upstream's defaults."""
+    specs = plugin_specs()
+    assert set(specs) == {name for name, _, _ in DEFAULT_TABLE}
+    weights = {ref.name: ref.weight for ref in
+               load_configuration().profiles["default-scheduler"].plugins["Score"]}
     for name, points, weight in DEFAULT_TABLE:
-        spec = IN_TREE_PLUGINS[name]
-        assert (spec.name, spec.extension_points, spec.default_weight) == (
-            name, frozenset(points), weight), name
-    assert IN_TREE_PLUGINS["NodeName"].default_args is None
-    assert IN_TREE_PLUGINS["InterPodAffinity"].default_args == {
+        spec = specs[name]
+        implemented = spec.extension_points - frozenset().union(*spec.gated_points.values())
+        assert (spec.name, implemented) == (name, frozenset(points)), name
+        assert weights.get(name) == weight, name
+    assert specs["NodeName"].args is None
+    args = specs["InterPodAffinity"].args
+    assert args is not None and args.kind == "InterPodAffinityArgs"
+    assert args.defaulted(None, FeatureGates()) == {
         "hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False}

@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.config import (
-    FeatureGates,
-    PluginRef,
-    PluginSpec,
-    SchedulerConfiguration,
-    load_configuration,
-)
-from kaudit.config.load import load_object
-from kaudit.errors import ConfigError
+from kaudit.config import FeatureGates, PluginRef, PluginSpec, SchedulerConfiguration
+from kaudit.errors import ConfigError, InputError
+from kaudit.framework.plugin import FilterPlugin
+from kaudit.scheduler.registry import build_registry
+from tests.config.conftest import load_configuration, load_object
 
 REAL_WORLD = """\
 # Bin-pack batch work; keep the default profile for services.
@@ -250,7 +246,7 @@ def test_disable_all_at_one_point(load_yaml: Callable[..., SchedulerConfiguratio
 
 def test_out_of_tree_plugins(load_yaml: Callable[..., SchedulerConfiguration]) -> None:
     extra = {"GpuPacking": PluginSpec("GpuPacking", frozenset({"Filter", "Score"}),
-                                      {"mode": "pack", "threshold": 80}, None)}
+                                      default_args={"mode": "pack", "threshold": 80})}
     profile = load_yaml("""
         profiles:
         - plugins:
@@ -263,9 +259,14 @@ def test_out_of_tree_plugins(load_yaml: Callable[..., SchedulerConfiguration]) -
     assert profile.enabled("Filter")[-1] == "GpuPacking"
     assert profile.plugins["Score"][-1] == PluginRef("GpuPacking", 4)
     assert profile.plugin_args["GpuPacking"] == {"mode": "pack", "threshold": 90}
-    with pytest.raises(ConfigError, match="a plugin named NodeName already exists"):
-        load_configuration(extra_plugins={"NodeName": PluginSpec(
-            "NodeName", frozenset({"Filter"}), None, None)})
+    with pytest.raises(InputError, match="a plugin named NodeName already exists"):
+        build_registry([f"{__name__}:ShadowsNodeName"], entry_point_plugins=False)
+
+
+class ShadowsNodeName(FilterPlugin):
+    """An out-of-tree plugin that takes an in-tree plugin's name (upstream refuses it)."""
+
+    name = "NodeName"
 
 
 def test_volume_binding_score_is_accepted_but_inert_without_its_gate(

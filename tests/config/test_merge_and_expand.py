@@ -109,7 +109,7 @@ def test_merge_plugins(custom: Plugins | None, default: Plugins, expected: Plugi
 ALL_BUT_PRE_ENQUEUE = frozenset({"QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore",
                                  "Score", "Reserve", "Permit", "PreBind", "Bind", "PostBind"})
 TEST_REGISTRY = Registry(
-    specs={name: PluginSpec(name, points, None, None) for name, points in {
+    specs={name: PluginSpec(name, points) for name, points in {
         "TestPlugin": ALL_BUT_PRE_ENQUEUE,
         "ScorePlugin1": frozenset({"PreScore", "Score"}),
         "ScorePlugin2": frozenset({"PreScore", "Score"}),

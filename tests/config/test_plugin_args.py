@@ -12,13 +12,9 @@ from typing import Any
 
 import pytest
 
-from kaudit.config import (
-    FeatureGates,
-    FieldError,
-    SchedulerConfiguration,
-    validate_plugin_args,
-)
+from kaudit.config import FeatureGates, FieldError, SchedulerConfiguration
 from kaudit.errors import ConfigError
+from kaudit.scheduler.registry import validate_plugin_args
 from tests.conftest import DATA
 
 CASES_DIR = DATA / "conformance" / "cases"

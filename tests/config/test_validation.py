@@ -12,7 +12,7 @@ import pytest
 
 from kaudit.config import PluginSpec, SchedulerConfiguration
 
-CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}), None, None)}
+CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}))}
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kaudit.cli import cli
-from kaudit.errors import InputError
+from kaudit.errors import ConfigError, InputError
+from kaudit.scheduler.build import load
 from kaudit.scheduler.registry import build_registry, load_plugin_class
 from kaudit.tracegen.builders import make_node, make_pod
 
@@ -60,3 +61,36 @@ def test_bad_plugin_references() -> None:
         with pytest.raises(InputError, match=message):
             load_plugin_class(reference)
     assert "NoFridays" in build_registry(["tests.scheduler.example_plugins:NoFridays"])
+
+
+RESTING = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: RestingNodes}]
+  pluginConfig:
+  - name: RestingNodes
+    args: {maxPods: %s}
+"""
+
+
+def test_a_plugin_declares_its_args_and_events(tmp_path: Path) -> None:
+    """The documented example: typed args (strictly decoded, defaulted, validated with a field
+    path) and the cluster events it registers, all declared on the class."""
+    reference = "tests.scheduler.example_plugins:RestingNodes"
+    (tmp_path / "ok.yaml").write_text(RESTING % 2)
+    config, registry = load(tmp_path / "ok.yaml", plugins=[reference])
+    profile = config.profiles["default-scheduler"]
+    assert profile.plugin_args["RestingNodes"] == {"label": "example.com/resting", "maxPods": 2}
+    assert "RestingNodes" in profile.enabled("Filter")
+    written = {c["name"]: c["args"] for c in profile.to_dict()["pluginConfig"]}
+    assert written["RestingNodes"]["kind"] == "RestingNodesArgs"
+    events = {e.event.name for e in registry["RestingNodes"]().events_to_register()}
+    assert events == {"NodeAdd|UpdateNodeLabel", "PodDelete"}
+    for value, message in (("-1", "maxPods: Invalid value: -1: must not be negative"),
+                           ('"two"', "maxPods"), ("3000000000", "maxPods")):
+        (tmp_path / "bad.yaml").write_text(RESTING % value)
+        with pytest.raises(ConfigError, match=message):
+            load(tmp_path / "bad.yaml", plugins=[reference])
