@@ -1,6 +1,9 @@
-"""Shared scoring helpers (``framework/plugins/helper/normalize_score.go``, v1.34)."""
+"""Shared scoring helpers: ``framework/plugins/helper/normalize_score.go`` (v1.34), and Go's
+integer division and ``math.Round`` as the plugins' arithmetic needs them."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -13,6 +16,19 @@ def trunc_div(numerator: np.ndarray | int, denominator: np.ndarray | int) -> np.
     den = np.asarray(denominator, dtype=np.int64)
     quotient = np.abs(num) // np.abs(den)
     return np.where((num < 0) ^ (den < 0), -quotient, quotient)
+
+
+def go_round(values: np.ndarray) -> np.ndarray:
+    """Go's ``math.Round`` (half away from zero) of non-negative floats, as int64."""
+    floor = np.floor(values)
+    rounded: np.ndarray = (floor + (values - floor >= 0.5)).astype(np.int64)
+    return rounded
+
+
+def go_round_scalar(value: float) -> int:
+    """Go's ``math.Round`` of one non-negative float."""
+    floor = math.floor(value)
+    return floor + (value - floor >= 0.5)
 
 
 def default_normalize(scores: np.ndarray, reverse: bool,

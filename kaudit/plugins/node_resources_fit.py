@@ -29,7 +29,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended, is_scalar
 from kaudit.plugins import names
-from kaudit.plugins.helper import trunc_div
+from kaudit.plugins.helper import go_round, trunc_div
 from kaudit.plugins.hint_objects import as_node, as_pod
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -249,8 +249,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             weight_sum += np.where(counted, weight, 0)
         safe_sum = np.where(weight_sum == 0, 1, weight_sum)
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            # math.Round: half away from zero; the scores are never negative here.
-            result = np.floor(total / safe_sum + 0.5).astype(np.int64)
+            result = go_round(total / safe_sum)  # math.Round; never negative here
         else:
             result = total // safe_sum
         return np.where(weight_sum == 0, 0, result)

@@ -35,7 +35,6 @@ and translating in-tree PVs to CSI before checking their node affinity.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -82,6 +81,7 @@ from kaudit.model.selectors import (
     valid_label_value,
 )
 from kaudit.plugins import names
+from kaudit.plugins.helper import go_round_scalar
 from kaudit.plugins.hint_objects import (
     metadata,
     name_of,
@@ -979,7 +979,7 @@ def _capacity_score(shape: list[tuple[int, int]], bindings: list[tuple[Volume, C
         utilization = 100 if capacity == 0 or requested > capacity else \
             requested * 100 // capacity
         total += _shape_score(shape, utilization)
-    return math.floor(total / len(classes) + 0.5)
+    return go_round_scalar(total / len(classes))
 
 
 # ------------------------------------------------------------------ queueing hints

@@ -15,6 +15,7 @@ from kaudit.framework.plugin import Handle
 from kaudit.framework.status import Code
 from kaudit.model.pod import PodInfo, SpreadConstraint, parse_pod
 from kaudit.model.selectors import LabelSelector
+from kaudit.plugins.helper import go_round
 from kaudit.plugins.pod_topology_spread import (
     LABEL_HOSTNAME,
     LABEL_ZONE,
@@ -24,7 +25,6 @@ from kaudit.plugins.pod_topology_spread import (
     PodTopologySpread,
     PreFilterState,
     default_selector,
-    go_round,
 )
 from kaudit.plugins.taint_toleration import untolerated_taint
 
