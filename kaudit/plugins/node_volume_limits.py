@@ -49,13 +49,13 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
     volumes,
 )
-from kaudit.plugins.volume_binding import (
+from kaudit.plugins.volume_binding.common import (
     CSINODE_KIND,
     PV_KIND,
     PVC_KIND,
     PVC_RESOURCE,
     SC_KIND,
-    annotations,
+    annotations_of,
     claim_class,
     ephemeral_claim_name,
     ephemeral_owner_error,
@@ -111,7 +111,7 @@ def migration_on(csi_node: Mapping[str, Any] | None, plugin: str, portworx: bool
         return True
     if plugin != PORTWORX or not portworx:
         return False
-    listed = annotations(csi_node).get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    listed = annotations_of(csi_node).get(MIGRATED_PLUGINS_ANNOTATION) or ""
     return plugin in listed.split(",")
 
 

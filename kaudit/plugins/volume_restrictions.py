@@ -50,7 +50,7 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
     volumes,
 )
-from kaudit.plugins.volume_binding import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
+from kaudit.plugins.volume_binding.common import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 REASON_RWOP_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "

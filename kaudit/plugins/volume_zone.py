@@ -44,7 +44,7 @@ from kaudit.plugins.hint_objects import (
     typed,
     uses_claim,
 )
-from kaudit.plugins.volume_binding import (
+from kaudit.plugins.volume_binding.common import (
     PV_KIND,
     PV_RESOURCE,
     PVC_KIND,
