@@ -10,9 +10,9 @@ import click
 from kaudit.cli.options import echo_json, table
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
+from kaudit.eventlog.codec import pack_attempt, unpack_attempt
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.scheduler.schedule import attempt_json
 
 feature_gates_option = click.option(
     "--feature-gates", metavar="A=true,B=false",
@@ -74,7 +74,10 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     attempt = scheduler.schedule(cluster, pod, exhaustive=True, candidates=names)
     if attempt.error:
         raise InputError(f"evaluation failed: {attempt.error}")
-    report = attempt_json(attempt, cluster, framework)
+    document, blob = pack_attempt(attempt, framework, cluster, cycle=1, number=1)
+    node_names = {slot: cluster.node(slot).name for slot in range(len(cluster.live))
+                  if cluster.live[slot]}
+    report = {"pod": attempt.pod.key, **unpack_attempt(document, blob, node_names)}
     if as_json:
         echo_json(report)
         return
