@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The state entry holding the seed of this decision (run seed, pod UID, attempt): ties among
+#: top-scoring nodes and preemption's random choices are drawn from it, so a replay repeats.
+DECISION_SEED_KEY = "kaudit/decision-seed"
+
 
 class CycleState:
     __slots__ = ("_data", "skip_filter", "skip_score")

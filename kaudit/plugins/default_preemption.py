@@ -30,7 +30,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
-from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
@@ -194,7 +194,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         potential = [slot for slot in cluster.order
                      if diagnosis.status_of(cluster.node(slot).name).code == Code.UNSCHEDULABLE]
         details.potential_nodes = len(potential)
-        rng = random.Random(f"preemption/{state.read('kaudit/decision-seed')}")
+        rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
             offset = rng.randrange(len(potential))
             self._dry_run(state, pod, cluster, potential, offset, details)

@@ -24,7 +24,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
-from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.plugin import PostFilterResult
 from kaudit.framework.runtime import (
@@ -43,7 +43,6 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 #: CycleState key of the per-decision RNG seed (run seed, pod UID, attempt).
-DECISION_SEED_KEY = "kaudit/decision-seed"
 
 def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int,
                                num_all_nodes: int) -> int:
