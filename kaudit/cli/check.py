@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import db_option, table
+from kaudit.cli.options import db_option, echo_config_warnings, table
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
 from kaudit.queries.baseline import load_summary
@@ -87,6 +87,7 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
         runs = []
         for path in configs:
             config, registry = load(path, feature_gates, plugins)
+            echo_config_warnings(config)
             run_id, _ = replay_trace(engine, summary, config, registry, seed=seed)
             runs.append(get_run(engine, str(run_id)).name)
         baseline = run_outcomes(engine, runs[0])
@@ -132,6 +133,7 @@ def check(trace_file: Path, config_path: Path | None, baseline_path: Path,
     conditions = [parse_condition(c) for c in fail_on]
     baseline, document = load_summary(baseline_path)
     config, registry = load(config_path, feature_gates, plugins)
+    echo_config_warnings(config)
     with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
         engine = open_database(f"sqlite:///{Path(tmp) / 'check.db'}")
         try:

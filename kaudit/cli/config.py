@@ -13,7 +13,7 @@ import click
 import yaml
 
 from kaudit import KUBERNETES_VERSION
-from kaudit.cli.options import echo_json, json_option
+from kaudit.cli.options import echo_config_warnings, echo_json, json_option
 from kaudit.cli.whatif import plugin_option
 from kaudit.config import FeatureGates, parse_feature_gates
 from kaudit.errors import ConfigError
@@ -47,6 +47,7 @@ def show(file: Path | None, feature_gates: str, plugins: tuple[str, ...], as_jso
     """
     gates = _gates(feature_gates)
     effective, _ = load(file, gates, plugins)
+    echo_config_warnings(effective)
     document = effective.to_dict()
     if as_json:
         echo_json(document)

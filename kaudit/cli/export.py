@@ -8,11 +8,12 @@ from pathlib import Path
 
 import click
 
-from kaudit.cli.ingest import _seconds_or_time
 from kaudit.cli.options import db_option, echo_json, json_option
 from kaudit.errors import InputError
 from kaudit.eventlog.runs import RunStatus
 from kaudit.queries.export import exported_events, run_source
+from kaudit.queries.instants import resolve_instant
+from kaudit.queries.timeline import run_span
 from kaudit.readers.writers import (
     FORMATS,
     NATIVE,
@@ -34,7 +35,8 @@ from kaudit.store.schema import open_database
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="File to write (.gz compresses) [default: standard output].")
 @click.option("--at", "at", metavar="TIME",
-              help="simulator-snapshot: the moment (RFC 3339 or trace seconds).")
+              help="simulator-snapshot: the moment, in seconds from the run's start or "
+                   "RFC 3339.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @db_option
 @json_option
@@ -54,7 +56,6 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
         raise click.UsageError("--json reports on the export: give the trace an --output file")
     if at is not None and fmt != "simulator-snapshot":
         raise click.UsageError("--at applies to --format simulator-snapshot")
-    at_us = _seconds_or_time(at, "--at")
     engine = open_database(db)
     began = time.perf_counter()
     try:
@@ -62,6 +63,7 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
         if source.status != RunStatus.COMPLETE:
             raise InputError(f"run {source.name!r} is {source.status}: only a complete run "
                              "can be exported")
+        at_us = resolve_instant(at, run_span(engine, source.run_id), "--at")
         events = exported_events(engine, source)
         partial = output.with_name(output.name + ".partial") if output is not None else None
         out = open_output(partial, sys.stdout.buffer,

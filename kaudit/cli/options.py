@@ -10,6 +10,7 @@ import click
 import orjson
 from sqlalchemy import Engine
 
+from kaudit.config import SchedulerConfiguration
 from kaudit.store.schema import open_database
 
 db_option = click.option(
@@ -109,3 +110,9 @@ def stderr_stream() -> TextIO:
     """Click's stderr text stream, for progress bars (click's own typing calls it ``object``)."""
     stream: TextIO = click.get_text_stream("stderr")  # type: ignore[operator]
     return stream
+
+
+def echo_config_warnings(config: SchedulerConfiguration) -> None:
+    """What loading the configuration noticed but accepted, on stderr."""
+    for warning in config.warnings:
+        click.echo(f"kaudit: warning: {warning}", err=True)

@@ -15,6 +15,7 @@ import orjson
 from kaudit.cli.options import (
     ListingGroup,
     db_option,
+    echo_config_warnings,
     echo_json,
     human_duration,
     interactive,
@@ -26,9 +27,11 @@ from kaudit.cli.options import (
 )
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError, Interrupted
-from kaudit.model.timestamps import parse_timestamp
 from kaudit.queries.baseline import write_summary
+from kaudit.queries.eventlog import check_kind
+from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs, remove_runs
+from kaudit.queries.timeline import run_span
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
 from kaudit.store.schema import open_database
@@ -118,6 +121,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
             if not as_json:
                 click.echo(f"using the scheduler configuration stored with trace "
                            f"'{summary_trace.name}' (--defaults to ignore it)", err=True)
+        echo_config_warnings(config)
         bar: AbstractContextManager[Any] = (
             click.progressbar(length=summary_trace.events, label="replaying",
                               file=stderr_stream())
@@ -270,28 +274,26 @@ def _print_story(story: dict[str, Any]) -> None:
 @click.option("--pod", help="Only this pod (NAMESPACE/NAME).")
 @click.option("--node", help="Only this node.")
 @click.option("--kind", help="Only this kind of record (attempt, queue, bind, preempt, ...).")
-@click.option("--since", metavar="TIME", help="From this time (RFC 3339 or seconds).")
-@click.option("--until", metavar="TIME", help="Up to this time (RFC 3339 or seconds).")
+@click.option("--since", metavar="TIME",
+              help="From this time: seconds from the run's start, or RFC 3339.")
+@click.option("--until", metavar="TIME",
+              help="Up to this time: seconds from the run's start, or RFC 3339.")
 @db_option
 def events(run: str, pod: str | None, node: str | None, kind: str | None, since: str | None,
            until: str | None, db: str | None) -> None:
     """Stream RUN's event log as JSON Lines."""
-    def when(value: str | None, option: str) -> int | None:
-        if value is None:
-            return None
-        try:
-            return parse_timestamp(float(value) if value.replace(".", "", 1).isdigit()
-                                   else value)
-        except ValueError as exc:
-            raise InputError(f"{option}: {exc}") from None
-
+    check_kind(kind, "--kind")
     engine = open_database(db)
     try:
         found = get_run(engine, run)
+        span = run_span(engine, found.id)
+        since_us = resolve_instant(since, span, "--since")
+        until_us = resolve_instant(until, span, "--until")
+        if since_us is not None and until_us is not None and since_us > until_us:
+            raise InputError("--since must not be after --until")
         out = sys.stdout
         for record in iter_run_events(engine, found.id, pod=pod, node=node, kind=kind,
-                                      since_us=when(since, "--since"),
-                                      until_us=when(until, "--until")):
+                                      since_us=since_us, until_us=until_us):
             out.write(orjson.dumps(record).decode() + "\n")
     finally:
         engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 from pathlib import Path
 
@@ -61,7 +62,14 @@ def serve(db: str | None, host: str, port: int, threads: int, cache_entries: int
     if not _loopback(host):
         click.echo(f"kaudit: warning: listening on {host}: anyone who can reach it can read "
                    "the event log", err=True)
-    server = create_server(app, host=host, port=port, threads=threads, ident="kaudit")
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="kaudit")
+    except OSError as exc:
+        app.extensions["kaudit.engine"].dispose()
+        busy = exc.errno == errno.EADDRINUSE
+        raise InputError(f"cannot listen on {host}:{port}: "
+                         + ("the port is in use (choose another with --port, or --port 0 for "
+                            "any free one)" if busy else exc.strerror or str(exc))) from None
     bound = server.effective_port  # type: ignore[union-attr]
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kaudit dashboard on http://{shown}:{bound}/ (database "

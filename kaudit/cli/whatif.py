@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import echo_json, table
+from kaudit.cli.options import echo_config_warnings, echo_json, table
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt, unpack_attempt
@@ -59,6 +59,7 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     the first failure), no nodes are sampled, and a single feasible node is still scored.
     """
     config, registry = load(config_path, feature_gates, plugins)
+    echo_config_warnings(config)
     scheduler = build_scheduler(config, registry, seed=seed)
     cluster, _pending = cluster_from_objects(load_objects(cluster_path))
     pod = pod_info(cluster, _load_pod(pod_path))

@@ -21,7 +21,12 @@ from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import FieldError, child, format_errors, invalid
 from kaudit.config.model import Profile, SchedulerConfiguration
 from kaudit.config.plugins import PluginSpec, Registry, build_registry
-from kaudit.config.profiles import FrameworkError, expand_plugins, needed_plugins
+from kaudit.config.profiles import (
+    FrameworkError,
+    closest_plugin,
+    expand_plugins,
+    needed_plugins,
+)
 from kaudit.config.source import read_file
 from kaudit.config.v1types import ConfigurationV1, ProfileV1
 from kaudit.config.validation import validate_configuration
@@ -92,7 +97,23 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
         pod_max_backoff_seconds=config.pod_max_backoff_seconds or 10,
         parallelism=config.parallelism or 16,
         source=None if source == DEFAULTS_SOURCE else source,
+        warnings=tuple(f"{source}: {w}" for w in _unknown_plugin_config(config, registry)),
     )
+
+
+def _unknown_plugin_config(config: ConfigurationV1, registry: Registry) -> list[str]:
+    """``pluginConfig`` entries naming no registered plugin: upstream ignores them silently;
+    kaudit keeps the behaviour and says so."""
+    warnings = []
+    for profile in config.profiles:
+        for entry in profile.plugin_config:
+            if entry.name in registry.specs:
+                continue
+            close = closest_plugin(entry.name, registry)
+            hint = f'; did you mean "{close}"?' if close else ""
+            warnings.append(f'{entry.origin}: pluginConfig for "{entry.name}", which is no '
+                            f"registered plugin: ignored, as kube-scheduler ignores it{hint}")
+    return warnings
 
 
 def load_object(obj: Any, source: str, *, plugins: Mapping[str, PluginSpec],

@@ -97,6 +97,8 @@ class SchedulerConfiguration:
     pod_max_in_unschedulable_pods_duration_seconds: int = 300
     parallelism: int = 16
     source: str | None = None
+    #: What loading noticed but upstream accepts (a ``pluginConfig`` entry for no plugin).
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The effective configuration as a v1 KubeSchedulerConfiguration object."""

@@ -18,6 +18,7 @@ Errors name the field path of the offending entry and keep upstream's wording.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from kaudit.config.fielderrors import (
@@ -60,6 +61,19 @@ def _type_name(point: str) -> str:
     return f"{point}Plugin"
 
 
+def closest_plugin(name: str, registry: Registry) -> str | None:
+    """The registered plugin name closest to a misspelt ``name``, if any is close."""
+    close = difflib.get_close_matches(name, list(registry.specs), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _does_not_exist(point: str, name: str, registry: Registry) -> str:
+    """Upstream's text, with kaudit's hint when the name looks like a misspelling."""
+    detail = f'{_type_name(point)} "{name}" does not exist'
+    close = closest_plugin(name, registry)
+    return detail + (f' (did you mean "{close}"?)' if close else "")
+
+
 def _already_registered(path: str, name: str, point: str) -> FieldError:
     return FieldError(DUPLICATE, path, f'plugin "{name}" already registered as '
                       f'"{_type_name(point)}"', name)
@@ -72,7 +86,7 @@ def _update_plugin_list(point: str, plugins: Plugins, registry: Registry,
         path = where.entry(plugin, point)
         if plugin.name not in registry.specs:
             raise FrameworkError(not_found(path, plugin.name,
-                                           f'{_type_name(point)} "{plugin.name}" does not exist'))
+                                           _does_not_exist(point, plugin.name, registry)))
         if not registry.implements(plugin.name, point):
             raise FrameworkError(invalid(path, plugin.name, f'plugin "{plugin.name}" does not '
                                          f"extend {_type_name(point)} plugin"))
@@ -93,7 +107,7 @@ def _expand_multi_point(point: str, explicit: list[str], plugins: Plugins,
         path = where.entry(plugin, MULTI_POINT)
         if plugin.name not in registry.specs:
             raise FrameworkError(not_found(path, plugin.name,
-                                           f'{_type_name(point)} "{plugin.name}" does not exist'))
+                                           _does_not_exist(point, plugin.name, registry)))
         if not registry.implements(plugin.name, point) or plugin.name in disabled:
             continue
         if plugin.name in explicit:

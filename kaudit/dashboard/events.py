@@ -7,7 +7,7 @@ from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import get_engine
-from kaudit.dashboard.params import integer, run_with_span, seconds, text
+from kaudit.dashboard.params import integer, moment, run_with_span, text
 from kaudit.queries.eventlog import KINDS, MAX_LIMIT, EventFilter, events_page
 
 bp = Blueprint("events", __name__)
@@ -23,7 +23,8 @@ def page(run: str) -> ResponseReturnValue:
 def events(run: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
     where = EventFilter(kind=text("kind"), pod=text("pod"), node=text("node"),
-                        plugin=text("plugin"), since=seconds("since"), until=seconds("until"))
+                        plugin=text("plugin"), since=moment("since", span),
+                        until=moment("until", span))
     return jsonify(events_page(get_engine(), found.id, span, where,
                                offset=integer("offset", 0),
                                limit=integer("limit", 100, low=1, high=MAX_LIMIT)))

@@ -7,7 +7,7 @@ from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
-from kaudit.dashboard.params import is_final, run_with_span, seconds
+from kaudit.dashboard.params import is_final, moment, run_with_span
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
 
@@ -18,7 +18,7 @@ bp = Blueprint("history", __name__)
 def page(run: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
     return render_template("history.html", run=found, span=span.as_json(),
-                           t=seconds("t", 0.0))
+                           t=moment("t", span, 0.0))
 
 
 @bp.get("/api/v1/runs/<run>/state")
@@ -27,7 +27,7 @@ def state(run: str) -> ResponseReturnValue:
     logged instant, since it is the same for every moment up to the next record."""
     found, span = run_with_span(run)
     engine = get_engine()
-    ts_us = span.at(seconds("t", 0.0) or 0.0)
+    ts_us = span.at(moment("t", span, 0.0) or 0.0)
     instant = last_change(engine, found.id, ts_us)
     at = ts_us if instant is None else instant
     cluster = cached(("cluster", found.id, at), lambda: cluster_at(engine, found.id, span, at),
@@ -40,4 +40,4 @@ def state(run: str) -> ResponseReturnValue:
 @bp.get("/api/v1/runs/<run>/nodes/<node>")
 def node(run: str, node: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
-    return jsonify(node_at(get_engine(), found.id, span, node, seconds("t", 0.0) or 0.0))
+    return jsonify(node_at(get_engine(), found.id, span, node, moment("t", span, 0.0) or 0.0))

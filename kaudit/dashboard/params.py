@@ -3,18 +3,14 @@ parameter and what is wrong."""
 
 from __future__ import annotations
 
-import math
-
 from flask import request
 
 from kaudit.dashboard.database import get_engine
 from kaudit.errors import InputError
 from kaudit.eventlog.runs import RunStatus
+from kaudit.queries.instants import resolve_seconds
 from kaudit.queries.runs import RunSummary, get_run
 from kaudit.queries.timeline import Span, run_span
-
-# Beyond this, seconds would not fit the event log's int64 microseconds.
-MAX_SECONDS = 1e10
 
 
 def text(name: str, *, required: bool = False, max_length: int = 400) -> str | None:
@@ -41,20 +37,16 @@ def integer(name: str, default: int, *, low: int = 0, high: int = 1_000_000_000)
     return number
 
 
-def seconds(name: str, default: float | None = None) -> float | None:
-    """Seconds since the run's start (a finite, non-negative number)."""
+def moment(name: str, span: Span, default: float | None = None) -> float | None:
+    """Seconds since the run's start for the time parameter ``name``: a number of seconds or an
+    RFC 3339 time, refused (400) outside the run, as every CLI time option
+    (:mod:`kaudit.queries.instants`)."""
     value = request.args.get(name)
     if value is None or value == "":
         return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise InputError(f"{name}: {value[:40]!r} is not a number of seconds") from None
-    if not math.isfinite(number) or number < 0:
-        raise InputError(f"{name}: must be a non-negative number of seconds")
-    if number > MAX_SECONDS:
-        raise InputError(f"{name}: must be at most {MAX_SECONDS:.0f} seconds (about 300 years)")
-    return number
+    if len(value) > 64:
+        raise InputError(f"{name}: longer than 64 characters")
+    return resolve_seconds(value, span, name)
 
 
 def run_with_span(ref: str) -> tuple[RunSummary, Span]:

@@ -8,6 +8,7 @@ since the run's start. The total is counted with the same filters, so pages can 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -36,14 +37,21 @@ class EventFilter:
     until: float | None = None
 
     def validate(self) -> EventFilter:
-        if self.kind is not None and self.kind not in KINDS:
-            raise InputError(f"kind: unknown record kind {self.kind!r}; one of "
-                             f"{', '.join(KINDS)}")
+        check_kind(self.kind, "kind")
         if self.plugin is not None and not _PLUGIN_NAME.match(self.plugin):
             raise InputError(f"plugin: {self.plugin!r} is not a plugin name")
         if self.since is not None and self.until is not None and self.since > self.until:
             raise InputError("since must not be after until")
         return self
+
+
+def check_kind(kind: str | None, name: str) -> None:
+    """Refuse a record kind the log does not have, naming the closest one."""
+    if kind is None or kind in KINDS:
+        return
+    close = difflib.get_close_matches(kind, KINDS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise InputError(f"{name}: unknown record kind {kind!r}; {hint}one of {', '.join(KINDS)}")
 
 
 def _like(pattern: str) -> str:

@@ -57,3 +57,16 @@ def test_errors_exit_with_code_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output == (f"kaudit: error: {bad}: parallelism: Invalid value: 0: should be "
                              "an integer value greater than zero\n")
+
+
+def test_show_warns_of_plugin_config_for_no_plugin(tmp_path: Path) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                    "kind: KubeSchedulerConfiguration\n"
+                    "profiles:\n- pluginConfig: [{name: ImageLocallity, args: {}}]\n")
+    result = CliRunner().invoke(KauditGroup("kaudit", commands={"config": config}),
+                                ["config", "show", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)  # the warning stays off standard output
+    assert result.stderr.startswith(f"kaudit: warning: {path}: profiles[0].pluginConfig[0]: ")
+    assert 'did you mean "ImageLocality"?' in result.stderr

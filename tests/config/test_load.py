@@ -274,3 +274,26 @@ def test_volume_binding_score_is_accepted_but_inert_without_its_gate(
     profile = load_yaml("profiles: [{plugins: {score: {enabled: [{name: VolumeBinding}]}}}]\n"
                         ).profiles["default-scheduler"]
     assert "VolumeBinding" not in profile.enabled("Score")
+
+
+def test_a_misspelt_plugin_gets_the_closest_name(
+        load_yaml: Callable[..., SchedulerConfiguration]) -> None:
+    with pytest.raises(ConfigError, match='ScorePlugin "NodeResourceFit" does not exist '
+                                          r'\(did you mean "NodeResourcesFit"\?\)'):
+        load_yaml("profiles: [{plugins: {score: {enabled: [{name: NodeResourceFit}]}}}]\n")
+
+
+def test_plugin_config_for_no_plugin_is_ignored_with_a_warning(
+        load_yaml: Callable[..., SchedulerConfiguration]) -> None:
+    config = load_yaml("""
+        profiles:
+        - pluginConfig:
+          - name: NodeResourceFit
+            args: {scoringStrategy: {type: MostAllocated}}
+        """)
+    assert config.profiles == load_configuration().profiles  # ignored, as upstream does
+    (warning,) = config.warnings
+    assert warning.endswith('profiles[0].pluginConfig[0]: pluginConfig for "NodeResourceFit", '
+                            "which is no registered plugin: ignored, as kube-scheduler ignores "
+                            'it; did you mean "NodeResourcesFit"?')
+    assert load_configuration().warnings == ()

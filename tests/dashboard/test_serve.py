@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,3 +30,22 @@ def test_run_names_must_fit_in_a_url(run_kaudit: Callable[..., Result],
     assert run_kaudit("ingest", str(sample_path)).exit_code == 0
     result = run_kaudit("replay", "sample", "--name", "a/b")
     assert result.exit_code == 2 and "without '/'" in result.output
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    from sqlalchemy import Engine
+
+    from kaudit.store.schema import open_database
+
+    url = f"sqlite:///{tmp_path / 'kaudit.db'}"
+    engine: Engine = open_database(url)
+    engine.dispose()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--db", url, "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (f"kaudit: error: cannot listen on 127.0.0.1:{port}: the "
+                                     "port is in use (choose another with --port, or --port 0 "
+                                     "for any free one)")
