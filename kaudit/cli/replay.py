@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -39,20 +39,38 @@ from kaudit.store.traces import get_trace
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the replay as Ctrl-C does: the run is marked failed, not left running."""
-    def stop(signum: int, frame: Any) -> None:
-        raise Interrupted("SIGTERM")
+def _terminate_as_interrupt() -> Iterator[Callable[[], None]]:
+    """SIGTERM and Ctrl-C stop the replay and mark the run failed, not left running.
+
+    The signal only records the request; the replay acts on it at its next safe point (the
+    check this yields, which the replay calls between steps), never in the middle of a database
+    write, where an exception could leave an SQLite write lock behind and block the failed
+    status. A second Ctrl-C stops at once."""
+    requested: list[str] = []
+
+    def request(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and requested:
+            raise KeyboardInterrupt
+        requested.append("SIGTERM" if signum == signal.SIGTERM else "SIGINT")
+
+    def check() -> None:
+        if not requested:
+            return
+        if requested[0] == "SIGINT":
+            raise KeyboardInterrupt
+        raise Interrupted(requested[0])
 
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = {sig: signal.signal(sig, request) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread (an embedding application): leave it be
-        yield
+        yield lambda: None
         return
     try:
-        yield
+        yield check
+        check()  # a request that came after the replay's last check
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @click.command()
@@ -126,14 +144,15 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
             click.progressbar(length=summary_trace.events, label="replaying",
                               file=stderr_stream())
             if interactive() and not as_json else nullcontext())
-        with bar as progress, _terminate_as_interrupt():
+        with bar as progress, _terminate_as_interrupt() as check_stop:
             run_id, summary = replay_trace(
                 engine, summary_trace, config, registry, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,
                 bind_latency_us=round(bind_latency * 1_000_000),
                 api_latency_us=round(api_latency * 1_000_000),
                 victim_termination_us=round(victim_termination * 1_000_000),
-                progress=progress.update if progress is not None else None)
+                progress=progress.update if progress is not None else None,
+                check_stop=check_stop)
         run = get_run(engine, str(run_id))
         if summary_out is not None:
             write_summary(engine, run.name, summary_out)

@@ -8,7 +8,17 @@ import platform
 from importlib.metadata import version
 
 import orjson
-from flask import Blueprint, Response, abort, current_app, jsonify, request, send_file
+import yaml
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    send_file,
+)
 from flask.typing import ResponseReturnValue
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select
@@ -50,6 +60,19 @@ def config(run: str) -> ResponseReturnValue:
     return jsonify({"run": found.name, "source": found.config_source,
                     "featureGates": orjson.loads(options).get("featureGates") or {},
                     "configuration": orjson.loads(stored)})
+
+
+@bp.get("/runs/<run>/config")
+def config_page(run: str) -> ResponseReturnValue:
+    """The run's effective configuration as readable YAML (its JSON twin: ``/-/config/RUN``)."""
+    found, _ = run_with_span(run)
+    with get_engine().connect() as connection:
+        stored, options = connection.execute(
+            select(Run.config, Run.options).where(Run.id == found.id)).one()
+    text = yaml.safe_dump(orjson.loads(stored), sort_keys=False, default_flow_style=False,
+                          width=100)
+    return render_template("config.html", run=found, text=text,
+                           gates=orjson.loads(options).get("featureGates") or {})
 
 
 @bp.get("/healthz")

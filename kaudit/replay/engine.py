@@ -142,6 +142,8 @@ class Replay(TraceApplication):
         self._origin: dict[str, tuple[int, int]] = {}  # pod key -> its last event's place
         self._instant_us: int | None = None
         self._instant_work = 0
+        self._work = 0
+        self._tick: Callable[[], None] | None = None
         first = next(iter(scheduler.frameworks.values()))
         sort = first.queue_sort
         gates = scheduler.feature_gates
@@ -210,7 +212,10 @@ class Replay(TraceApplication):
     def run(self, events: Iterable[StoredEvent],
             progress: Callable[[int], None] | None = None,
             tick: Callable[[], None] | None = None) -> ReplaySummary:
-        """Replay ``events``; ``tick`` is called now and then (a heartbeat)."""
+        """Replay ``events``; ``tick`` is called every few hundred units of work (an event
+        applied, a timer, a scheduling attempt): a heartbeat, and where a stop request may
+        raise, between writes."""
+        self._tick = tick
         began = time.perf_counter()
         iterator = iter(events)
         pending = next(iterator, None)
@@ -218,8 +223,7 @@ class Replay(TraceApplication):
         steps = 0
         while pending is not None or self.loop:
             steps += 1
-            if tick is not None and steps % 256 == 0:
-                tick()
+            self._count_work()
             next_trace = pending.ts_us if pending is not None else None
             next_timer = self.loop.peek_time()
             now = min(t for t in (next_trace, next_timer) if t is not None)
@@ -233,6 +237,7 @@ class Replay(TraceApplication):
             self.loop.now_us = max(self.loop.now_us, now)
             self._enter_instant(now)
             while pending is not None and pending.ts_us == now:
+                self._count_work()
                 self._apply_guarded(pending)
                 last_trace_us = now
                 self.summary.trace_events += 1
@@ -270,7 +275,13 @@ class Replay(TraceApplication):
             self._instant_us = now
             self._instant_work = 0
 
+    def _count_work(self) -> None:
+        self._work += 1
+        if self._tick is not None and self._work % 256 == 0:
+            self._tick()
+
     def _spend_instant(self) -> None:
+        self._count_work()
         self._instant_work += 1
         if self._instant_work <= INSTANT_WORK_BASE:
             return

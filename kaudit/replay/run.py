@@ -75,12 +75,16 @@ def _failure(exc: BaseException) -> str:
 class _Heartbeat:
     """Refreshes the run's heartbeat every ``HEARTBEAT_SECONDS`` of wall time."""
 
-    def __init__(self, engine: Engine, run_id: int) -> None:
+    def __init__(self, engine: Engine, run_id: int,
+                 check_stop: Callable[[], None] | None = None) -> None:
         self.engine = engine
         self.run_id = run_id
         self.last = time.monotonic()
+        self.check_stop = check_stop
 
     def __call__(self) -> None:
+        if self.check_stop is not None:
+            self.check_stop()
         now = time.monotonic()
         if now - self.last < HEARTBEAT_SECONDS:
             return
@@ -95,8 +99,10 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
                  bind_latency_us: int = 0, api_latency_us: int | None = None,
                  victim_termination_us: int | None = None, sink: EventSink | None = None,
-                 progress: Callable[[int], None] | None = None) -> tuple[int, ReplaySummary]:
-    """Replay ``trace``; returns the run id and its summary."""
+                 progress: Callable[[int], None] | None = None,
+                 check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
+    """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
+    steps of the replay and raises to stop it (a signal received meanwhile)."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us))
@@ -116,7 +122,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             owner_host=this_owner()[0], owner_pid=this_owner()[1],
             heartbeat_at=datetime.now(UTC),
         ).returning(Run.id)).scalar_one()
-    beat = _Heartbeat(engine, run_id)
+    beat = _Heartbeat(engine, run_id, check_stop)
     try:
         scheduler = build_scheduler(config, registry, seed=seed)
         lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))

@@ -221,3 +221,19 @@ def test_state_answers_equal_the_uncached_query(app: Flask, client: FlaskClient)
         for _ in range(2):
             assert _json(client, f"/api/v1/runs/default/state?t={seconds}") == json.loads(
                 json.dumps(state_at(engine, run.id, span, seconds)))
+
+
+def test_the_configuration_page_is_readable_yaml(client: FlaskClient) -> None:
+    """The run's effective configuration as YAML, equal to its JSON twin."""
+    import html
+
+    import yaml
+
+    page = client.get("/runs/packing/config")
+    assert page.status_code == 200
+    body = page.get_data(as_text=True)
+    text = html.unescape(body.split('<pre id="config-yaml" class="config">')[1].split("</pre>")[0])
+    twin = client.get("/-/config/packing").get_json()
+    assert yaml.safe_load(text) == twin["configuration"]
+    assert "kind: KubeSchedulerConfiguration" in text and "NodeResourcesFitArgs" in text
+    assert client.get("/runs/nope/config").status_code == 404

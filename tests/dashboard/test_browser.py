@@ -198,6 +198,7 @@ PAGES = [
     ("diff", "/diff?a=default&b=packing", {"chart-pending", "chart-allocation"},
      "#changes-table tbody tr"),
     ("diff-pod", "/diff/pods/data/postgres-1?a=default&b=packing", set(), ".side table"),
+    ("config", "/runs/packing/config", set(), "#config-yaml"),
 ]
 
 
