@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
 from kaudit import KUBERNETES_VERSION, __version__
+from kaudit.config import FeatureGates
 from kaudit.dashboard.database import get_engine
 from kaudit.dashboard.params import run_with_span
 from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
@@ -71,8 +72,11 @@ def config_page(run: str) -> ResponseReturnValue:
             select(Run.config, Run.options).where(Run.id == found.id)).one()
     text = yaml.safe_dump(orjson.loads(stored), sort_keys=False, default_flow_style=False,
                           width=100)
-    return render_template("config.html", run=found, text=text,
-                           gates=orjson.loads(options).get("featureGates") or {})
+    gates = orjson.loads(options).get("featureGates") or {}
+    defaults = FeatureGates()
+    changed = {name: on for name, on in sorted(gates.items())
+               if name not in defaults or defaults.enabled(name) != on}
+    return render_template("config.html", run=found, text=text, gates=changed)
 
 
 @bp.get("/healthz")
