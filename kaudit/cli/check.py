@@ -20,7 +20,7 @@ from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
 from kaudit.queries.baseline import load_summary
 from kaudit.queries.ci_report import FORMATS, as_markdown
-from kaudit.queries.conditions import Verdict, evaluate, parse_condition
+from kaudit.queries.conditions import METRICS, Verdict, evaluate, parse_condition
 from kaudit.queries.diff import diff_outcomes
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import get_run
@@ -33,8 +33,8 @@ from kaudit.store.traces import TraceSummary, get_trace
 
 fail_on_option = click.option(
     "--fail-on", "fail_on", multiple=True, metavar="CONDITION",
-    help="Exit 1 when CONDITION holds, e.g. unschedulable>0, changed>5%, p95_pending>+10s, "
-         "preempted>baseline (repeatable).")
+    help="Exit 1 when CONDITION holds, e.g. pending_at_end>0, changed>5%, p95_pending>+10s, "
+         "preempted>baseline (repeatable). Metrics: " + ", ".join(METRICS) + ".")
 format_option = click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)),
                              default="text", show_default=True, help="Report format.")
 
@@ -97,12 +97,13 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
         engine.dispose()
     if len(reports) > 1 and output_format == "text":
         rows = [(r["b"], configs[i + 1].name, r["counts"]["moved"],
-                 r["aggregates"]["b"]["unschedulable"], r["aggregates"]["b"]["preempted"],
+                 r["aggregates"]["b"]["pendingAtEnd"], r["aggregates"]["b"]["neverScheduled"],
+                 r["aggregates"]["b"]["preempted"],
                  r["aggregates"]["b"]["pendingSeconds"]["p95"])
                 for i, r in enumerate(reports)]
         click.echo(f"baseline {runs[0]} ({configs[0].name})")
-        click.echo(table(rows, ["RUN", "CONFIG", "MOVED", "UNSCHEDULABLE", "PREEMPTED",
-                                "P95 PENDING"]))
+        click.echo(table(rows, ["RUN", "CONFIG", "MOVED", "PENDING AT END", "NEVER SCHEDULED",
+                                "PREEMPTED", "P95 PENDING (S)"]))
     status = 0
     for report in reports:
         verdicts = [evaluate(c, report) for c in conditions]

@@ -89,13 +89,13 @@ def demo(db: str | None, as_json: bool) -> None:
 
     s = replayed.as_json()
     click.echo(f"\nReplayed it with kube-scheduler's default configuration as run '{run.name}': "
-               f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsUnschedulable']} left "
-               f"unschedulable, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
+               f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsPendingAtEnd']} pending at "
+               f"the end, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
                f"{s['wallSeconds']:.2f}s.")
     p = packed.as_json()
     click.echo(f"And with a bin-packing configuration ({sample_config().name}) as run "
-               f"'{packed_run.name}': {p['podsScheduled']} scheduled, {p['podsUnschedulable']} "
-               f"unschedulable, {p['podsPreempted']} preempted, {p['attempts']} attempts.")
+               f"'{packed_run.name}': {p['podsScheduled']} scheduled, {p['podsPendingAtEnd']} "
+               f"pending at the end, {p['podsPreempted']} preempted, {p['attempts']} attempts.")
     click.echo("\nExplore further:")
     for command, what in (
         (f"kaudit explain {run.name} web/payments-0", "a pod that preempted others"),

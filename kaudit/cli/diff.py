@@ -41,22 +41,8 @@ def _print(report: dict[str, Any], limit: int) -> None:
                f"{counts['scheduledOnlyInB']} only in B, {counts['preemptedOnlyInA']} "
                f"preempted only in A, {counts['preemptedOnlyInB']} only in B, "
                f"{counts['pendingTimeChanged']} pending longer or shorter")
-    aggregates = report["aggregates"]
-    rows: list[tuple[Any, ...]] = []
-    for label in ("scheduled", "unschedulable", "preempted", "attempts", "nodesInUse"):
-        rows.append((label, aggregates["a"][label], aggregates["b"][label]))
-    for stat in ("p50", "p95", "max"):
-        rows.append((f"pending {stat} (s)", aggregates["a"]["pendingSeconds"][stat],
-                     aggregates["b"]["pendingSeconds"][stat]))
-    for resource in ("cpu", "memory"):
-        rows.append((f"{resource} allocated, mean",
-                     *((aggregates[s].get("allocation") or {}).get(resource, {}).get("mean")
-                       for s in ("a", "b"))))
-    rows.append(("imbalance (cpu)", aggregates["a"].get("imbalance"),
-                 aggregates["b"].get("imbalance")))
-    rows.append(("fragmented pods", *((aggregates[s].get("fragmentation") or {}).get("pods")
-                                      for s in ("a", "b"))))
-    click.echo(table(rows, ["", report["a"], report["b"]], indent=2))
+    rows = [(r["label"], r["aText"], r["bText"], r["deltaText"]) for r in report["rows"]]
+    click.echo(table(rows, ["", report["a"], report["b"], "CHANGE"], indent=2))
     if report["sameConfiguration"]:
         click.echo("Both runs used the same configuration: every difference comes from "
                    "tie-breaks (seeds), none from the configuration.")

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import orjson
 
+from kaudit.cli.explain_text import print_story
 from kaudit.cli.options import (
     ListingGroup,
     db_option,
@@ -29,8 +30,10 @@ from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError, Interrupted
 from kaudit.queries.baseline import write_summary
 from kaudit.queries.eventlog import check_kind
+from kaudit.queries.explain import explain_pod
 from kaudit.queries.instants import resolve_instant
-from kaudit.queries.runs import explain_pod, get_run, iter_run_events, list_runs, remove_runs
+from kaudit.queries.runs import get_run, iter_run_events, list_runs, remove_runs
+from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
@@ -163,8 +166,9 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
         return
     s = summary.as_json()
     click.echo(f"run '{run.name}' of trace '{summary_trace.name}': {s['podsScheduled']} pods "
-               f"scheduled, {s['podsUnschedulable']} left unschedulable, {s['podsPreempted']} "
-               f"preempted, {s['attempts']} attempts")
+               f"scheduled, {s['podsPendingAtEnd']} pending at the end (never scheduled: "
+               f"{s['podsNeverScheduled']}, counting those deleted while pending), "
+               f"{s['podsPreempted']} preempted, {s['attempts']} attempts")
     click.echo(f"  virtual time {human_duration(s['virtualSpanSeconds'])} replayed in "
                f"{s['wallSeconds']:.2f}s ({s['podsPerSecond'] or 0:,.0f} pods/s)")
     allocation = s.get("allocation") or {}
@@ -203,12 +207,14 @@ def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
         return
     rows = []
     for r in found:
-        s = r.summary or {}
-        rows.append((r.id, r.name, r.trace, r.status, r.seed, s.get("podsScheduled", ""),
-                     s.get("podsUnschedulable", ""), s.get("podsPreempted", ""),
-                     s.get("attempts", ""), r.config_source or "(defaults)"))
+        counts = run_counts(r.summary)
+        rows.append((r.id, r.name, r.trace, r.status, r.seed,
+                     *(counts[k] for k in ("scheduled", "pendingAtEnd", "neverScheduled",
+                                           "preempted", "attempts")),
+                     r.config_source or "(defaults)"))
     click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "SCHEDULED",
-                            "UNSCHEDULABLE", "PREEMPTED", "ATTEMPTS", "CONFIG"]))
+                            "PENDING AT END", "NEVER SCHEDULED", "PREEMPTED", "ATTEMPTS",
+                            "CONFIG"]))
 
 
 @runs.command("rm")
@@ -224,68 +230,28 @@ def remove(names: tuple[str, ...], force: bool, db: str | None, as_json: bool) -
 @click.command()
 @click.argument("run")
 @click.argument("pod")
+@click.option("--attempt", "attempt_index", type=int, metavar="N",
+              help="Show attempt N (0-based) in full instead of the decisive one.")
+@click.option("--all-nodes", is_flag=True,
+              help="List every rejected node instead of grouping them by cause.")
 @db_option
 @json_option
-def explain(run: str, pod: str, db: str | None, as_json: bool) -> None:
-    """The whole story of POD (NAMESPACE/NAME, or NAME when unique) in RUN."""
+def explain(run: str, pod: str, attempt_index: int | None, all_nodes: bool, db: str | None,
+            as_json: bool) -> None:
+    """Why POD (NAMESPACE/NAME, or NAME when unique) is where it is in RUN: the verdict, the
+    decisive attempt with its inputs and per-node causes, then the whole story."""
     engine = open_database(db)
     try:
         story = explain_pod(engine, run, pod)
     finally:
         engine.dispose()
+    if attempt_index is not None and not 0 <= attempt_index < len(story["attempts"]):
+        raise InputError(f"--attempt: {story['pod']} has {len(story['attempts'])} attempt(s) "
+                         f"in run {story['run']} (0 to {len(story['attempts']) - 1})")
     if as_json:
         echo_json({k: v for k, v in story.items() if k != "events"})
         return
-    _print_story(story)
-
-
-def _print_story(story: dict[str, Any]) -> None:
-    click.echo(f"Pod {story['pod']} in run {story['run']}")
-    bound = story["boundNode"]
-    click.echo(f"  bound to {bound} at {story['boundTime']}" if bound else "  never bound")
-    if story["recordedNode"]:
-        same = "same as kaudit" if story["recordedNode"] == bound else "differs"
-        click.echo(f"  recorded cluster placed it on {story['recordedNode']} ({same})")
-    click.echo("\nQueue:")
-    click.echo(table([(q["time"], q["from"], q["to"], q["event"]) for q in story["queue"]],
-                     ["TIME", "FROM", "TO", "EVENT"], indent=2))
-    for attempt in story["attempts"]:
-        click.echo(f"\nAttempt (cycle {attempt['cycle']}) at {attempt['time']}: "
-                   f"{attempt['evaluatedNodes']} nodes evaluated, "
-                   f"{attempt['feasibleNodes']} feasible")
-        if attempt["selectedNode"]:
-            ties = [n for n in attempt["tiedNodes"] if n != attempt["selectedNode"]]
-            click.echo(f"  selected {attempt['selectedNode']}"
-                       + (f" (tied with {len(ties)} other node(s))" if ties else ""))
-            scored = [(n, v) for n, v in attempt["nodes"].items() if "total" in v]
-            scored.sort(key=lambda item: -item[1]["total"])
-            if scored:
-                plugins = list(scored[0][1]["score"])
-                click.echo(table([(n, v["total"], *(v["score"][p]["weighted"] for p in plugins))
-                                  for n, v in scored[:5]],
-                                 ["NODE", "TOTAL", *plugins], indent=2))
-        else:
-            click.echo(f"  {attempt['message']}")
-            failing = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
-                       for name, node in attempt["nodes"].items()
-                       for plugin, v in node["filter"].items() if v["code"] != "Success"]
-            if failing:
-                click.echo(table(failing[:12], ["NODE", "REJECTED BY", "REASONS"], indent=2))
-                if len(failing) > 12:
-                    click.echo(f"  ... and {len(failing) - 12} more (--json has them all)")
-        preemption = attempt.get("preemption")
-        if preemption and preemption["nominatedNode"]:
-            click.echo(f"  preemption nominated {preemption['nominatedNode']}, evicting "
-                       f"{', '.join(preemption['victims'])} ({preemption['pdbViolations']} "
-                       f"PodDisruptionBudget violation(s); best of {preemption['candidates']} "
-                       "candidate node(s))")
-    others = [e for e in story["events"] if e["kind"] not in ("watch",)]
-    if others:
-        click.echo("\nOther events:")
-        for event in others:
-            detail = {k: v for k, v in event.items() if k not in ("time", "kind", "node")}
-            click.echo(f"  {event['time']} {event['kind']} {event['node'] or ''} "
-                       f"{orjson.dumps(detail).decode() if detail else ''}".rstrip())
+    print_story(story, attempt_index, all_nodes)
 
 
 @click.command()

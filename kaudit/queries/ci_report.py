@@ -46,20 +46,16 @@ def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
 
 def as_markdown(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     failed = any(v.failed for v in verdicts)
-    a, b = report["aggregates"]["a"], report["aggregates"]["b"]
     verdict = "❌ regression" if failed else "✅ pass"
     out = [f"### kaudit: {report['a']} → {report['b']} — {verdict}",
            "", "| metric | " + report["a"] + " | " + report["b"] + " |", "| --- | ---: | ---: |"]
-    for label, key in (("scheduled", "scheduled"), ("unschedulable", "unschedulable"),
-                       ("preempted", "preempted"), ("attempts", "attempts"),
-                       ("nodes in use", "nodesInUse")):
-        out.append(f"| {label} | {a[key]} | {b[key]} |")
-    for stat in ("p50", "p95", "max"):
-        out.append(f"| pending {stat} (s) | {a['pendingSeconds'][stat]} | "
-                   f"{b['pendingSeconds'][stat]} |")
+    out[-2] = out[-2] + " change |"
+    out[-1] = out[-1] + " ---: |"
+    for row in report["rows"]:
+        out.append(f"| {row['label']} | {row['aText']} | {row['bText']} | {row['deltaText']} |")
     if verdicts:
         out += ["", "| condition | value | threshold | result |", "| --- | ---: | ---: | --- |"]
-        out += [f"| `{v.condition.text}` | {v.actual} | {v.threshold} | "
+        out += [f"| `{v.condition.text}` | {v.actual_text} | {v.threshold_text} | "
                 f"{'❌ failed' if v.failed else '✅ ok'} |" for v in verdicts]
     changed = _changed(report)
     if changed:

@@ -1,13 +1,16 @@
-"""``--fail-on`` conditions for CI: ``unschedulable>0``, ``changed>5%``, ``p95_pending>+10s``,
-``preempted>baseline``.
+"""``--fail-on`` conditions for CI: ``pending_at_end>0``, ``changed>5%``,
+``p95_pending>+10s``, ``preempted>baseline``.
 
-A condition is ``METRIC OP VALUE``. Metrics are read from the new run (B) of a diff:
-``scheduled``, ``unschedulable``, ``preempted``, ``attempts``, ``nodes`` (nodes in use),
-``p50_pending``, ``p95_pending``, ``max_pending`` (seconds), ``imbalance`` (the time-weighted
-spread of node CPU utilisation), ``fragmented`` (waiting pods that fit the cluster's free
-capacity in total but no single node), and the diff's own ``changed``
-(pods that moved, were scheduled or preempted in one run only, or waited longer or shorter;
-tie flips and their consequences excluded) and ``moved``. ``OP`` is one of
+A condition is ``METRIC OP VALUE``. Metrics are read from the new run (B) of a diff, under the
+names of :mod:`kaudit.queries.summary_rows`: ``scheduled``, ``pending_at_end`` (tried, never
+bound, still waiting when the trace ends), ``never_scheduled`` (also counting pods deleted while
+waiting), ``preempted``, ``attempts``, ``nodes`` (nodes in use), ``p50_pending``,
+``p95_pending``, ``max_pending`` (seconds), ``imbalance`` (the time-weighted spread of node CPU
+utilisation, 0–1), ``fragmented`` (waiting pods that fit the cluster's free capacity in total
+but no single node), and the diff's own ``changed`` (pods that moved, were scheduled or
+preempted in one run only, or waited longer or shorter; tie flips and their consequences
+excluded) and ``moved``. ``unschedulable`` is accepted as another name for
+``pending_at_end`` (the column ``kaudit runs`` showed under that name). ``OP`` is one of
 ``> >= < <= == !=``. ``VALUE`` is a number; ``N%`` (of the pods compared, for ``changed`` and
 ``moved``); ``+N`` or ``+Ns`` (the baseline's value plus N); or ``baseline``.
 """
@@ -21,18 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.errors import InputError
+from kaudit.queries.summary_rows import DIFF_METRICS, Metric, format_value
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
     ">": operator.gt, "<": operator.lt,
 }
 _PATTERN = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$")
-_AGGREGATES = {"scheduled": "scheduled", "unschedulable": "unschedulable",
-               "preempted": "preempted", "attempts": "attempts", "nodes": "nodesInUse",
-               "imbalance": "imbalance"}
-_PENDING = {"p50_pending": "p50", "p95_pending": "p95", "max_pending": "max"}
+_AGGREGATES: dict[str, Metric] = {m.condition: m for m in DIFF_METRICS if m.condition}
+_ALIASES = {"unschedulable": "pending_at_end"}
 _DIFF = {"changed", "moved"}
-METRICS = sorted([*_AGGREGATES, *_PENDING, *_DIFF, "fragmented"])
+METRICS = sorted([*_AGGREGATES, *_ALIASES, *_DIFF])
 REAL_CHANGES = ("moved", "scheduledOnlyInA", "scheduledOnlyInB", "preemptedOnlyInA",
                 "preemptedOnlyInB", "pendingTimeChanged")
 
@@ -56,6 +58,8 @@ class Verdict:
     threshold: float | None
     failed: bool
     message: str
+    actual_text: str = "–"
+    threshold_text: str = "–"
 
 
 def parse_condition(text: str) -> Condition:
@@ -64,6 +68,7 @@ def parse_condition(text: str) -> Condition:
         raise InputError(f"--fail-on {text!r}: expected METRIC OP VALUE, e.g. "
                          "unschedulable>0, changed>5%, p95_pending>+10s, preempted>baseline")
     metric, op, raw = match.groups()
+    metric = _ALIASES.get(metric, metric)
     if metric not in METRICS:
         raise InputError(f"--fail-on {text!r}: unknown metric {metric!r}; one of "
                          f"{', '.join(METRICS)}")
@@ -85,14 +90,13 @@ def parse_condition(text: str) -> Condition:
     return Condition(text, metric, op, kind, value)
 
 
+def _unit(metric: str) -> str:
+    return _AGGREGATES[metric].unit if metric in _AGGREGATES else "count"
+
+
 def _metric(report: dict[str, Any], side: str, metric: str) -> float | None:
-    aggregates = report["aggregates"][side]
     if metric in _AGGREGATES:
-        value = aggregates.get(_AGGREGATES[metric])
-    elif metric == "fragmented":
-        value = (aggregates.get("fragmentation") or {}).get("pods")
-    elif metric in _PENDING:
-        value = aggregates["pendingSeconds"][_PENDING[metric]]
+        value = _AGGREGATES[metric].read(report["aggregates"][side])
     elif metric == "moved":
         value = report["counts"]["moved"] if side == "b" else 0
     else:
@@ -104,18 +108,30 @@ def evaluate(condition: Condition, report: dict[str, Any]) -> Verdict:
     """Whether the condition holds for the diff ``report`` (B against the baseline A)."""
     actual = _metric(report, "b", condition.metric)
     base = _metric(report, "a", condition.metric)
+    unit = _unit(condition.metric)
     if condition.kind == "baseline":
         threshold = base
+        described = f"{report['a']}'s {format_value(unit, base)}"
     elif condition.kind == "relative":
         threshold = None if base is None else base + condition.value
+        described = (f"{report['a']}'s {format_value(unit, base)} + {condition.value:g}"
+                     if base is not None else f"{report['a']}'s value, which it lacks")
     elif condition.kind == "percent":
         threshold = report["compared"] * condition.value / 100
+        described = (f"{condition.value:g}% of {report['compared']} pods compared = "
+                     f"{threshold:g} pods")
     else:
         threshold = condition.value
+        described = format_value(unit, threshold)
+    actual_text = format_value(unit, actual)
+    threshold_text = described if threshold is not None else "–"
     if actual is None or threshold is None:
+        missing = report["b"] if actual is None else report["a"]
         return Verdict(condition, actual, threshold, False,
-                       f"{condition.describe()}: not measurable (no value)")
+                       f"{condition.describe()}: not measurable ({missing} has no "
+                       f"{condition.metric} value)", actual_text, threshold_text)
     failed = _OPERATORS[condition.op](actual, threshold)
     return Verdict(condition, actual, threshold, failed,
-                   f"{condition.describe()}: {condition.metric} = {actual:g} "
-                   f"(threshold {threshold:g}) — {'FAILED' if failed else 'ok'}")
+                   f"{condition.describe()}: {condition.metric} = {actual_text} "
+                   f"(threshold {described}) — {'FAILED' if failed else 'ok'}",
+                   actual_text, threshold_text)

@@ -24,6 +24,7 @@ from kaudit.errors import InputError
 from kaudit.eventlog.codec import unpack_attempt
 from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run, node_names
+from kaudit.queries.summary_rows import diff_rows
 from kaudit.store.models import RunEvent
 
 #: A pending-time difference smaller than this is not a change.
@@ -57,7 +58,8 @@ def aggregates(outcomes: Outcomes) -> dict[str, Any]:
     return {
         "pods": len(outcomes.pods),
         "scheduled": sum(1 for p in pods if p.node is not None),
-        "unschedulable": sum(1 for p in pods if p.node is None and not p.preempted),
+        "pendingAtEnd": sum(1 for p in pods if p.pending_at_end),
+        "neverScheduled": sum(1 for p in pods if p.never_scheduled),
         "preempted": sum(1 for p in pods if p.preempted),
         "attempts": sum(p.attempts for p in pods) if outcomes.run_id is not None else None,
         "pendingSeconds": {"p50": statistics.median(pending) if pending else None,
@@ -273,6 +275,7 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
         "onlyInA": only_a, "onlyInB": only_b,
         "counts": counts,
         "aggregates": {"a": aggregates(original_a), "b": aggregates(original_b)},
+        "rows": diff_rows(aggregates(original_a), aggregates(original_b)),
         "changes": [c.as_json() for c in changes],
     }
 

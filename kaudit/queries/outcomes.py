@@ -38,6 +38,22 @@ class PodOutcome:
     #: Whether it was evicted or spared was decided by a tie among equally ranked victims (or
     #: among tied nodes) of some preemption.
     preempted_by_tie: bool = False
+    #: Deleted by the trace while it waited for a node (never bound).
+    deleted_pending: bool = False
+    #: Bound by the trace (another scheduler, spec.nodeName) rather than by kaudit.
+    bound_elsewhere: bool = False
+
+    @property
+    def pending_at_end(self) -> bool:
+        """Tried, never bound, still waiting when the trace ends."""
+        return (self.node is None and not self.preempted and not self.deleted_pending
+                and not self.bound_elsewhere)
+
+    @property
+    def never_scheduled(self) -> bool:
+        """Tried and never bound: waiting at the end or deleted while waiting."""
+        return self.pending_at_end or (self.node is None and not self.preempted
+                                       and self.deleted_pending)
 
     @property
     def pending_us(self) -> int | None:
@@ -102,6 +118,9 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
         if kind == "queue":
             if outcome.created_us is None:
                 outcome.created_us = ts_us
+            transition = orjson.loads(data)
+            if transition["to"] == "none" and transition["event"] == "PodDelete":
+                outcome.deleted_pending = outcome.node is None
         elif kind == "attempt":
             outcome.attempts += 1
             if node:
@@ -109,6 +128,8 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
         elif kind == "bind":
             if orjson.loads(data).get("by") == "kaudit":
                 outcome.node, outcome.bound_us = node, ts_us
+            else:
+                outcome.bound_elsewhere = True
         elif kind == "preempt":
             outcome.preempted = True
             outcome.preempted_by_tie = bool(orjson.loads(data).get("tie"))
@@ -136,6 +157,8 @@ def _recorded(engine: Engine, trace_id: int) -> dict[str, PodOutcome]:
         outcome = pods[key]
         if spec.get("nodeName") and outcome.node is None and key not in created_bound:
             outcome.node, outcome.bound_us = spec["nodeName"], event.ts_us
+        if event.type == "DELETED" and outcome.node is None:
+            outcome.deleted_pending = True
         for condition in (event.object.get("status") or {}).get("conditions") or []:
             if condition.get("reason") == "PreemptionByScheduler":
                 outcome.preempted = True

@@ -16,9 +16,11 @@ from sqlalchemy import Engine, select
 from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import preemption_json, unpack_attempt
 from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id_of
 from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
+from kaudit.queries.verdict import NAMED_NODES, load_pod_records, pod_verdict, rejection_causes
 from kaudit.store.models import RunEvent
 
 FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
@@ -71,22 +73,22 @@ def require_pod(engine: Engine, run: RunSummary, pod_ref: str) -> str:
 
 
 def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
-    """The pod's story without per-node tables: lifecycle, queue, attempts, other events."""
+    """The pod's story without per-node tables: its verdict (the same as ``kaudit explain``),
+    lifecycle, queue, attempts, other events."""
     run = get_run(engine, run_ref)
     key = pod_key(engine, run.id, pod_ref)
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data)
-            .where(RunEvent.run_id == run.id, RunEvent.pod == key).order_by(RunEvent.seq)).all()
-    if not rows:
+    records = load_pod_records(engine, run.id, key)
+    if not records:
         raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
     span = run_span(engine, run.id)
-    records = [(ts_us, kind, node, orjson.loads(data)) for _, ts_us, kind, node, data in rows]
     story: dict[str, Any] = {"run": run.name, "runId": run.id, "pod": key,
+                             "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,
                              "span": span.as_json(), "queue": [], "attempts": [],
                              "events": []}
-    for (seq, *_), (ts_us, kind, node, document) in zip(rows, records, strict=True):
+    for record in records:
+        seq, ts_us, kind, node, document = (record.seq, record.ts_us, record.kind,
+                                            record.node, record.document)
         when = format_timestamp(ts_us)
         if kind == "queue":
             story["queue"].append({"time": when, "t": span.t(ts_us), "from": document["from"],
@@ -112,7 +114,8 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                 story["boundNode"], story["boundTime"] = node, when
             story["events"].append({"time": when, "t": span.t(ts_us), "kind": kind,
                                     "node": node, **document})
-    story["lifecycle"] = _lifecycle(records, span)
+    story["lifecycle"] = _lifecycle(
+        [(r.ts_us, r.kind, r.node, r.document) for r in records], span)
     return story
 
 
@@ -155,12 +158,23 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
     scored = sorted(((name, v) for name, v in nodes.items() if "total" in v),
                     key=lambda item: (-item[1]["total"], item[0]))
     score_plugins = list(scored[0][1]["score"]) if scored else []
+    trace_id = trace_id_of(engine, run.id)
+    inputs = describe_pod(engine, trace_id, key, row.ts_us)
+    free = free_capacity(engine, run.id, row.ts_us, exclude_pod=key)
+    groups = rejection_causes(engine, {**attempt, "nodes": nodes}, row.ts_us, inputs, trace_id,
+                              free, named=None)
+    cause_of = {name: i for i, group in enumerate(groups) for name in group["nodes"]}
+    for group in groups:
+        group["nodes"] = group["nodes"][:NAMED_NODES]
+        group["moreNodes"] = group["count"] - len(group["nodes"])
     detail: dict[str, Any] = {
         **attempt, "pod": key, "run": run.name, "index": index, "seq": row.seq,
         "time": format_timestamp(row.ts_us), "t": span.t(row.ts_us),
         "feasible": [name for name, v in nodes.items() if v["feasible"]],
         "filter": {"plugins": plugins, "codes": FILTER_CODES, "nodes": list(nodes),
-                   "verdicts": codes, "reasons": reasons},
+                   "verdicts": codes, "reasons": reasons,
+                   "cause": [cause_of.get(name, -1) for name in nodes]},
+        "causes": groups,
         "scores": {
             "plugins": score_plugins,
             "weights": {p: scored[0][1]["score"][p]["weight"] for p in score_plugins},
@@ -170,6 +184,8 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
             "normalized": [[v["score"][p]["normalized"] for p in score_plugins]
                            for _, v in scored],
             "weighted": [[v["score"][p]["weighted"] for p in score_plugins] for _, v in scored],
+            "freeCpu": [free.get(name, {}).get("cpu") for name, _ in scored],
+            "freeMemory": [free.get(name, {}).get("memory") for name, _ in scored],
         },
         "decision": None,
     }

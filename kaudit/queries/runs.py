@@ -11,7 +11,6 @@ import orjson
 from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
-from kaudit.eventlog.codec import unpack_attempt
 from kaudit.eventlog.runs import RunStatus, effective_status
 from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent, Trace
@@ -110,39 +109,6 @@ def pod_key(engine: Engine, run_id: int, ref: str) -> str:
         raise UnknownObjectError(f"no pod named {ref!r} in this run")
     raise UnknownObjectError(f"pod name {ref!r} is ambiguous: {', '.join(sorted(keys))}; "
                              "use NAMESPACE/NAME")
-
-
-def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
-    """A pod's whole story in a run (the ``kaudit explain --json`` shape)."""
-    run = get_run(engine, run_ref)
-    key = pod_key(engine, run.id, pod_ref)
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data,
-                   RunEvent.blob)
-            .where(RunEvent.run_id == run.id, RunEvent.pod == key).order_by(RunEvent.seq)).all()
-    if not rows:
-        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
-    names = node_names(engine, run.id)
-    story: dict[str, Any] = {"run": run.name, "pod": key, "uid": None, "recordedNode": None,
-                             "boundNode": None, "boundTime": None, "queue": [],
-                             "attempts": [], "events": []}
-    for _seq, ts_us, kind, node, data, blob in rows:
-        document = orjson.loads(data)
-        when = format_timestamp(ts_us)
-        if kind == "queue":
-            story["queue"].append({"time": when, "from": document["from"],
-                                   "to": document["to"], "event": document["event"]})
-        elif kind == "attempt":
-            attempt = unpack_attempt(document, blob, names)
-            story["attempts"].append({"pod": key, **attempt, "time": when})
-        elif kind == "recorded":
-            story["recordedNode"] = node
-        elif kind == "bind":
-            story["boundNode"], story["boundTime"] = node, when
-        if kind not in ("queue", "attempt"):
-            story["events"].append({"time": when, "kind": kind, "node": node, **document})
-    return story
 
 
 def iter_run_events(engine: Engine, run_id: int, *, pod: str | None = None,

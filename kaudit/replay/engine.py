@@ -86,7 +86,10 @@ class ReplayOptions:
 @dataclass
 class ReplaySummary:
     pods_scheduled: int = 0
+    #: Pods kaudit tried and never bound that are still waiting when the trace ends.
     pods_unschedulable: int = 0
+    #: Pods kaudit tried and never bound that the trace deleted while they waited.
+    pods_deleted_pending: int = 0
     pods_preempted: int = 0
     pods_recreated: int = 0
     attempts: int = 0
@@ -102,7 +105,12 @@ class ReplaySummary:
     def as_json(self) -> dict[str, Any]:
         attempts_bytes = self.log_bytes.get("attempt", 0)
         return {
-            "podsScheduled": self.pods_scheduled, "podsUnschedulable": self.pods_unschedulable,
+            "podsScheduled": self.pods_scheduled,
+            # podsUnschedulable is podsPendingAtEnd under the name runs stored before both
+            # metrics were named; readers take podsPendingAtEnd first.
+            "podsUnschedulable": self.pods_unschedulable,
+            "podsPendingAtEnd": self.pods_unschedulable,
+            "podsNeverScheduled": self.pods_unschedulable + self.pods_deleted_pending,
             "podsPreempted": self.pods_preempted, "podsRecreated": self.pods_recreated,
             "attempts": self.attempts, "traceEvents": self.trace_events,
             "virtualSpanSeconds": ((self.end_us - self.start_us) / 1e6
@@ -342,6 +350,8 @@ class Replay(TraceApplication):
         queued = self.queue.delete(now, uid)
         if queued is not None:
             self._nomination_released(queued.pod)  # ``deletePodFromSchedulingQueue``
+            if queued.attempts:
+                self.summary.pods_deleted_pending += 1
         bound = self.cluster.remove_pod(uid)
         if bound is not None:
             self.timeline.release(now, uid)

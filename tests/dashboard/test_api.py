@@ -10,8 +10,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from kaudit.queries.explain import explain_pod
 from kaudit.queries.pods import nodes_from_detail
-from kaudit.queries.runs import explain_pod
 
 
 def _json(client: FlaskClient, url: str, status: int = 200) -> dict:  # type: ignore[type-arg]

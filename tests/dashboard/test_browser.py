@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from kaudit.queries.runs import explain_pod
+from kaudit.queries.explain import explain_pod
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
@@ -287,7 +287,9 @@ def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
         assert row[7] == (attempt["message"] or "")
         assert row[5] == str(attempt["evaluatedNodes"]) and row[6] == str(
             attempt["feasibleNodes"])
-    last = explained["attempts"][-1]
+    assert page.inner_text("#verdict") == explained["verdict"]["headline"]
+    # the page opens on the decisive attempt, as explain prints it
+    last = explained["attempts"][explained["verdict"]["decisiveAttempt"]]
     # the filter matrix: one row per evaluated node, each rejecting cell with its reasons
     matrix = _rows(page, "filter-table")
     headers = page.eval_on_selector_all("#filter-table thead th", "hs => hs.map(h => h.innerText)")
@@ -309,6 +311,49 @@ def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
     elif len(scored) > 1:
         assert last["selectedNode"] in page.inner_text("#decision")
     visit.screenshot(f"pod-{pod.replace('/', '-')}")
+    visit.close()
+
+
+def _moved_by_bin_packing(engine: Any) -> str:
+    from kaudit.queries.diff import diff_runs
+
+    changes = diff_runs(engine, "default", "packing")["changes"]
+    return next(c["pod"] for c in changes if c["change"] == "moved")
+
+
+@pytest.mark.parametrize("case", ["preemptor", "unschedulable", "moved-by-bin-packing"])
+def test_the_first_screen_states_the_verdict_and_its_cause(server: dict[str, Any],
+                                                           browser: Any, case: str) -> None:
+    """At 1280×800, without scrolling: the verdict line and the evidence behind it."""
+    pod = {"preemptor": "web/payments-0", "unschedulable": "web/ssd-cache",
+           "moved-by-bin-packing": _moved_by_bin_packing(server["engine"])}[case]
+    explained = explain_pod(server["engine"], "packing", pod)
+    verdict = explained["verdict"]
+    visit = Visit(browser, server["base"])
+    visit.page.set_viewport_size({"width": 1280, "height": 800})
+    page = visit.open(f"/runs/packing/pods/{pod}")
+
+    def on_first_screen(selector: str) -> bool:
+        box = page.locator(selector).first.bounding_box()
+        return box is not None and box["y"] + box["height"] <= 800 and box["x"] >= 0 \
+            and box["x"] + box["width"] <= 1280
+
+    assert page.inner_text("#verdict") == verdict["headline"]
+    assert on_first_screen("#verdict")
+    expected = {"preemptor": "by evicting", "unschedulable": "Pending",
+                "moved-by-bin-packing": "Placed on"}[case]
+    assert expected in verdict["headline"]
+    if verdict["causes"]:
+        first_cause = page.locator("#causes tbody tr").first
+        assert on_first_screen("#causes tbody tr")
+        assert first_cause.inner_text().split("\t")[1] == verdict["causes"][0]["cause"]
+    assert on_first_screen("#inputs-table")
+    assert "requests" in page.inner_text("#inputs-table")
+    # the page is as wide as the window: nothing overflows sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    target = ARTIFACTS / "screenshots"
+    target.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target / f"first-screen-{case}.png"))
     visit.close()
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import Result
 from sqlalchemy import Engine
 
-from kaudit.queries.runs import explain_pod
+from kaudit.queries.explain import explain_pod
 from kaudit.readers.ingest import TraceInput, ingest_trace
 
 MOST_ALLOCATED = """

@@ -12,7 +12,8 @@ from click.testing import Result
 from sqlalchemy import Engine, select
 
 from kaudit.eventlog.sink import MemorySink, digest
-from kaudit.queries.runs import explain_pod, get_run
+from kaudit.queries.explain import explain_pod
+from kaudit.queries.runs import get_run
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for, replay_trace

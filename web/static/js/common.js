@@ -112,6 +112,8 @@ const K = (() => {
     return `${v.toFixed(v < 10 && i ? 1 : 0)} ${units[i]}`;
   }
   const cpu = (milli) => (milli === null || milli === undefined ? "–" : `${num(milli / 1000, 3)} cores`);
+  // Runs stored before "pending at end" was named hold it as podsUnschedulable.
+  const pendingAtEnd = (summary) => ((summary || {}).podsPendingAtEnd ?? (summary || {}).podsUnschedulable);
   const secs = (s) => (s === null || s === undefined ? "–" : `${num(s, 3)} s`);
 
   const plotConfig = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"]};
@@ -139,5 +141,5 @@ const K = (() => {
   }
 
   return {el, api, query, fill, table, pager, card, plot, start, showError, podLink, nodeLink, podUrl,
-    runUrl, apiRun, podPath, enc, num, pct, bytes, cpu, secs};
+    runUrl, apiRun, podPath, enc, num, pct, bytes, cpu, secs, pendingAtEnd};
 })();

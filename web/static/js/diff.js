@@ -15,28 +15,12 @@ K.start(async ({a, b}) => {
       `${c.preemptedOnlyInA} preempted only in A, ${c.preemptedOnlyInB} only in B, ` +
       `${c.pendingTimeChanged} pending longer or shorter.` +
       (report.sameConfiguration ? " Both runs used the same configuration: every difference comes from tie-breaks." : ""));
-    const A = report.aggregates.a;
-    const B = report.aggregates.b;
-    const alloc = (side, r) => ((side.allocation || {})[r] || {}).mean;
-    const rows = [
-      ["scheduled", A.scheduled, B.scheduled], ["unschedulable", A.unschedulable, B.unschedulable],
-      ["preempted", A.preempted, B.preempted], ["attempts", A.attempts, B.attempts],
-      ["nodes in use", A.nodesInUse, B.nodesInUse],
-      ["pending p50 (s)", A.pendingSeconds.p50, B.pendingSeconds.p50],
-      ["pending p95 (s)", A.pendingSeconds.p95, B.pendingSeconds.p95],
-      ["pending max (s)", A.pendingSeconds.max, B.pendingSeconds.max],
-      ["CPU allocated, mean", alloc(A, "cpu"), alloc(B, "cpu"), true],
-      ["memory allocated, mean", alloc(A, "memory"), alloc(B, "memory"), true],
-      ["imbalance (CPU)", A.imbalance, B.imbalance],
-      ["fragmented pods", (A.fragmentation || {}).pods, (B.fragmentation || {}).pods],
-    ];
-    const show = (v, share) => (share ? K.pct(v) : K.num(v, 3));
     K.fill("aggregates", K.table([
-      {label: "", value: (r) => r[0]},
-      {label: report.a, value: (r) => show(r[1], r[3]), class: "num"},
-      {label: report.b, value: (r) => show(r[2], r[3]), class: "num"},
-      {label: "Δ", value: (r) => (typeof r[1] === "number" && typeof r[2] === "number" ? show(r[2] - r[1], r[3]) : "–"), class: "num"},
-    ], rows, {id: "aggregates-table"}));
+      {label: "", value: (r) => r.label},
+      {label: report.a, value: (r) => r.aText, class: "num"},
+      {label: report.b, value: (r) => r.bText, class: "num"},
+      {label: "Change", value: (r) => r.deltaText, class: "num"},
+    ], report.rows, {id: "aggregates-table"}));
     const lines = [];
     const alloclines = [];
     for (const [side, name] of [["a", report.a], ["b", report.b]]) {

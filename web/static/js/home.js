@@ -14,7 +14,8 @@ K.start(async () => {
       {label: "Config", value: (r) => r.config || "(defaults)"},
       {label: "Seed", value: (r) => r.seed, class: "num"},
       {label: "Scheduled", value: (r) => K.num((r.summary || {}).podsScheduled), class: "num"},
-      {label: "Unschedulable", value: (r) => K.num((r.summary || {}).podsUnschedulable), class: "num"},
+      {label: "Pending at end", value: (r) => K.num(K.pendingAtEnd(r.summary)), class: "num"},
+      {label: "Never scheduled", value: (r) => K.num((r.summary || {}).podsNeverScheduled), class: "num"},
       {label: "Preempted", value: (r) => K.num((r.summary || {}).podsPreempted), class: "num"},
       {label: "Attempts", value: (r) => K.num((r.summary || {}).attempts), class: "num"},
       {label: "CPU mean", value: (r) => K.pct((((r.summary || {}).allocation || {}).cpu || {}).mean), class: "num"},
@@ -25,7 +26,7 @@ K.start(async () => {
     const s = (key) => runs.map((r) => (r.summary || {})[key] || 0);
     K.plot("runs-chart", [
       {type: "bar", name: "scheduled", x: names, y: s("podsScheduled")},
-      {type: "bar", name: "unschedulable", x: names, y: s("podsUnschedulable")},
+      {type: "bar", name: "pending at end", x: names, y: runs.map((r) => K.pendingAtEnd(r.summary) || 0)},
       {type: "bar", name: "preempted", x: names, y: s("podsPreempted")},
     ], {barmode: "group", hovermode: "closest", xaxis: {type: "category"}});
   }

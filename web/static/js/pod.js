@@ -5,6 +5,42 @@ K.start(async ({run, pod}) => {
   const {el} = K;
   const base = `${K.apiRun(run)}/pods/${K.podPath(pod)}`;
   const story = await K.api(base);
+  const verdict = story.verdict;
+  const causeRows = (causes) => K.table([
+    {label: "Nodes", value: (c) => c.count, class: "num"},
+    {label: "Cause", value: (c) => c.cause},
+    {label: "Detail", value: (c) => c.detail},
+    {label: "For example", value: (c) => c.nodes.slice(0, 3).join(", ") + (c.count > 3 ? ` and ${c.count - Math.min(c.nodes.length, 3)} more` : "")},
+  ], causes, {class: "data causes"});
+  const verdictLine = document.getElementById("verdict");
+  verdictLine.classList.add(verdict.state);
+  K.fill(verdictLine, verdict.headline);
+  if (verdict.causes.length) {
+    K.fill("causes-title", verdict.state === "bound" && !verdict.victims ? "Why not the other nodes" : "Why no node fits");
+    K.fill("causes", causeRows(verdict.causes));
+  } else {
+    K.fill("causes", el("p", {class: "note", text: verdict.decisiveAttempt === null ? "kaudit made no attempt for this pod." : "Every evaluated node passed the filters."}));
+  }
+  const inputs = verdict.inputs;
+  const inputRows = [];
+  if (!inputs.found) {
+    inputRows.push(["pod", "the trace holds no object for it (created by the replay)"]);
+  } else {
+    const defaults = inputs.scoringDefaults.length ? ` (non-zero defaults for ${inputs.scoringDefaults.join(", ")}: 0.1 cores, 200 MiB)` : "";
+    inputRows.push(["requests", `${Object.values(inputs.requestsText).join(", ") || "none"}; scored as ${Object.values(inputs.scoringRequestsText).join(", ")}${defaults}`]);
+    inputRows.push(["priority", `${inputs.priority ?? 0}${inputs.priorityClassName ? ` (class ${inputs.priorityClassName})` : ""}, ${inputs.preemptionPolicy}`]);
+    if (Object.keys(inputs.nodeSelector).length) inputRows.push(["nodeSelector", Object.entries(inputs.nodeSelector).map(([k, v]) => `${k}=${v}`).join(", ")]);
+    if (inputs.requiredNodeAffinity.length) inputRows.push(["node affinity", inputs.requiredNodeAffinity.join(" or ")]);
+    if (inputs.preferredNodeAffinity.length) inputRows.push(["preferred", inputs.preferredNodeAffinity.join("; ")]);
+    inputRows.push(["tolerations", inputs.tolerations.join(", ") || "none"]);
+    if (inputs.requiredPodAffinityTerms) inputRows.push(["pod affinity", `${inputs.requiredPodAffinityTerms} required term(s)`]);
+    if (inputs.requiredPodAntiAffinityTerms) inputRows.push(["pod anti-affinity", `${inputs.requiredPodAntiAffinityTerms} required term(s)`]);
+    inputRows.push(["spread", inputs.spreadConstraints.join("; ") || "none in the spec"]);
+    if (inputs.hostPorts.length) inputRows.push(["host ports", inputs.hostPorts.join(", ")]);
+    if (inputs.schedulingGates.length) inputRows.push(["gates", inputs.schedulingGates.join(", ")]);
+  }
+  K.fill("inputs", el("table", {class: "data inputs", id: "inputs-table"},
+    el("tbody", {}, ...inputRows.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))))));
   const pending = story.lifecycle.filter((s) => s.state !== "bound");
   K.fill("facts",
     K.card("bound to", story.boundNode || "never bound", "node bound-node"),
@@ -26,10 +62,10 @@ K.start(async ({run, pod}) => {
   }), {hovermode: "closest", barmode: "overlay", showlegend: false,
     xaxis: {title: {text: "seconds since the run started"}}, margin: {l: 100, r: 15, t: 10, b: 45}});
 
-  let chosen = story.attempts.length - 1;
+  let chosen = verdict.decisiveAttempt ?? story.attempts.length - 1;
   function drawAttempts() {
     K.fill("attempts", K.table([
-      {label: "#", value: (a) => el("a", {href: "#attempt", text: a.index, onclick: () => select(a.index)}), class: "num"},
+      {label: "#", value: (a) => el("a", {href: "#attempt", text: a.index === verdict.decisiveAttempt ? `${a.index} (decisive)` : a.index, onclick: () => select(a.index)}), class: "num"},
       {label: "t (s)", value: (a) => K.num(a.t, 3), class: "num"},
       {label: "Cycle", value: (a) => a.cycle, class: "num"},
       {label: "Result", value: (a) => a.result, class: (a) => a.result},
@@ -45,11 +81,12 @@ K.start(async ({run, pod}) => {
   let detail = null;
   function drawFilters() {
     const matrix = detail.filter;
-    const rows = matrix.nodes.map((node, i) => ({node, verdicts: matrix.verdicts[i], reasons: matrix.reasons[i]}));
-    rows.sort((a, b) => Number(detail.feasible.includes(a.node)) - Number(detail.feasible.includes(b.node)));
+    const rows = matrix.nodes.map((node, i) => ({node, verdicts: matrix.verdicts[i], reasons: matrix.reasons[i], cause: matrix.cause[i]}));
+    rows.sort((a, b) => (a.cause < 0 ? 1e9 : a.cause) - (b.cause < 0 ? 1e9 : b.cause));
     const page = rows.slice(filterOffset, filterOffset + 50);
     K.fill("filters", K.table([
       {label: "Node", value: (r) => r.node, class: "node"},
+      {label: "Cause", value: (r) => (r.cause < 0 ? "fits" : detail.causes[r.cause].cause)},
       ...matrix.plugins.map((plugin, p) => ({label: plugin, class: (r) => `verdict v${r.verdicts[p]}`, value: (r) => {
         const code = r.verdicts[p];
         if (code < 0) return "";
@@ -90,6 +127,8 @@ K.start(async ({run, pod}) => {
     } else {
       K.fill("decision");
     }
+    K.fill("attempt-causes", detail.causes.length ? causeRows(detail.causes)
+      : el("p", {class: "note", text: "Every evaluated node passed the filters."}));
     const scores = detail.scores;
     const top = Math.min(scores.nodes.length, 15);
     const scoreChart = document.getElementById("chart-scores");
@@ -106,7 +145,15 @@ K.start(async ({run, pod}) => {
       margin: {l: 55, r: 15, t: 30, b: 90}});
     }
     const matrix = detail.filter;
-    K.plot("chart-filters", [{type: "heatmap", x: matrix.nodes, y: matrix.plugins,
+    if (matrix.nodes.length > 100) {
+      // Past a hundred nodes a node-by-plugin heatmap is unreadable: count nodes per cause.
+      const causes = detail.causes;
+      K.plot("chart-filters", [{type: "bar", orientation: "h", y: causes.map((c) => c.cause).reverse(),
+        x: causes.map((c) => c.count).reverse(), marker: {color: "#c0392b"}, name: "rejected nodes",
+        hovertext: causes.map((c) => c.detail).reverse()},
+      {type: "bar", orientation: "h", y: ["fits"], x: [detail.feasible.length], marker: {color: "#27ae60"}, name: "feasible nodes"}],
+      {hovermode: "closest", showlegend: true, xaxis: {title: {text: "nodes"}}, yaxis: {automargin: true}, margin: {l: 10, r: 15, t: 30, b: 45}});
+    } else K.plot("chart-filters", [{type: "heatmap", x: matrix.nodes, y: matrix.plugins,
       z: matrix.plugins.map((_, p) => matrix.verdicts.map((v) => v[p])), zmin: -1, zmax: 3,
       text: matrix.plugins.map((_, p) => matrix.verdicts.map((v, n) => (v[p] < 0 ? "not run" : (matrix.reasons[n][String(p)] || [matrix.codes[v[p]]]).join("; ")))),
       hoverinfo: "x+y+text", showscale: false,
@@ -117,6 +164,8 @@ K.start(async ({run, pod}) => {
       {label: "Total", value: (i) => scores.total[i], class: "num total"},
       ...scores.plugins.map((plugin, p) => ({label: `${plugin} ×${scores.weights[plugin]}`,
         value: (i) => `${scores.weighted[i][p]} (${scores.raw[i][p]})`, class: "num"})),
+      {label: "Free cpu", value: (i) => K.cpu(scores.freeCpu[i]), class: "num"},
+      {label: "Free memory", value: (i) => K.bytes(scores.freeMemory[i]), class: "num"},
     ], [...Array(Math.min(scores.nodes.length, 20)).keys()], {id: "score-table"}));
     filterOffset = 0;
     drawFilters();

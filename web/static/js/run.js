@@ -8,7 +8,8 @@ K.start(async ({run}) => {
   const s = info.run.summary || {};
   K.fill("summary",
     K.card("pods scheduled", K.num(s.podsScheduled)),
-    K.card("left unschedulable", K.num(s.podsUnschedulable)),
+    K.card("pending at end", K.num(K.pendingAtEnd(s))),
+    K.card("never scheduled", K.num(s.podsNeverScheduled)),
     K.card("preempted", K.num(s.podsPreempted)),
     K.card("attempts", K.num(s.attempts)),
     K.card("virtual time", K.secs(info.span.seconds)),

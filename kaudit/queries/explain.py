@@ -1,0 +1,61 @@
+"""A pod's whole story in a run, verdict first (the ``kaudit explain`` shape).
+
+The verdict (:mod:`kaudit.queries.verdict`) is computed once here and carried unchanged by the
+CLI text, ``--json`` and the pod page's API, so every view states the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+
+from kaudit.errors import UnknownObjectError
+from kaudit.eventlog.codec import unpack_attempt
+from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.decision_inputs import free_capacity
+from kaudit.queries.runs import get_run, node_names, pod_key
+from kaudit.queries.timeline import run_span
+from kaudit.queries.verdict import load_pod_records, pod_verdict
+
+
+def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
+    """A pod's whole story in a run: its verdict, queue transitions, attempts in full (per-node
+    verdicts and scores) and other records."""
+    run = get_run(engine, run_ref)
+    key = pod_key(engine, run.id, pod_ref)
+    records = load_pod_records(engine, run.id, key)
+    if not records:
+        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    names = node_names(engine, run.id)
+    span = run_span(engine, run.id)
+    story: dict[str, Any] = {"run": run.name, "pod": key, "uid": None,
+                             "verdict": pod_verdict(engine, run, key, records, span),
+                             "recordedNode": None, "boundNode": None, "boundTime": None,
+                             "queue": [], "attempts": [], "events": []}
+    for record in records:
+        document, kind, node = record.document, record.kind, record.node
+        when = format_timestamp(record.ts_us)
+        if kind == "queue":
+            story["queue"].append({"time": when, "t": span.t(record.ts_us),
+                                   "from": document["from"], "to": document["to"],
+                                   "event": document["event"]})
+        elif kind == "attempt":
+            attempt = unpack_attempt(document, record.blob, names)
+            story["attempts"].append({"pod": key, **attempt, "result": document.get("result"),
+                                      "time": when,
+                                      "t": span.t(record.ts_us)})
+        elif kind == "recorded":
+            story["recordedNode"] = node
+        elif kind == "bind":
+            story["boundNode"], story["boundTime"] = node, when
+        if kind not in ("queue", "attempt"):
+            story["events"].append({"time": when, "t": span.t(record.ts_us), "kind": kind,
+                                    "node": node, **document})
+    decisive = story["verdict"]["decisiveAttempt"]
+    if decisive is not None:
+        attempts = [r for r in records if r.kind == "attempt"]
+        evaluated = story["attempts"][decisive]["nodes"]
+        free = free_capacity(engine, run.id, attempts[decisive].ts_us, exclude_pod=key)
+        story["decisiveFreeCapacity"] = {name: free[name] for name in evaluated if name in free}
+    return story

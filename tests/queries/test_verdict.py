@@ -1,0 +1,150 @@
+"""The verdict every pod view leads with: computed from the log, the same in every view, and
+grouped by cause at any scale."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from sqlalchemy import Engine
+
+from kaudit.queries.explain import explain_pod
+from kaudit.queries.pods import attempt_detail, pod_story
+from kaudit.queries.runs import get_run, iter_run_events
+from kaudit.readers.ingest import TraceInput, ingest_trace
+from kaudit.replay.run import replay_trace
+from kaudit.scheduler.build import load
+from kaudit.store.traces import get_trace
+from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import write_trace
+
+
+def _rejected(attempt: dict) -> int:  # type: ignore[type-arg]
+    return sum(1 for node in attempt["nodes"].values() if not node["feasible"])
+
+
+def test_a_preemptor_is_bound_by_evicting_and_opens_on_its_preempting_attempt(
+        sample_runs: Engine) -> None:
+    story = explain_pod(sample_runs, "default", "web/payments-0")
+    verdict = story["verdict"]
+    assert verdict["state"] == "bound"
+    decisive = story["attempts"][verdict["decisiveAttempt"]]
+    assert decisive["preemption"]["nominatedNode"] == story["boundNode"]
+    assert verdict["victims"] == decisive["preemption"]["victims"]
+    assert verdict["headline"].startswith(f"Bound to {story['boundNode']} at ")
+    assert f"by evicting {decisive['preemption']['victims'][0]}" in verdict["headline"]
+    assert "preempted lower priority 100, against the pod's 100000" in verdict["headline"]
+    # the decisive attempt is not the last one: the pod was bound by a later attempt
+    assert verdict["decisiveAttempt"] < len(story["attempts"]) - 1
+    # every rejected node is in exactly one cause group
+    assert sum(c["count"] for c in verdict["causes"]) == _rejected(decisive)
+    for cause in verdict["causes"]:
+        for resource in cause["facts"].get("resources", []):
+            # "lacks cpu" must be true of the numbers shown: the largest free is short
+            assert resource["freeMax"] < resource["requested"]
+    assert verdict["inputs"]["requests"] == {"cpu": 3000, "memory": 6 * 2**30}
+    assert verdict["inputs"]["priority"] == 100000
+
+
+def test_an_unschedulable_pod_names_the_concrete_causes(sample_runs: Engine) -> None:
+    story = explain_pod(sample_runs, "default", "web/ssd-cache")
+    verdict = story["verdict"]
+    assert verdict["state"] == "pending"
+    assert verdict["decisiveAttempt"] == len(story["attempts"]) - 1
+    assert verdict["headline"].startswith("Pending 8m30s: no node fits — ")
+    texts = [c["text"] for c in verdict["causes"]]
+    assert texts == ["10 don't match nodeSelector disktype=ssd", "1 cordoned",
+                     "1 tainted nvidia.com/gpu=present:NoSchedule"]
+    assert verdict["causes"][0]["detail"] == "nodeSelector disktype=ssd (node has no disktype)"
+    assert verdict["inputs"]["nodeSelector"] == {"disktype": "ssd"}
+    assert verdict["inputs"]["tolerations"] == []
+    # PreFilter refusals are stated as such, not as a per-node cause
+    worker = explain_pod(sample_runs, "default", "data/scratch-worker")["verdict"]
+    assert worker["headline"].endswith(
+        "VolumeBinding refused the pod before any node was tried: pod has unbound immediate "
+        "PersistentVolumeClaims")
+
+
+def test_victims_placements_and_pods_kaudit_did_not_schedule(sample_runs: Engine) -> None:
+    run = get_run(sample_runs, "default")
+    preempt = next(iter_run_events(sample_runs, run.id, kind="preempt"))
+    victim = explain_pod(sample_runs, "default", preempt["pod"])["verdict"]
+    assert victim["state"] == "preempted" and victim["preemptor"] == "web/payments-0"
+    assert victim["headline"].startswith(f"Preempted at {victim['at']:g} s by web/payments-0 "
+                                         f"on {preempt['node']}")
+    placed = explain_pod(sample_runs, "default", "data/postgres-0")
+    verdict = placed["verdict"]
+    assert verdict["state"] == "bound" and verdict["decisiveAttempt"] == 0
+    assert verdict["headline"].startswith(f"Placed on {placed['boundNode']} at 25 s: ")
+    custom = explain_pod(sample_runs, "default", "default/custom-scheduled")["verdict"]
+    assert custom["state"] == "bound-by-trace"
+    assert "schedulerName is my-custom-scheduler" in custom["headline"]
+
+
+def test_text_json_and_page_carry_the_same_verdict(sample_runs: Engine,
+                                                   run_kaudit: Callable[..., Result]) -> None:
+    for pod in ("web/payments-0", "web/ssd-cache", "data/postgres-1", "data/scratch-worker"):
+        explained = explain_pod(sample_runs, "packing", pod)["verdict"]
+        as_json = json.loads(run_kaudit("explain", "packing", pod, "--json").output)["verdict"]
+        text = run_kaudit("explain", "packing", pod).output.splitlines()
+        page = pod_story(sample_runs, "packing", pod)["verdict"]
+        assert as_json == explained == page
+        assert text[1] == explained["headline"]
+        index = explained["decisiveAttempt"]
+        if index is not None and explained["causes"]:
+            detail = attempt_detail(sample_runs, "packing", pod, index)
+            assert detail["causes"] == explained["causes"]
+            assert f"#{index} at" in "\n".join(text)
+
+
+def test_explain_refuses_an_attempt_the_pod_does_not_have(
+        sample_runs: Engine, run_kaudit: Callable[..., Result]) -> None:
+    result = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "7")
+    assert result.exit_code == 2
+    assert "--attempt: web/ssd-cache has 3 attempt(s) in run default (0 to 2)" in result.output
+    shown = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "0", "--all-nodes")
+    assert shown.exit_code == 0 and "Attempt #0 at" in shown.output
+    assert shown.output.count("NodeAffinity") >= 10  # one row per rejected node
+
+
+@pytest.fixture
+def thousands(engine: Engine, tmp_path: Path) -> Engine:
+    """2,000 nodes rejecting one pod for three causes."""
+    nodes = []
+    for i in range(1200):
+        nodes.append(make_node(f"small-{i:04d}").capacity(cpu="1", memory="8Gi", pods="110")
+                     .label("tier", "gold").obj())
+    for i in range(500):
+        nodes.append(make_node(f"ml-{i:04d}").capacity(cpu="16", memory="64Gi", pods="110")
+                     .label("tier", "gold").taint("dedicated", "ml", "NoSchedule").obj())
+    for i in range(300):
+        nodes.append(make_node(f"plain-{i:04d}").capacity(cpu="16", memory="64Gi", pods="110")
+                     .obj())
+    pod = make_pod("wide").req(cpu="2", memory="1Gi").node_selector(tier="gold").obj()
+    path = write_trace(tmp_path / "thousands.jsonl", *((0.0, "ADDED", n) for n in nodes),
+                       (1.0, "ADDED", pod))
+    ingest_trace(engine, [TraceInput(path)], name="thousands")
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, "thousands"), config, registry, name="thousands")
+    return engine
+
+
+def test_thousands_of_rejections_come_as_a_few_groups(
+        thousands: Engine, run_kaudit: Callable[..., Result]) -> None:
+    verdict = explain_pod(thousands, "thousands", "default/wide")["verdict"]
+    assert [(c["count"], c["cause"]) for c in verdict["causes"]] == [
+        (1200, "lack cpu"), (500, "tainted dedicated=ml:NoSchedule"),
+        (300, "don't match nodeSelector tier=gold")]
+    assert verdict["causes"][0]["detail"] == "needs 2 cores; free 1 core"
+    assert all(len(c["nodes"]) <= 8 and c["moreNodes"] == c["count"] - len(c["nodes"])
+               for c in verdict["causes"])
+    assert verdict["headline"].endswith(
+        "no node fits — 1200 lack cpu (needs 2 cores, the largest free is 1 core), "
+        "500 tainted dedicated=ml:NoSchedule, 300 don't match nodeSelector tier=gold")
+    text = run_kaudit("explain", "thousands", "default/wide").output
+    assert len(text.splitlines()) < 40
+    rows = [line.split(None, 1)[0] for line in text.splitlines() if "lack cpu" in line]
+    assert rows[-1] == "1200"
