@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from kaudit.cli.ingest import IngestRequest, trace_input_options
 from kaudit.cli.options import db_option, echo_config_warnings, table
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
@@ -112,7 +113,7 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
 
 
 @click.command()
-@click.argument("trace_file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@trace_input_options(format_flag="--trace-format", seed_flag="--trace-seed")
 @click.option("--config", "config_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="The configuration to check [default: kube-scheduler's defaults].")
@@ -124,12 +125,14 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
 @click.option("--seed", type=int, default=0, show_default=True)
 @fail_on_option
 @format_option
-def check(trace_file: Path, config_path: Path | None, baseline_path: Path,
+def check(request: IngestRequest, config_path: Path | None, baseline_path: Path,
           feature_gates: str | None, plugins: tuple[str, ...], seed: int,
           fail_on: tuple[str, ...], output_format: str) -> None:
-    """Replay TRACE_FILE under --config and compare with a committed baseline summary.
+    """Replay the trace in FILES under --config and compare with a committed baseline summary.
 
-    Needs no database: the replay happens in a temporary one.
+    FILES and --snapshot are read as `kaudit ingest` reads them (several files, audit logs,
+    simulator records, a List snapshot of the start; --trace-format and --trace-seed are
+    ingest's --format and --seed). Needs no database: the replay happens in a temporary one.
     """
     conditions = [parse_condition(c) for c in fail_on]
     baseline, document = load_summary(baseline_path)
@@ -138,7 +141,7 @@ def check(trace_file: Path, config_path: Path | None, baseline_path: Path,
     with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
         engine = open_database(f"sqlite:///{Path(tmp) / 'check.db'}")
         try:
-            summary = _trace(engine, str(trace_file))
+            summary = get_trace(engine, request.ingest(engine).trace_id)
             content_hash = trace_content_hash(engine, summary.id)
             expected = (document.get("trace") or {}).get("contentHash")
             if expected and expected != content_hash:

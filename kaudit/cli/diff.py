@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from kaudit.cli.options import db_option, echo_json, json_option, table
-from kaudit.queries.diff import diff_runs
+from kaudit.queries.diff import CHANCE, diff_runs
 from kaudit.store.schema import open_database
 
 
@@ -40,13 +40,19 @@ def _print(report: dict[str, Any], limit: int) -> None:
                f"{counts['scheduledOnlyInA']} scheduled only in A, "
                f"{counts['scheduledOnlyInB']} only in B, {counts['preemptedOnlyInA']} "
                f"preempted only in A, {counts['preemptedOnlyInB']} only in B, "
-               f"{counts['pendingTimeChanged']} pending longer or shorter")
+               f"{counts['pendingTimeChanged']} pending longer or shorter, "
+               f"{counts['samplingArtifacts']} sampling artifacts")
     rows = [(r["label"], r["aText"], r["bText"], r["deltaText"]) for r in report["rows"]]
     click.echo(table(rows, ["", report["a"], report["b"], "CHANGE"], indent=2))
     if report["sameConfiguration"]:
         click.echo("Both runs used the same configuration: every difference comes from "
                    "tie-breaks (seeds), none from the configuration.")
-    real = [c for c in report["changes"] if c["change"] not in ("tie-flip", "tie-consequence")]
+    if report["causes"]:
+        click.echo("\nChanged pods by cause:")
+        click.echo(table([(c["count"], c["cause"], ", ".join(c["pods"][:3])
+                           + (f" and {c['count'] - 3} more" if c["count"] > 3 else ""))
+                          for c in report["causes"]], ["PODS", "CAUSE", "FOR EXAMPLE"], indent=2))
+    real = [c for c in report["changes"] if c["change"] not in CHANCE]
     if real:
         click.echo("\nChanged pods:")
         for change in real[:limit]:

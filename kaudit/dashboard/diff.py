@@ -11,10 +11,10 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import integer, is_final, run_with_span, text
-from kaudit.queries.diff import diff_runs
+from kaudit.queries.diff import CHANCE, diff_runs
 from kaudit.queries.outcomes import RECORDED
 from kaudit.queries.runs import list_runs
-from kaudit.queries.timeline import has_timeline, series
+from kaudit.queries.timeline import has_timeline, nodes_in_use, series
 
 bp = Blueprint("diff", __name__)
 
@@ -52,7 +52,8 @@ def _report(a: str, b: str) -> dict[str, Any]:
         for side, ref in (("a", a), ("b", b)):
             if ref in runs:
                 run, span = runs[ref]
-                timelines[side] = (series(engine, run.id, span, limit=600)
+                timelines[side] = ({**series(engine, run.id, span, limit=600),
+                                    "nodesInUse": nodes_in_use(engine, run.id, span)}
                                    if has_timeline(engine, run.id) else None)
             else:
                 timelines[side] = None
@@ -73,7 +74,7 @@ def diff_json() -> ResponseReturnValue:
     if change is not None:
         changes = [c for c in changes if c["change"] == change]
     else:
-        changes = [c for c in changes if c["change"] not in ("tie-flip", "tie-consequence")]
+        changes = [c for c in changes if c["change"] not in CHANCE]
     return jsonify({**{k: v for k, v in report.items() if k != "changes"},
                     "changes": {"total": len(changes), "offset": offset, "limit": limit,
                                 "items": changes[offset:offset + limit]}})

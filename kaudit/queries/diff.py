@@ -13,6 +13,7 @@ apart) and is reported as a *tie consequence*, not as a change.
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,13 +103,41 @@ class _BindingAttempts:
         return unpack_attempt(orjson.loads(data), blob, self.names[run_id], only)
 
 
+_NOT_EVALUATED = "did not evaluate"
+#: Changes that come from chance (coin flips, sampling), not from the configuration.
+CHANCE = ("tie-flip", "tie-consequence", "sampling")
+
+
+def change_cause(change: PodChange) -> str:
+    """The change's cause in a few words, for grouping: the plugin (and reason) that decided
+    a move, a tie or sampling artifact, or the change's kind."""
+    if change.change in ("tie-flip", "tie-consequence"):
+        return "chance: " + ("a coin flip between top-scored nodes or equal victims"
+                             if change.change == "tie-flip" else "follows earlier coin flips")
+    if change.change == "sampling":
+        return "chance: the other node was outside the sampled nodes"
+    if change.change == "moved":
+        rejected = re.search(r" rejected \S+: (\S+) \((.*)\)$", change.reason)
+        if rejected:
+            return f"the other node no longer fit: {rejected.group(1)} ({rejected.group(2)})"
+        if change.deltas:
+            plugin = max(change.deltas, key=lambda p: abs(change.deltas[p]))
+            return f"scored higher by {plugin}"
+        return "moved: " + (change.reason or "no attempt to compare")
+    if change.change.startswith("scheduled-only-in-"):
+        return f"bound only in {change.change[-1].upper()}"
+    if change.change.startswith("preempted-only-in-"):
+        return f"preempted only in {change.change[-1].upper()}"
+    return "waited longer or shorter"
+
+
 def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
                  ) -> tuple[str, dict[str, int]]:
     """Why ``attempt`` (of run ``label``) chose ``winner`` rather than ``other``."""
     nodes = attempt["nodes"]
     won, lost = nodes.get(winner, {}), nodes.get(other)
     if lost is None:
-        return (f"{label} did not evaluate {other} (it examined "
+        return (f"{label} {_NOT_EVALUATED} {other} (it examined "
                 f"{attempt['evaluatedNodes']} nodes from its rotating start)", {})
     if not lost.get("feasible"):
         failed = [(p, v) for p, v in lost["filter"].items() if v["code"] != "Success"]
@@ -197,6 +226,7 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
     attempts = _BindingAttempts(engine)
     changes: list[PodChange] = []
     counts = {"same": 0, "moved": 0, "tieFlips": 0, "tieConsequences": 0,
+              "samplingArtifacts": 0,
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
               "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
     same_config = a.config is not None and a.config == b.config
@@ -254,7 +284,6 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
                 changes.append(PodChange(key, "tie-flip", *sides,
                                          "both nodes were among the top scores: a coin flip"))
                 continue
-            counts["moved"] += 1
             if attempt_b is not None:
                 reason, deltas = explain_move(attempt_b, pb.node, pa.node, b.name)
             elif attempt_a is not None:
@@ -262,6 +291,14 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
                 deltas = {p: -d for p, d in deltas.items()}
             else:
                 reason, deltas = "", {}
+            if _NOT_EVALUATED in reason:
+                # The other run never looked at this node (percentageOfNodesToScore sampled
+                # from a rotating start): a sampling artifact, like a tie flip, not a verdict
+                # of the configuration.
+                counts["samplingArtifacts"] += 1
+                changes.append(PodChange(key, "sampling", *sides, reason, deltas))
+                continue
+            counts["moved"] += 1
             changes.append(PodChange(key, "moved", *sides, reason, deltas))
             continue
         if pa.pending_us is not None and pb.pending_us is not None and \
@@ -276,8 +313,20 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
         "counts": counts,
         "aggregates": {"a": aggregates(original_a), "b": aggregates(original_b)},
         "rows": diff_rows(aggregates(original_a), aggregates(original_b)),
-        "changes": [c.as_json() for c in changes],
+        "changes": [{**c.as_json(), "cause": change_cause(c)} for c in changes],
+        "causes": _cause_counts(changes),
     }
+
+
+def _cause_counts(changes: list[PodChange]) -> list[dict[str, Any]]:
+    """Changed pods grouped by cause, largest first (chance last)."""
+    groups: dict[str, list[str]] = {}
+    for change in changes:
+        groups.setdefault(change_cause(change), []).append(change.pod)
+    return [{"cause": cause, "count": len(pods), "chance": cause.startswith("chance:"),
+             "pods": pods[:5]}
+            for cause, pods in sorted(groups.items(), key=lambda kv: (
+                kv[0].startswith("chance:"), -len(kv[1]), kv[0]))]
 
 
 def diff_runs(engine: Engine, run_a: str, run_b: str) -> dict[str, Any]:

@@ -115,6 +115,36 @@ def series(engine: Engine, run_id: int, span: Span, limit: int = MAX_POINTS) -> 
     }
 
 
+def nodes_in_use(engine: Engine, run_id: int, span: Span) -> dict[str, Any]:
+    """How many nodes hold at least one pod kaudit placed, after each instant that changed it
+    (the count ``kaudit diff`` calls nodes in use, over time)."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunPlacement.node, RunPlacement.start_us, RunPlacement.end_us)
+            .where(RunPlacement.run_id == run_id, RunPlacement.by == "kaudit")).all()
+    changes: list[tuple[int, int, str]] = []
+    for node, start, end in rows:
+        changes.append((start, 1, node))
+        if end is not None:
+            changes.append((end, -1, node))
+    changes.sort(key=lambda change: (change[0], -change[1]))
+    held: dict[str, int] = defaultdict(int)
+    in_use = 0
+    times: list[int] = []
+    counts: list[int] = []
+    for ts_us, step, node in changes:
+        before = held[node]
+        held[node] = before + step
+        in_use += (before == 0 and held[node] > 0) - (before > 0 and held[node] == 0)
+        if times and times[-1] == ts_us:
+            counts[-1] = in_use
+        else:
+            times.append(ts_us)
+            counts.append(in_use)
+    keep = _thin(len(counts), counts, MAX_POINTS)
+    return {"t": [span.t(times[i]) for i in keep], "nodes": [counts[i] for i in keep]}
+
+
 def _bucket_seconds(span: Span, buckets: int) -> float:
     raw = max(span.seconds / buckets, 0.001)
     for step in (0.001, 0.01, 0.1, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400):

@@ -86,3 +86,39 @@ def test_check_needs_only_trace_config_and_baseline(
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert runner.invoke(cli, ["check", str(sample_path), "--baseline", str(bad)]).exit_code == 2
+
+
+def test_check_reads_its_trace_as_ingest_does(run_kaudit: Callable[..., Result],
+                                              tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several files and a ``--snapshot`` List, exactly as ``kaudit ingest`` takes them."""
+    from kaudit.tracegen.builders import make_node, make_pod
+    from tests.conftest import write_trace
+
+    snapshot = tmp_path / "start.json"
+    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110").obj()
+        for i in range(3)]}))
+    first = write_trace(tmp_path / "part-1.jsonl",
+                        *((float(i), "ADDED", make_pod(f"a{i}").req(cpu="1").obj())
+                          for i in range(4)))
+    second = write_trace(tmp_path / "part-2.jsonl",
+                         *((10.0 + i, "ADDED", make_pod(f"b{i}").req(cpu="1").obj())
+                           for i in range(4)))
+    baseline = tmp_path / "baseline.json"
+    inputs = [str(first), str(second), "--snapshot", str(snapshot)]
+    assert run_kaudit("ingest", *inputs, "--name", "parts").exit_code == 0
+    assert run_kaudit("replay", "parts", "--summary-out", str(baseline)).exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    passing = runner.invoke(cli, ["check", *inputs, "--baseline", str(baseline),
+                                  "--fail-on", "changed>0", "--fail-on", "pending_at_end>0"])
+    assert passing.exit_code == 0, passing.output
+    assert "pending_at_end = 0 (threshold 0) — ok" in passing.output
+    # the same files without the snapshot are another trace
+    partial = runner.invoke(cli, ["check", str(first), str(second), "--baseline",
+                                  str(baseline)])
+    assert partial.exit_code == 2 and "another trace" in partial.output
+    missing = runner.invoke(cli, ["check", "--baseline", str(baseline)])
+    assert missing.exit_code == 2 and "give at least one trace FILE or --snapshot FILE" in \
+        missing.output

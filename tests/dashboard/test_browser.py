@@ -195,7 +195,7 @@ PAGES = [
     ("pod", "/runs/packing/pods/data/postgres-1", {"chart-lifecycle", "chart-scores",
                                                    "chart-filters"}, "#score-table tbody tr"),
     ("events", "/runs/default/events?kind=attempt", set(), "#events-table tbody tr"),
-    ("diff", "/diff?a=default&b=packing", {"chart-pending", "chart-allocation"},
+    ("diff", "/diff?a=default&b=packing", {"chart-pending", "chart-allocation", "chart-nodes"},
      "#changes-table tbody tr"),
     ("diff-pod", "/diff/pods/data/postgres-1?a=default&b=packing", set(), ".side table"),
     ("config", "/runs/packing/config", set(), "#config-yaml"),
@@ -372,6 +372,28 @@ def test_diff_page_lists_changed_pods(server: dict[str, Any], browser: Any) -> N
     sides = [page.inner_text("#side-a"), page.inner_text("#side-b")]
     assert f"bound to {moved[2]}" in sides[0] and f"bound to {moved[3]}" in sides[1]
     visit.screenshot("diff-pod-moved")
+    visit.close()
+
+
+def test_the_diff_pod_page_fits_a_1280_pixel_window(server: dict[str, Any],
+                                                   browser: Any) -> None:
+    pod = _moved_by_bin_packing(server["engine"])
+    visit = Visit(browser, server["base"])
+    visit.page.set_viewport_size({"width": 1280, "height": 800})
+    page = visit.open(f"/diff/pods/{pod}?a=default&b=packing")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    for side in ("#side-a", "#side-b"):
+        card = page.locator(f"{side} .side").bounding_box()
+        scroller = page.locator(f"{side} .scroll").bounding_box()
+        assert card is not None and scroller is not None
+        assert card["x"] + card["width"] <= 1280
+        assert scroller["x"] + scroller["width"] <= card["x"] + card["width"] + 0.5
+        verdict = explain_pod(server["engine"], "default" if side == "#side-a" else "packing",
+                              pod)["verdict"]["headline"]
+        assert page.inner_text(f"{side} .verdict") == verdict
+    target = ARTIFACTS / "screenshots"
+    target.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target / "diff-pod-1280.png"), full_page=True)
     visit.close()
 
 

@@ -107,3 +107,54 @@ def test_replacements_are_paired_by_owner_and_order() -> None:
                  ("batch/other-r3", 2))
     assert _pair_replacements(a, b) == [("batch/etl-7xk2q", "batch/etl-r1"),
                                         ("batch/etl-b2c4d", "batch/etl-r2")]
+
+
+@pytest.fixture
+def sampled(engine: Engine, tmp_path: Path) -> Engine:
+    """400 equal nodes: each attempt evaluates a rotating sample of them
+    (percentageOfNodesToScore), so bin packing can pick a node the spreading run never saw."""
+    import random
+
+    from kaudit.replay.run import replay_trace
+    from kaudit.scheduler.build import load
+    from kaudit.store.traces import get_trace
+    from kaudit.tracegen.builders import make_node, make_pod
+    from tests.conftest import write_trace
+
+    chooser = random.Random(1)
+    events = [(0.0, "ADDED", make_node(f"n{i:03d}").capacity(cpu="8", memory="32Gi", pods="110")
+               .zone(f"z{i % 3}").obj()) for i in range(400)]
+    events += [(1.0 + j // 10, "ADDED", make_pod(f"p{j:03d}").req(
+        cpu=str(chooser.choice([1, 2, 3])), memory="2Gi").obj()) for j in range(120)]
+    ingest_trace(engine, [TraceInput(write_trace(tmp_path / "wide.jsonl", *events))],
+                 name="wide")
+    most = tmp_path / "most.yaml"
+    most.write_text(MOST_ALLOCATED)
+    trace = get_trace(engine, "wide")
+    for name, path in (("spread", None), ("packed", most)):
+        config, registry = load(path)
+        replay_trace(engine, trace, config, registry, name=name)
+    return engine
+
+
+def test_changes_are_grouped_by_cause_and_sampling_is_chance(
+        sampled: Engine, run_kaudit: Callable[..., Result]) -> None:
+    report = json.loads(run_kaudit("diff", "spread", "packed", "--json").output)
+    changes = report["changes"]
+    assert sum(group["count"] for group in report["causes"]) == len(changes)
+    sampling = [c for c in changes if c["change"] == "sampling"]
+    assert sampling and report["counts"]["samplingArtifacts"] == len(sampling)
+    assert report["counts"]["moved"] == sum(c["change"] == "moved" for c in changes)
+    for change in sampling[:5]:
+        # the packing run never evaluated the node the spreading run chose
+        story = explain_pod(sampled, "packed", change["pod"])
+        binding = [a for a in story["attempts"] if a["selectedNode"]][-1]
+        assert change["a"]["node"] not in binding["nodes"]
+        assert change["cause"] == "chance: the other node was outside the sampled nodes"
+    chance = [g for g in report["causes"] if g["chance"]]
+    assert report["causes"][-len(chance):] == chance  # chance comes last
+    assert {g["cause"] for g in report["causes"] if not g["chance"]} == {
+        "scored higher by NodeResourcesFit"}
+    # sampling artifacts are not changes for CI, like tie flips
+    check = run_kaudit("diff", "spread", "packed")
+    assert "sampling artifacts" in check.output and "Changed pods by cause:" in check.output

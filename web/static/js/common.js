@@ -112,6 +112,9 @@ const K = (() => {
     return `${v.toFixed(v < 10 && i ? 1 : 0)} ${units[i]}`;
   }
   const cpu = (milli) => (milli === null || milli === undefined ? "–" : `${num(milli / 1000, 3)} cores`);
+  // One resource's amount in the unit people use for it (cores, GiB), as kaudit's CLI prints it.
+  const amount = (resource, v) => (resource === "cpu" ? cpu(v)
+    : resource === "memory" || resource === "ephemeral-storage" || resource.startsWith("hugepages-") ? bytes(v) : num(v));
   // Runs stored before "pending at end" was named hold it as podsUnschedulable.
   const pendingAtEnd = (summary) => ((summary || {}).podsPendingAtEnd ?? (summary || {}).podsUnschedulable);
   const secs = (s) => (s === null || s === undefined ? "–" : `${num(s, 3)} s`);
@@ -141,5 +144,5 @@ const K = (() => {
   }
 
   return {el, api, query, fill, table, pager, card, plot, start, showError, podLink, nodeLink, podUrl,
-    runUrl, apiRun, podPath, enc, num, pct, bytes, cpu, secs, pendingAtEnd};
+    runUrl, apiRun, podPath, enc, num, pct, bytes, cpu, secs, pendingAtEnd, amount};
 })();

@@ -28,7 +28,8 @@ K.start(async ({run, seconds, t}) => {
     const [requested, allocatable] = utilisation(nodes, name);
     const share = requested.map((r, i) => (allocatable[i] ? r / allocatable[i] : 0));
     const hover = nodes.name.map((n, i) => `${n} (zone ${nodes.zone[i] || "–"})<br>` +
-      `${name}: ${K.num(requested[i])} of ${K.num(allocatable[i])}<br>pods: ${nodes.pods[i]}`);
+      `${name}: ${K.amount(name, requested[i])} of ${K.amount(name, allocatable[i])} ` +
+      `(${K.pct(allocatable[i] ? requested[i] / allocatable[i] : null)})<br>pods: ${nodes.pods[i]}`);
     let traces;
     let layout;
     if (nodes.name.length <= 300) {
