@@ -3,13 +3,15 @@ that moment), and one node's pods."""
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, render_template
+from flask import Blueprint, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, moment, run_with_span
+from kaudit.errors import InputError
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
+from kaudit.queries.whatif import MAX_MANIFEST, parse_manifest, whatif_at
 
 bp = Blueprint("history", __name__)
 
@@ -41,3 +43,17 @@ def state(run: str) -> ResponseReturnValue:
 def node(run: str, node: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
     return jsonify(node_at(get_engine(), found.id, span, node, moment("t", span, 0.0) or 0.0))
+
+
+@bp.post("/api/v1/runs/<run>/whatif")
+def whatif(run: str) -> ResponseReturnValue:
+    """Where the Pod manifest in the request body (JSON or YAML) would go in the run's cluster
+    at ``t``: ``kaudit whatif --json``'s evaluation. Nothing is stored."""
+    found, _span = run_with_span(run)
+    if (request.content_length or 0) > MAX_MANIFEST:
+        raise InputError(f"pod manifest: larger than {MAX_MANIFEST // 1024} KiB")
+    text = request.get_data(as_text=True)
+    if not text.strip():
+        raise InputError("pod manifest: the request body is empty; send a Pod as JSON or YAML")
+    return jsonify(whatif_at(get_engine(), found.name, request.args.get("t"),
+                             parse_manifest(text)))

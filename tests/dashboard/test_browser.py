@@ -397,6 +397,37 @@ def test_the_diff_pod_page_fits_a_1280_pixel_window(server: dict[str, Any],
     visit.close()
 
 
+def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> None:
+    """Paste a manifest, evaluate it at the scrubber's moment, read the same answer as the
+    API gives; a bad manifest is refused in words."""
+    import urllib.request as request
+
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/default/history?t=240")
+    manifest = ("apiVersion: v1\nkind: Pod\nmetadata: {name: probe, namespace: web}\n"
+                "spec:\n  containers:\n  - name: app\n"
+                "    resources: {requests: {cpu: '2', memory: 4Gi}}\n")
+    page.fill("#whatif-manifest", manifest)
+    page.click("#whatif-run")
+    page.wait_for_selector("#whatif-verdict")
+    with request.urlopen(request.Request(f"{server['base']}/api/v1/runs/default/whatif?t=240",
+                                         data=manifest.encode(), method="POST")) as answer:
+        expected = json.loads(answer.read())
+    verdict = page.inner_text("#whatif-verdict")
+    assert verdict == (f"web/probe would not fit at t = 240 s: "
+                       f"{expected['evaluation']['message']}")
+    assert page.locator("#whatif-rejected tbody tr").count() >= 2
+    assert "null" not in page.inner_text("#whatif-result")
+    visit.screenshot("history-what-if")
+    page.fill("#whatif-manifest", "kind: Service\nmetadata: {name: x}\n")
+    page.click("#whatif-run")
+    page.wait_for_selector("#whatif-error")
+    assert "kind is 'Service', expected 'Pod'" in page.inner_text("#whatif-error")
+    # the refusal is the expected answer, not a page error
+    visit.errors = [e for e in visit.errors if "status of 400" not in e]
+    visit.close()
+
+
 def test_hostile_values_are_shown_as_text(server: dict[str, Any], browser: Any) -> None:
     visit = Visit(browser, server["base"])
     for path in ("/", f"/runs/{HOSTILE_RUN}", f"/runs/{HOSTILE_RUN}/history?t=1&node=node-x",

@@ -83,7 +83,7 @@ const K = (() => {
 
   function fill(id, ...children) {
     const box = typeof id === "string" ? document.getElementById(id) : id;
-    box.replaceChildren(...children.flat());
+    box.replaceChildren(...children.flat().filter((child) => child !== null && child !== undefined));
     return box;
   }
 
@@ -122,7 +122,8 @@ const K = (() => {
   const plotConfig = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"]};
   const baseLayout = {
     margin: {l: 55, r: 15, t: 30, b: 45}, font: {family: "system-ui, sans-serif", size: 12},
-    legend: {orientation: "h", x: 0, y: 1.02, yanchor: "bottom"}, hovermode: "x unified", paper_bgcolor: "#fff", plot_bgcolor: "#fff",
+    // A legend on every chart, even of one series: it says what the marks are.
+    showlegend: true, legend: {orientation: "h", x: 0, y: 1.02, yanchor: "bottom"}, hovermode: "x unified", paper_bgcolor: "#fff", plot_bgcolor: "#fff",
   };
   function plot(id, traces, layout) {
     const div = document.getElementById(id);

@@ -37,7 +37,7 @@ K.start(async ({run, seconds, t}) => {
       traces = [{type: "bar", x, y: share, customdata: nodes.name, hovertext: hover, hoverinfo: "text",
         name: `${name} requested ÷ allocatable`, marker: {color: share.map((v) => (v > 0.9 ? "#c0392b" : "#2e86c1"))}}];
       layout = {hovermode: "closest", yaxis: {tickformat: ".0%", range: [0, Math.max(1, ...share)]},
-        xaxis: {type: "multicategory", tickangle: -45}, margin: {l: 55, r: 15, t: 10, b: 110}};
+        xaxis: {type: "multicategory", tickangle: -45}, margin: {l: 55, r: 15, t: 30, b: 110}};
     } else {
       // Large clusters: a heat map, each zone a block of rows of at most 100 nodes.
       const perRow = 100;
@@ -172,6 +172,52 @@ K.start(async ({run, seconds, t}) => {
     };
     playing = setTimeout(tick, 0);
   });
+  // What-if: the pasted or uploaded manifest evaluated at the scrubber's moment.
+  const manifest = document.getElementById("whatif-manifest");
+  document.getElementById("whatif-file").addEventListener("change", async (event) => {
+    const file = event.target.files[0];
+    if (file) manifest.value = await file.text();
+  });
+  document.getElementById("whatif-run").addEventListener("click", () => evaluate().catch((e) => K.showError(e.message)));
+  async function evaluate() {
+    const box = document.getElementById("whatif-result");
+    K.fill(box, el("p", {class: "note", text: `evaluating at t = ${K.num(current, 3)} s…`}));
+    const response = await fetch(`${base}/whatif${K.query({t: current})}`, {
+      method: "POST", body: manifest.value, headers: {"Content-Type": "text/plain", Accept: "application/json"}});
+    const answer = await response.json();
+    if (!response.ok) {
+      K.fill(box, el("p", {class: "error", id: "whatif-error", text: answer.error}));
+      return;
+    }
+    const ev = answer.evaluation;
+    const nodes = Object.entries(ev.nodes);
+    const scored = nodes.filter(([, v]) => "total" in v).sort((a, b) => b[1].total - a[1].total || a[0].localeCompare(b[0]));
+    const rejected = {};
+    for (const [name, v] of nodes) {
+      const failed = Object.entries(v.filter).filter(([, f]) => f.code !== "Success");
+      if (!failed.length) continue;
+      const why = failed.map(([plugin, f]) => `${plugin}: ${f.reasons.join("; ") || f.code}`).join(" | ");
+      (rejected[why] = rejected[why] || []).push(name);
+    }
+    const headline = ev.selectedNode
+      ? `${answer.pod} would go to ${ev.selectedNode} at t = ${K.num(answer.t, 3)} s` +
+        (ev.tiedNodes.length > 1 ? ` (tied with ${ev.tiedNodes.length - 1} other node(s); the seeded tie-break chose it)` : "")
+      : `${answer.pod} would not fit at t = ${K.num(answer.t, 3)} s: ${ev.message}`;
+    const plugins = scored.length ? Object.keys(scored[0][1].score) : [];
+    K.fill(box,
+      el("p", {class: `verdict ${ev.selectedNode ? "bound" : "pending"}`, id: "whatif-verdict", text: headline}),
+      answer.preemption ? el("p", {text: `Preemption would nominate ${answer.preemption.node}, evicting ${answer.preemption.victims.join(", ")} (${answer.preemption.pdbViolations} PodDisruptionBudget violation(s)).`}) : null,
+      Object.keys(rejected).length ? K.table([
+        {label: "Nodes", value: ([, names]) => names.length, class: "num"},
+        {label: "Rejected by", value: ([why]) => why},
+        {label: "For example", value: ([, names]) => names.slice(0, 3).join(", ") + (names.length > 3 ? ` and ${names.length - 3} more` : "")},
+      ], Object.entries(rejected).sort((a, b) => b[1].length - a[1].length), {id: "whatif-rejected"}) : null,
+      scored.length ? el("div", {class: "scroll"}, K.table([
+        {label: "Node", value: ([name]) => name, class: "node"},
+        {label: "Total", value: ([, v]) => v.total, class: "num"},
+        ...plugins.map((p) => ({label: p.replace(/([a-z])([A-Z])/g, "$1\u200b$2"), value: ([, v]) => v.score[p].weighted, class: "num"})),
+      ], scored.slice(0, 8), {id: "whatif-scores", class: "data compact"})) : null);
+  }
   await go(current);
   document.getElementById("chart-nodes").on("plotly_click", (event) => {
     const point = event.points[0];

@@ -157,8 +157,12 @@ K.start(async ({run, pod}) => {
       z: matrix.plugins.map((_, p) => matrix.verdicts.map((v) => v[p])), zmin: -1, zmax: 3,
       text: matrix.plugins.map((_, p) => matrix.verdicts.map((v, n) => (v[p] < 0 ? "not run" : (matrix.reasons[n][String(p)] || [matrix.codes[v[p]]]).join("; ")))),
       hoverinfo: "x+y+text", showscale: false,
-      colorscale: [[0, "#eeeeee"], [0.25, "#eeeeee"], [0.25, "#27ae60"], [0.5, "#27ae60"], [0.5, "#8e44ad"], [0.75, "#e67e22"], [1, "#c0392b"]]}],
-    {hovermode: "closest", xaxis: {showticklabels: matrix.nodes.length <= 40, type: "category"}, margin: {l: 170, r: 15, t: 10, b: 60}});
+      colorscale: [[0, "#eeeeee"], [0.25, "#eeeeee"], [0.25, "#27ae60"], [0.5, "#27ae60"], [0.5, "#8e44ad"], [0.75, "#e67e22"], [1, "#c0392b"]]},
+    // A heat map has no legend of its own: one empty trace per colour names the verdicts.
+    ...[["passed", "#27ae60"], ["Unschedulable", "#e67e22"], ["UnschedulableAndUnresolvable", "#c0392b"],
+      ["Error", "#8e44ad"], ["not run", "#cccccc"]].map(([name, color]) => ({type: "scatter", mode: "markers",
+      x: [null], y: [null], name, hoverinfo: "skip", marker: {color, symbol: "square", size: 11}}))],
+    {hovermode: "closest", showlegend: true, xaxis: {showticklabels: matrix.nodes.length <= 40, type: "category"}, margin: {l: 170, r: 15, t: 30, b: 60}});
     K.fill("scores", K.table([
       {label: "Node", value: (i) => scores.nodes[i], class: "node"},
       {label: "Total", value: (i) => scores.total[i], class: "num total"},

@@ -1,0 +1,87 @@
+"""What-if in the dashboard: a pasted manifest evaluated against the run's cluster at time t,
+with the same evidence as ``kaudit whatif``, and nothing stored."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+
+from kaudit.cli import cli as main_cli
+from tests.conftest import database_contents
+
+MANIFEST = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: probe, namespace: web}
+spec:
+  containers:
+  - name: app
+    resources: {requests: {cpu: "2", memory: 4Gi}}
+"""
+
+
+def test_the_answer_is_kaudit_whatifs_on_the_cluster_at_t(
+        client: FlaskClient, sample_runs: Engine, run_kaudit: Callable[..., Result],
+        tmp_path: Path) -> None:
+    before = database_contents(sample_runs)
+    answer = client.post("/api/v1/runs/default/whatif?t=240", data=MANIFEST)
+    assert answer.status_code == 200, answer.get_json()
+    body = answer.get_json()
+    assert body["t"] == 240.0 and body["pod"] == "web/probe"
+    evaluation = body["evaluation"]
+    assert evaluation["selectedNode"] is None
+    assert evaluation["message"].startswith("0/11 nodes are available:")
+    assert body["preemption"]["victims"]
+    assert database_contents(sample_runs) == before  # read-only
+
+    # the same cluster exported at 240 s and evaluated by the CLI gives the same answer
+    snapshot = tmp_path / "at-240.json"
+    assert run_kaudit("export", "default", "--format", "simulator-snapshot", "--at", "240",
+                      "-o", str(snapshot)).exit_code == 0
+    exported = json.loads(snapshot.read_text())
+    objects = [{"kind": kind, "apiVersion": "v1", **obj}
+               for key, kind in (("nodes", "Node"), ("pods", "Pod"),
+                                 ("priorityClasses", "PriorityClass"),
+                                 ("namespaces", "Namespace"))
+               for obj in exported[key]]
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(MANIFEST)
+    cli = CliRunner().invoke(main_cli, ["whatif", "--cluster", str(cluster), "--pod", str(pod),
+                                        "--json"])
+    assert cli.exit_code == 0, cli.output
+    from_cli = json.loads(cli.output)
+    assert from_cli["message"] == evaluation["message"]
+    assert {n: v["filter"] for n, v in from_cli["nodes"].items()} == \
+        {n: v["filter"] for n, v in evaluation["nodes"].items()}
+
+    early = client.post("/api/v1/runs/default/whatif?t=30", data=MANIFEST).get_json()
+    assert early["evaluation"]["selectedNode"]  # the cluster had room then
+
+
+def test_bad_manifests_and_times_are_refused_clearly(client: FlaskClient) -> None:
+    cases = [
+        ("", "the request body is empty"),
+        ("kind: Service\nmetadata: {name: x}\n", "kind is 'Service', expected 'Pod'"),
+        ("kind: Pod\nmetadata: {name: [\n", "not valid YAML or JSON at line"),
+        ("kind: Pod\nmetadata: {name: p}\nspec: {}\n", "spec.containers must list"),
+        ("kind: Pod\nspec: {containers: [{name: c}]}\n", "metadata.name is required"),
+        ("---\nkind: Pod\n---\nkind: Pod\n", "expected one Pod object, found 2"),
+        ("x" * 300_000, "larger than 256 KiB"),
+    ]
+    for body, words in cases:
+        answer = client.post("/api/v1/runs/default/whatif?t=10", data=body)
+        assert answer.status_code == 400, (body[:40], answer.get_json())
+        assert words in answer.get_json()["error"], (words, answer.get_json())
+    outside = client.post("/api/v1/runs/default/whatif?t=100000", data=MANIFEST)
+    assert outside.status_code == 400 and "outside the run" in outside.get_json()["error"]
+    other = MANIFEST.replace("containers:", "schedulerName: nobody\n  containers:")
+    answer = client.post("/api/v1/runs/default/whatif", data=other)
+    assert answer.status_code == 400 and "'nobody' has no profile" in answer.get_json()["error"]
+    assert client.get("/api/v1/runs/default/whatif").status_code == 405
