@@ -8,6 +8,8 @@ import click
 from kaudit.cli.options import db_option, echo_json, human_duration, json_option, plural, table
 from kaudit.datadirs import sample_config, sample_trace
 from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.diff import diff_runs
+from kaudit.queries.outcomes import RECORDED
 from kaudit.queries.overview import trace_overview
 from kaudit.queries.runs import get_run
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -40,12 +42,15 @@ def demo(db: str | None, as_json: bool) -> None:
         packing, registry = load(sample_config())
         packed_id, packed = replay_trace(engine, summary, packing, registry)
         packed_run = get_run(engine, str(packed_id))
+        against_recorded = diff_runs(engine, RECORDED, run.name)
     finally:
         engine.dispose()
     if as_json:
         echo_json({"database": display_url(resolve_url(db)), "trace": summary.as_json(),
                    "newlyIngested": not result.duplicate, **overview.as_json(),
-                   "run": run.as_json(), "binPackingRun": packed_run.as_json()})
+                   "run": run.as_json(), "binPackingRun": packed_run.as_json(),
+                   "recordedAgainstDefault": {"compared": against_recorded["compared"],
+                                              "counts": against_recorded["counts"]}})
         return
 
     click.echo(f"kaudit demo, database {display_url(resolve_url(db))}\n")
@@ -92,6 +97,18 @@ def demo(db: str | None, as_json: bool) -> None:
                f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsPendingAtEnd']} pending at "
                f"the end, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
                f"{s['wallSeconds']:.2f}s.")
+    counts = against_recorded["counts"]
+    differ = against_recorded["compared"] - counts["same"]
+    kinds = [f"{counts['moved']} moved (the replay's queue retries in its own order)",
+             f"{counts['tieFlips'] + counts['tieConsequences']} coin flips"]
+    others = differ - counts["moved"] - counts["tieFlips"] - counts["tieConsequences"]
+    if others:
+        kinds.append(f"{others} otherwise")
+    click.echo(f"  The sample is synthetic: its recorded placements are kube-scheduler's default "
+               f"decisions, made as the\n  recording went. {counts['same']} of "
+               f"{against_recorded['compared']} pods land where the recording put them; "
+               f"{differ} differ:\n  {', '.join(kinds)}. `kaudit diff recorded {run.name}` "
+               "shows each.")
     p = packed.as_json()
     click.echo(f"And with a bin-packing configuration ({sample_config().name}) as run "
                f"'{packed_run.name}': {p['podsScheduled']} scheduled, {p['podsPendingAtEnd']} "

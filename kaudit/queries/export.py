@@ -5,7 +5,8 @@ records name the trace event), and kaudit's own actions. Folding the two gives t
 replayed cluster would have produced:
 
 * a pod kaudit scheduled carries kaudit's node from kaudit's bind on (a ``MODIFIED`` at the bind
-  time) and no node before; the trace's own recorded binding is not repeated;
+  time) and no node before; the trace's own recorded binding is not repeated, nor the recorded
+  scheduler's nomination of it or its preemption (``PreemptionByScheduler``): kaudit's stand;
 * a pod kaudit preempted terminates (a ``MODIFIED`` with ``deletionTimestamp`` and the
   ``DisruptionTarget`` condition) when its deletion is accepted; it, or a pod deleted at the end
   of its relative lifetime, is ``DELETED`` when gone, and the trace's later events for it are
@@ -146,7 +147,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
                     event.type == "DELETED" or _finished(obj)):
                 continue  # kaudit keeps the pod for its recorded run time from its own bind
             if key in managed and uid not in placed_by_trace:
-                obj = _on_node(obj, node_of.get(key))
+                obj = _without_recorded_scheduling(_on_node(obj, node_of.get(key)))
             if event.type == "DELETED":
                 last.pop(key, None)
                 node_of.pop(key, None)
@@ -172,6 +173,20 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             obj = _replacement(victims[document["replaces"]], pod)
             last[pod] = obj
             yield ExportedEvent(ts_us, "ADDED", obj)
+
+
+def _without_recorded_scheduling(obj: dict[str, Any]) -> dict[str, Any]:
+    """A pod kaudit scheduled, without the recorded scheduler's own decisions about it (its
+    nomination and a preemption by that scheduler): kaudit's replace them in the export."""
+    status = obj.get("status") or {}
+    conditions = status.get("conditions") or []
+    kept = [c for c in conditions if c.get("reason") != "PreemptionByScheduler"]
+    if "nominatedNodeName" not in status and len(kept) == len(conditions):
+        return obj
+    cleaned = {k: v for k, v in status.items() if k != "nominatedNodeName"}
+    if conditions:
+        cleaned["conditions"] = kept
+    return {**obj, "status": cleaned}
 
 
 def _finished(obj: dict[str, Any]) -> bool:

@@ -8,22 +8,23 @@ anti-affinity and topology spread; host ports; a gated pod; pods no node can tak
 another scheduler; a burst of batch pods that overfills the cluster; and a high-priority pod
 that only runs by preempting.
 
-The *recorded* placements (the later events that set ``spec.nodeName``) come from the simple
-first-fit rules of :class:`_Recorder` below, standing in for what a real cluster did: they are
-plausible, never over-commit a node, but are not kube-scheduler's choices, so replaying the
-sample shows real differences against them.
-
-Regenerate with ``python -m kaudit.tracegen.sample traces/sample.jsonl``; a test checks the
-committed file matches.
+The *recorded* placements (the later events that set ``spec.nodeName``, and the preemption of
+``web/payments-0``) are the decisions of a :data:`Chooser` given the cluster as the recording
+has it at that moment. The shipped sample is recorded with kube-scheduler's default
+configuration as kaudit evaluates it (:mod:`kaudit.replay.sample_history`, which also
+regenerates the file), so it reads like a trace of a real cluster running the default
+scheduler: replaying it with the defaults agrees with the recorded placements except where
+timing differs (the recording binds a burst in one pass; the replay's queue retries with
+backoff). Without a chooser, :func:`first_fit` (most free CPU) stands in, for tests that need
+no scheduler.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -258,10 +259,26 @@ class _NodeState:
     pods: list[str] = field(default_factory=list)
 
 
-class _Recorder:
-    """Emits events and stands in for the real cluster's scheduler: first fit, most free CPU."""
+@dataclass(frozen=True)
+class Decision:
+    """A recorded scheduling decision: a node, or a nomination with the pods it evicts."""
 
-    def __init__(self) -> None:
+    node: str | None
+    nominated: str | None = None
+    victims: tuple[str, ...] = ()
+
+
+#: Decides where the recorded cluster puts a pod: given every live object of the recording
+#: (nodes, bound and pending pods, volumes, ...) and the pod, its node, or a nomination.
+Chooser = Callable[[list[JSON], JSON], Decision]
+
+
+class _Recorder:
+    """Emits events and records the cluster's scheduling decisions through a chooser."""
+
+    def __init__(self, choose: Chooser | None = None) -> None:
+        self.choose = choose
+        self.alive: dict[tuple[str, str, str], JSON] = {}
         self.events: list[tuple[float, str, JSON]] = []
         self.nodes: dict[str, _NodeState] = {}
         self.pods: dict[str, JSON] = {}
@@ -271,7 +288,54 @@ class _Recorder:
         self.held: set[str] = set()
 
     def emit(self, t: float, event_type: str, obj: JSON) -> None:
-        self.events.append((t, event_type, orjson.loads(orjson.dumps(obj))))
+        copy = orjson.loads(orjson.dumps(obj))
+        self.events.append((t, event_type, copy))
+        metadata = copy.get("metadata") or {}
+        key = (copy.get("kind") or "", metadata.get("namespace") or "", metadata.get("name") or "")
+        if event_type == "DELETED":
+            self.alive.pop(key, None)
+        else:
+            self.alive[key] = copy
+
+    def decide(self, key: str) -> Decision:
+        """The chooser's decision for pending pod ``key`` (first fit without one)."""
+        pod = self.pods[key]
+        if self.choose is None:
+            candidates = [n for n in self.nodes.values() if self._fits(pod, n)]
+            if not candidates:
+                return Decision(None)
+            best = max(candidates, key=lambda n: (n.free.get("cpu", 0),
+                                                  n.obj["metadata"]["name"]))
+            return Decision(best.obj["metadata"]["name"])
+        return self.choose(list(self.alive.values()), orjson.loads(orjson.dumps(pod)))
+
+    def place(self, t: float, key: str) -> bool:
+        """Bind pending pod ``key`` where the chooser puts it, preempting when it nominates;
+        False when it fits nowhere."""
+        decision = self.decide(key)
+        if decision.node is not None:
+            self.bind(t, key, decision.node)
+            return True
+        if decision.nominated is not None and decision.victims:
+            self.preempt(t, key, decision.nominated, list(decision.victims))
+            return True
+        return False
+
+    def preempt(self, t: float, key: str, target: str, victims: list[str]) -> None:
+        """The pod is nominated to ``target``, its victims are evicted, then it is bound."""
+        pod = self.pods[key]
+        pod["status"] = {"phase": "Pending", "nominatedNodeName": target, "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "lastTransitionTime": at(t + 0.1)}]}
+        self.emit(t + 0.1, "MODIFIED", pod)
+        for victim in victims:
+            self.pods[victim]["status"]["conditions"].append({
+                "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                "message": "default-scheduler: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": at(t + 0.2)})
+            self.emit(t + 0.2, "MODIFIED", self.pods[victim])
+            self.delete(t + 0.3, victim)
+        self.bind(t + 1, key, target)
 
     def add_node(self, t: float, obj: JSON) -> None:
         free = {}
@@ -341,13 +405,8 @@ class _Recorder:
             pod = self.pods[key]
             if pod["spec"].get("schedulingGates") or key in self.held:
                 continue
-            candidates = [n for n in self.nodes.values() if self._fits(pod, n)]
-            if not candidates:
-                continue
-            best = max(candidates, key=lambda n: (n.free.get("cpu", 0),
-                                                  n.obj["metadata"]["name"]))
-            t += 0.02
-            self.bind(t, key, best.obj["metadata"]["name"])
+            if self.place(t + 0.02, key):
+                t += 0.02
 
     def mark_unschedulable(self, t: float, key: str) -> None:
         pod = self.pods[key]
@@ -414,9 +473,10 @@ def _batch(job: str, index: int, cpu: str, memory: str) -> JSON:
             .obj())
 
 
-def scenario() -> list[tuple[float, str, JSON]]:
-    """Every event of the sample, as (seconds from start, type, object)."""
-    rec = _Recorder()
+def scenario(choose: Chooser | None = None) -> list[tuple[float, str, JSON]]:
+    """Every event of the sample, as (seconds from start, type, object), its placements
+    decided by ``choose``."""
+    rec = _Recorder(choose)
     for obj in namespaces() + priority_classes():
         rec.emit(0, "ADDED", obj)
     for spec in NODE_SPECS:
@@ -445,23 +505,22 @@ def scenario() -> list[tuple[float, str, JSON]]:
     frontends = [_frontend(i) for i in range(6)]
     for i, pod in enumerate(frontends):
         rec.create(5 + i * 0.05, pod)
-    for pod, node in zip(frontends, ("node-a1", "node-b1", "node-c1", "node-a2", "node-b2",
-                                     "node-c2"), strict=True):
-        rec.bind(5.5 + len(rec.events) * 0.001, rec.key(pod), node)
+    for pod in frontends:
+        rec.place(5.5 + len(rec.events) * 0.001, rec.key(pod))
     apis = [_api(i) for i in range(4)]
     for i, pod in enumerate(apis):
         rec.create(15 + i * 0.05, pod)
-    for pod, node in zip(apis, ("node-a1", "node-a2", "node-a3", "node-b1"), strict=True):
-        rec.bind(15.5 + len(rec.events) * 0.001, rec.key(pod), node)
+    for pod in apis:
+        rec.place(15.5 + len(rec.events) * 0.001, rec.key(pod))
 
     # A stateful set with a zonal bound volume and a local WaitForFirstConsumer claim.
-    for index, node in ((0, "node-b2"), (1, "node-b3")):
+    for index in (0, 1):
         pod = (make_pod(f"postgres-{index}", "data").image("docker.io/library/postgres:16.4")
                .req(cpu="2", memory="8Gi").label("app", "postgres")
                .priority(100000, "business-critical").owner("StatefulSet", "postgres")
                .pvc("pgdata", f"pgdata-postgres-{index}").obj())
         rec.create(25 + index, pod)
-        rec.bind(25.6 + index, rec.key(pod), node)
+        rec.place(25.6 + index, rec.key(pod))
 
     # A GPU training pod that tolerates the GPU taint.
     trainer = (make_pod("train-resnet-0", "ml").image(TRAINER_IMAGE)
@@ -471,17 +530,17 @@ def scenario() -> list[tuple[float, str, JSON]]:
                .owner("Job", "train-resnet", api_version="batch/v1")
                .label("job-name", "train-resnet").priority(1000, "standard").obj())
     rec.create(35, trainer)
-    rec.bind(35.8, rec.key(trainer), "gpu-c1")
+    rec.place(35.8, rec.key(trainer))
 
     # Ingress controllers on host ports 80 and 443: one per node.
-    for index, node in enumerate(("node-a4", "node-b2", "node-c1")):
+    for index in range(3):
         ingress = (make_pod(f"ingress-nginx-{suffix('ingress', str(index))}", "web")
                    .image("registry.k8s.io/ingress-nginx/controller:v1.11.2")
                    .req(cpu="100m", memory="90Mi").host_port(80).host_port(443)
                    .label("app", "ingress-nginx").priority(1000, "standard")
                    .owner("ReplicaSet", "ingress-nginx-7b9d5c").obj())
         rec.create(40 + index * 0.1, ingress)
-        rec.bind(40.5 + index * 0.1, rec.key(ingress), node)
+        rec.place(40.5 + index * 0.1, rec.key(ingress))
 
     # A gated pod, released later; pods that can never be placed; another scheduler's pod.
     gated = (make_pod("report-gen", "batch").image("registry.example.com/batch/report:1.0")
@@ -507,11 +566,10 @@ def scenario() -> list[tuple[float, str, JSON]]:
     etl = [_batch("etl-nightly", i, "1", "2Gi") for i in range(24)]
     sweep = [_batch("sweep", i, "500m", "1Gi") for i in range(12)]
     for i, pod in enumerate(etl + sweep):
+        # Each is scheduled as it arrives, as the scheduler's active queue does.
         rec.create(90 + i * 0.1, pod)
-    rec.schedule_pending(95)
-    for key in list(rec.pending):
-        if rec.pods[key]["metadata"]["namespace"] == "batch" and key != rec.key(gated):
-            rec.mark_unschedulable(96, key)
+        if not rec.place(90 + i * 0.1 + 0.02, rec.key(pod)):
+            rec.mark_unschedulable(90 + i * 0.1 + 0.03, rec.key(pod))
 
     # A node leaves: its pods go with it, and the Job controller recreates its batch pods.
     leaving = "node-a4"
@@ -525,17 +583,19 @@ def scenario() -> list[tuple[float, str, JSON]]:
             rec.create(181, _batch(job, 100 + len(rec.events), requests["cpu"],
                                    requests["memory"]))
     del rec.nodes[leaving]
-    rec.schedule_pending(181.5)
+    rec.schedule_pending(181)
 
     # The gate is lifted: the report generator may now be scheduled.
     gated["spec"].pop("schedulingGates")
     rec.emit(200, "MODIFIED", gated)
-    rec.schedule_pending(200.5)
+    rec.schedule_pending(200)
 
     # A business-critical pod that only fits by preempting batch pods.
     critical = (make_pod("payments-0", "web").image(API_IMAGE).req(cpu="3", memory="6Gi")
                 .label("app", "payments").priority(100000, "business-critical").obj())
     rec.create(240, critical)
+    decision = rec.decide(rec.key(critical))
+
     def plan(node: _NodeState) -> list[str] | None:
         """Batch victims to evict on ``node``, sweep pods (no PDB) first; None if not enough."""
         if node.obj["spec"].get("taints"):
@@ -551,36 +611,30 @@ def scenario() -> list[tuple[float, str, JSON]]:
             chosen.append(key)
         return chosen if cpu >= 3000 and memory >= 6 * 1024**3 else None
 
-    plans = {name: plan(node) for name, node in sorted(rec.nodes.items())}
-    target_name, victims = min(
-        ((name, v) for name, v in plans.items() if v is not None),
-        key=lambda item: (sum(1 for k in item[1] if "etl" in k), len(item[1]), item[0]))
-    critical["status"] = {"phase": "Pending", "nominatedNodeName": target_name, "conditions": [{
-        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-        "lastTransitionTime": at(240.1)}]}
-    rec.emit(240.1, "MODIFIED", critical)
-    for key in victims:
-        rec.pods[key]["status"]["conditions"].append({
-            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": "default-scheduler: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": at(240.2)})
-        rec.emit(240.2, "MODIFIED", rec.pods[key])
-        rec.delete(240.3, key)
-    rec.bind(241, rec.key(critical), target_name)
+    if decision.nominated is not None:
+        target_name, victims = decision.nominated, list(decision.victims)
+    else:  # first fit has no preemption: evict batch pods by hand
+        plans = {name: plan(node) for name, node in sorted(rec.nodes.items())}
+        target_name, victims = min(
+            ((name, v) for name, v in plans.items() if v is not None),
+            key=lambda item: (sum(1 for k in item[1] if "etl" in k), len(item[1]), item[0]))
+    rec.preempt(240, rec.key(critical), target_name, victims)
 
     # Batch pods complete, in waves; waiting pods take their place.
     running_etl = [k for k in rec.placed if k.startswith("batch/etl-nightly")]
     for wave, keys in enumerate((running_etl[:10], running_etl[10:])):
         t = 300 + wave * 60
         for i, key in enumerate(keys):
+            # A finished pod frees its node at once: waiting pods take its place.
             rec.finish(t + i * 0.5, key)
+            rec.schedule_pending(t + i * 0.5)
         for key in keys:
             rec.delete(t + 30, key)
-        rec.schedule_pending(t + 31)
+        rec.schedule_pending(t + 30)
 
     # Scale-up: a new node joins and takes what is still waiting.
     rec.add_node(420, build_node(LATE_NODE))
-    rec.schedule_pending(421)
+    rec.schedule_pending(420)
 
     # Scale-down of the frontend; the sweep job finishes.
     for pod in frontends[4:]:
@@ -588,26 +642,15 @@ def scenario() -> list[tuple[float, str, JSON]]:
     running_sweep = [k for k in rec.placed if k.startswith("batch/sweep")]
     for i, key in enumerate(running_sweep):
         rec.finish(540 + i * 0.5, key)
+        rec.schedule_pending(540 + i * 0.5)
     for key in running_sweep:
         rec.delete(570, key)
-    rec.schedule_pending(571)
+    rec.schedule_pending(570)
     rec.events.sort(key=lambda e: e[0])  # stable: same-instant events keep their order
     return rec.events
 
 
-def render() -> bytes:
+def render(choose: Chooser | None = None) -> bytes:
     lines = [orjson.dumps({"ts": at(t), "type": event_type, "object": obj})
-             for t, event_type, obj in scenario()]
+             for t, event_type, obj in scenario(choose)]
     return b"\n".join(lines) + b"\n"
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m kaudit.tracegen.sample OUTPUT.jsonl", file=sys.stderr)
-        return 2
-    Path(argv[1]).write_bytes(render())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv))

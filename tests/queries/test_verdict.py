@@ -70,7 +70,8 @@ def test_an_unschedulable_pod_names_the_concrete_causes(sample_runs: Engine) -> 
 
 def test_victims_placements_and_pods_kaudit_did_not_schedule(sample_runs: Engine) -> None:
     run = get_run(sample_runs, "default")
-    preempt = next(iter_run_events(sample_runs, run.id, kind="preempt"))
+    preempt = next(e for e in iter_run_events(sample_runs, run.id, kind="preempt")
+                   if e["preemptor"] == "web/payments-0")
     victim = explain_pod(sample_runs, "default", preempt["pod"])["verdict"]
     assert victim["state"] == "preempted" and victim["preemptor"] == "web/payments-0"
     assert victim["headline"].startswith(f"Preempted at {victim['at']:g} s by web/payments-0 "

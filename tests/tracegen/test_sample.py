@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import orjson
 
 from kaudit.datadirs import sample_trace
-from kaudit.tracegen.sample import render
+from kaudit.replay.sample_history import render_sample
 
 
 def _events() -> list[dict]:
@@ -15,8 +15,9 @@ def _events() -> list[dict]:
 
 
 def test_committed_sample_matches_generator() -> None:
-    assert sample_trace().read_bytes() == render(), (
-        "traces/sample.jsonl is stale: python -m kaudit.tracegen.sample traces/sample.jsonl")
+    assert sample_trace().read_bytes() == render_sample(), (
+        "traces/sample.jsonl is stale: python -m kaudit.replay.sample_history "
+        "traces/sample.jsonl")
 
 
 def test_sample_covers_the_features_later_commands_explain() -> None:
@@ -41,7 +42,7 @@ def test_sample_covers_the_features_later_commands_explain() -> None:
                for p in c.get("ports", []))
     assert any(s.get("schedulerName") != "default-scheduler" for s in specs)
     nominated = [p for p in pods if p["status"].get("nominatedNodeName")]
-    assert nominated and nominated[0]["spec"]["priority"] > 1000
+    assert nominated and any(p["spec"]["priority"] > 1000 for p in nominated)
     victims = [p for p in pods if any(c.get("reason") == "PreemptionByScheduler"
                                       for c in p["status"].get("conditions", []))]
     assert victims
@@ -76,3 +77,24 @@ def test_recorded_placements_never_overcommit() -> None:
             placed[key] = (obj["spec"]["nodeName"], cpu)
             used[obj["spec"]["nodeName"]] += cpu
             assert used[obj["spec"]["nodeName"]] <= allocatable[obj["spec"]["nodeName"]], key
+
+
+def test_the_recorded_history_is_kube_schedulers(sample_runs) -> None:  # type: ignore[no-untyped-def]
+    """Recorded with the default configuration: replaying with it lands most pods where the
+    recording put them; the rest differ by timing or coin flips, which the diff names."""
+    from kaudit.queries.diff import diff_runs
+
+    report = diff_runs(sample_runs, "recorded", "default")
+    counts = report["counts"]
+    assert counts["same"] >= 0.8 * report["compared"], counts
+    assert counts["scheduledOnlyInA"] == counts["scheduledOnlyInB"] == 0
+    assert counts["preemptedOnlyInA"] == counts["preemptedOnlyInB"] == 0
+
+
+def test_first_fit_stands_in_without_a_scheduler() -> None:
+    from kaudit.tracegen.sample import render
+
+    events = [orjson.loads(line) for line in render().splitlines()]
+    bound = [e for e in events if e["object"]["kind"] == "Pod" and e["type"] == "MODIFIED"
+             and e["object"]["spec"].get("nodeName")]
+    assert len(bound) > 40
