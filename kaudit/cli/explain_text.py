@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import table
+from kaudit.cli.options import table, tie_note
 from kaudit.queries import units
 
 #: Rows of the shown attempt's score table.
@@ -86,10 +86,7 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
                f"cycle {attempt['cycle']}): {attempt['evaluatedNodes']} nodes evaluated, "
                f"{attempt['feasibleNodes']} feasible")
     if attempt["selectedNode"]:
-        ties = [n for n in attempt["tiedNodes"] if n != attempt["selectedNode"]]
-        click.echo(f"  selected {attempt['selectedNode']}"
-                   + (f" (tied with {len(ties)} other node(s); the seeded tie-break chose it)"
-                      if ties else ""))
+        click.echo(f"  selected {tie_note(attempt['selectedNode'], attempt['tiedNodes'])}")
     elif attempt.get("message"):
         click.echo(f"  {attempt['message']}")
     rejected = [(name, plugin, "; ".join(v["reasons"]) or v["code"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import echo_config_warnings, echo_json, table
+from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt, unpack_attempt
@@ -128,9 +128,6 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
             click.echo(f"\n{winner[0]} ({winner[1]['total']}) over the runner-up {runner[0]} "
                        f"({runner[1]['total']}): {decided}")
     if report["selectedNode"]:
-        ties = [n for n in report["tiedNodes"] if n != report["selectedNode"]]
-        click.echo(f"\nSelected: {report['selectedNode']}"
-                   + (f" (tied with {', '.join(ties)}; chosen by the seeded tie-break)"
-                      if ties else ""))
+        click.echo(f"\nSelected: {tie_note(report['selectedNode'], report['tiedNodes'])}")
     else:
         click.echo(f"\n{report['message']}")

@@ -10,25 +10,18 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import unpack_attempt
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.decision_inputs import free_capacity
-from kaudit.queries.runs import get_run, node_names, pod_key
-from kaudit.queries.timeline import run_span
-from kaudit.queries.verdict import load_pod_records, pod_verdict
+from kaudit.queries.runs import node_names
+from kaudit.queries.verdict import pod_records, pod_verdict
 
 
 def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     """A pod's whole story in a run: its verdict, queue transitions, attempts in full (per-node
     verdicts and scores) and other records."""
-    run = get_run(engine, run_ref)
-    key = pod_key(engine, run.id, pod_ref)
-    records = load_pod_records(engine, run.id, key)
-    if not records:
-        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    run, key, records, span = pod_records(engine, run_ref, pod_ref)
     names = node_names(engine, run.id)
-    span = run_span(engine, run.id)
     story: dict[str, Any] = {"run": run.name, "pod": key, "uid": None,
                              "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,

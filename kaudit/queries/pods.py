@@ -20,7 +20,7 @@ from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id
 from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
-from kaudit.queries.verdict import NAMED_NODES, load_pod_records, pod_verdict, rejection_causes
+from kaudit.queries.verdict import NAMED_NODES, pod_records, pod_verdict, rejection_causes
 from kaudit.store.models import RunEvent
 
 FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
@@ -75,12 +75,7 @@ def require_pod(engine: Engine, run: RunSummary, pod_ref: str) -> str:
 def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     """The pod's story without per-node tables: its verdict (the same as ``kaudit explain``),
     lifecycle, queue, attempts, other events."""
-    run = get_run(engine, run_ref)
-    key = pod_key(engine, run.id, pod_ref)
-    records = load_pod_records(engine, run.id, key)
-    if not records:
-        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
-    span = run_span(engine, run.id)
+    run, key, records, span = pod_records(engine, run_ref, pod_ref)
     story: dict[str, Any] = {"run": run.name, "runId": run.id, "pod": key,
                              "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,

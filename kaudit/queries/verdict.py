@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
+from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import preemption_json, unpack_attempt
 from kaudit.model.pod import Taint, Toleration, tolerated
 from kaudit.queries import units
@@ -38,8 +39,8 @@ from kaudit.queries.decision_inputs import (
     trace_id_of,
 )
 from kaudit.queries.diff import explain_move
-from kaudit.queries.runs import RunSummary, node_names
-from kaudit.queries.timeline import Span
+from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
+from kaudit.queries.timeline import Span, run_span
 from kaudit.store.models import RunEvent, RunPlacement
 
 #: Nodes named per cause group (the rest are counted).
@@ -381,6 +382,18 @@ def _causes(engine: Engine, run: RunSummary, attempt: dict[str, Any],
         return []
     free = free_capacity(engine, run.id, decisive.ts_us, exclude_pod=decisive_key)
     return rejection_causes(engine, attempt, decisive.ts_us, inputs, trace_id, free)
+
+
+def pod_records(engine: Engine, run_ref: str, pod_ref: str
+                ) -> tuple[RunSummary, str, list[PodRecord], Span]:
+    """The run, the pod's key, its records in log order and the run's span;
+    :class:`UnknownObjectError` when the run has no record of the pod."""
+    run = get_run(engine, run_ref)
+    key = pod_key(engine, run.id, pod_ref)
+    records = load_pod_records(engine, run.id, key)
+    if not records:
+        raise UnknownObjectError(f"no pod {key!r} in run {run.name!r}")
+    return run, key, records, run_span(engine, run.id)
 
 
 def load_pod_records(engine: Engine, run_id: int, key: str) -> list[PodRecord]:
