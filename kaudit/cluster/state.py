@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.gpus import GpuDevices
+from kaudit.model.gpu import GPU_MODEL_KEY, NVIDIA_GPU
 from kaudit.model.node import NodeInfo, parse_node
 from kaudit.model.pod import HostPort, PodInfo, Taint
 from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -85,6 +87,8 @@ class ClusterState:
         # Other API objects, keyed by name or "namespace/name".
         self.namespaces: dict[str, dict[str, str]] = {}
         self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        #: Each node's GPUs as devices, and the devices GPU pods hold (``cluster/gpus.py``).
+        self.gpus = GpuDevices(_INITIAL_CAPACITY)
         self.generation = 0
         #: Bumped when nodes are added, removed or changed.
         self.node_generation = 0
@@ -109,6 +113,7 @@ class ClusterState:
         self.pod_count = np.concatenate([self.pod_count, np.zeros(extra, np.int64)])
         self.unschedulable = np.concatenate([self.unschedulable, np.zeros(extra, bool)])
         self.taint_group = np.concatenate([self.taint_group, np.zeros(extra, np.int32)])
+        self.gpus.grow(new)
 
     def column(self, resource: str) -> int:
         """The column of ``resource``, added (all zero) when first seen."""
@@ -155,6 +160,9 @@ class ClusterState:
             group = self._taint_index[node.taints] = len(self.taint_sets)
             self.taint_sets.append(node.taints)
         self.taint_group[slot] = group
+        gpus = node.allocatable.get(NVIDIA_GPU, 0)
+        if gpus or self.gpus.count(slot):
+            self.gpus.set_node(slot, gpus, node.labels.get(GPU_MODEL_KEY, ""))
         if not self.live[slot] or previous is None or previous.zone != node.zone:
             if self.live[slot] and previous is not None:
                 self._zone_remove(previous.zone, slot)
@@ -185,6 +193,7 @@ class ClusterState:
         self._zone_remove(node.zone, slot)
         self.live[slot] = False
         self.allocatable[slot] = 0
+        self.gpus.clear_node(slot)
         self._order = None
         self._topology.clear()
         self.generation += 1
@@ -255,6 +264,8 @@ class ClusterState:
         self._add_pod_row(pod, slot)
         self._account(slot, pod, 1)
         self.ports_on[slot].extend(pod.host_ports)
+        if pod.gpu is not None:
+            self._hold_gpus(slot, pod)
         self.generation += 1
 
     def remove_pod(self, uid: str) -> PodInfo | None:
@@ -270,11 +281,23 @@ class ClusterState:
         if row is not None:
             self.pod_row_namespace[row] = -1
         self._account(slot, pod, -1)
+        self.gpus.release(uid)
         ports = self.ports_on[slot]
         for port in pod.host_ports:
             ports.remove(port)
         self.generation += 1
         return pod
+
+    def _hold_gpus(self, slot: int, pod: PodInfo) -> None:
+        """Give the pod its GPU devices: those a policy chose for it at Reserve
+        (``pod.extra["gpuDevices"]``), else the lowest-numbered that fit. A pod bound by the
+        trace onto devices too full for it holds none: the trace's binding stands, and the
+        devices are never counted past 1000 milli."""
+        demand = pod.gpu
+        assert demand is not None
+        devices = pod.extra.get("gpuDevices") or self.gpus.first_fit(slot, demand)
+        if devices is not None:
+            self.gpus.assign(pod.uid, slot, tuple(devices), demand.milli)
 
     @property
     def pod_rows(self) -> int:
@@ -362,6 +385,7 @@ class ClusterState:
         clone.pods_on[slot] = dict(self.pods_on[slot])
         clone.ports_on = list(self.ports_on)
         clone.ports_on[slot] = list(self.ports_on[slot])
+        clone.gpus = self.gpus.fork()
         return clone
 
     # ------------------------------------------------------------------ other objects

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaudit.model.gpu import GpuDemand, gpu_demand
 from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
 from kaudit.model.selectors import (
     LabelSelector,
@@ -155,6 +156,8 @@ class PodInfo:
     owner: tuple[str, str] | None
     #: Selector errors of terms left out while parsing (upstream's NewPodInfo errors).
     parse_errors: tuple[str, ...] = ()
+    #: What it asks of GPU devices (``model/gpu.py``); None for a pod that asks no GPU.
+    gpu: GpuDemand | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -296,7 +299,15 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         start_time=status.get("startTime"),
         owner=(owners[0].get("kind") or "", owners[0].get("name") or "") if owners else None,
         parse_errors=tuple(errors),
+        gpu=_gpu_demand(metadata),
     )
+
+
+def _gpu_demand(metadata: Mapping[str, Any]) -> GpuDemand | None:
+    try:
+        return gpu_demand(metadata.get("annotations"))
+    except ValueError:
+        return None  # ingest refuses such annotations; objects built in memory get no GPUs
 
 
 def terminating_object(obj: JSON, deletion_timestamp: str) -> JSON:

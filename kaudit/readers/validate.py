@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaudit.errors import QuantityError
+from kaudit.model.gpu import gpu_demand
 from kaudit.quantity import parse_quantity
 
 
@@ -215,6 +216,12 @@ def _validate_pod(obj: dict[str, Any], exists: bool) -> None:
     node_name = spec.get("nodeName")
     if node_name is not None and not isinstance(node_name, str):
         raise ObjectError(f"object.spec.nodeName: must be a string, not {type_name(node_name)}")
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict):
+        try:
+            gpu_demand(annotations)
+        except ValueError as exc:
+            raise ObjectError(f"object.{exc}") from None
 
 
 def _validate_node(obj: dict[str, Any]) -> None:
