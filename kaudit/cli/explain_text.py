@@ -52,6 +52,8 @@ def _inputs_lines(inputs: dict[str, Any]) -> list[tuple[str, str]]:
                                 "to pods of a Service or controller)"))
     if inputs.get("hostPorts"):
         lines.append(("host ports", ", ".join(inputs["hostPorts"])))
+    if inputs.get("gpu"):
+        lines.append(("GPU devices", inputs["gpu"]))
     if inputs.get("schedulingGates"):
         lines.append(("gates", ", ".join(inputs["schedulingGates"])))
     if inputs.get("schedulerName") != "default-scheduler":

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, func, or_, select
 
+from kaudit.model.gpu import gpu_demand
 from kaudit.model.pod import Toleration
 from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
 from kaudit.queries import units
@@ -117,6 +118,19 @@ def _spread_text(raw: dict[str, Any]) -> str:
             f"({raw.get('whenUnsatisfiable') or 'DoNotSchedule'}) of pods {labels or '(all)'}")
 
 
+def _gpu_text(obj: dict[str, Any]) -> str | None:
+    """The pod's GPU-device demand in words (``model/gpu.py``), or None."""
+    try:
+        demand = gpu_demand((obj.get("metadata") or {}).get("annotations"))
+    except ValueError:
+        return None
+    if demand is None:
+        return None
+    ask = (f"{demand.milli} milli of one GPU (shared)" if demand.shares
+           else f"{demand.count} whole GPU{'s' if demand.count > 1 else ''}")
+    return ask + (f", models {'|'.join(sorted(demand.models))}" if demand.models else "")
+
+
 def _amounts(requests: dict[str, int]) -> dict[str, str]:
     return {name: units.amount(name, value) for name, value in requests.items()}
 
@@ -177,6 +191,7 @@ def describe_pod(engine: Engine, trace_id: int, key: str, ts_us: int) -> PodInpu
                               spec.get("topologySpreadConstraints") or []],
         "hostPorts": ports,
         "schedulingGates": [g.get("name") for g in spec.get("schedulingGates") or []],
+        "gpu": _gpu_text(obj),
     }
     tolerations = tuple(Toleration.parse(t) for t in spec.get("tolerations") or [])
     return PodInputs(True, requests, scoring, priority, tolerations, document)

@@ -320,11 +320,22 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
         else:
             verdict["state"] = "not-attempted"
             verdict["headline"] = "Never attempted by kaudit: " + _not_ours(inputs)
+    gpus = bind.document.get("gpus") if bind is not None else None
+    if gpus and verdict["state"] in ("bound", "bound-by-trace"):
+        verdict["gpus"] = gpus
+        verdict["headline"] += "; " + gpu_text(gpus["devices"], gpus["milli"])
     if deleted is not None and verdict["state"] in ("bound", "bound-by-trace"):
         verdict["deletedAt"] = span.t(deleted.ts_us)
         verdict["headline"] += f"; deleted at {units.seconds(span.t(deleted.ts_us))}"
     verdict["inputs"] = inputs.document
     return verdict
+
+
+def gpu_text(devices: Sequence[int], milli: int) -> str:
+    """``GPU 3 (500 milli)`` or ``GPUs 0, 1 (1000 milli each)``."""
+    if len(devices) == 1:
+        return f"GPU {devices[0]} ({milli} milli)"
+    return f"GPUs {', '.join(str(d) for d in devices)} ({milli} milli each)"
 
 
 def _pending_reason(attempt: dict[str, Any], causes: list[dict[str, Any]]) -> str:

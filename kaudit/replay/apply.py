@@ -64,6 +64,13 @@ class TraceApplication:
     def _log_new_slots(self) -> None:
         raise NotImplementedError
 
+    def _gpu_record(self, uid: str) -> dict[str, Any]:
+        """The GPU devices the pod holds, for its ``bind`` record (nothing for other pods)."""
+        held = self.cluster.gpus.assigned.get(uid)
+        if held is None:
+            return {}
+        return {"gpus": {"devices": list(held.devices), "milli": held.milli}}
+
     def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
         raise NotImplementedError
 
@@ -153,7 +160,8 @@ class TraceApplication:
             self._log_new_slots()
             placed = self.cluster.pods.get(uid)
             if placed_before is None:
-                self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name, {"by": "trace"})
+                self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name,
+                                 {"by": "trace", **self._gpu_record(uid)})
                 if placed is not None:
                     self.timeline.place(now, placed, "trace")
                 self._move(EVENT_ASSIGNED_POD_ADD, None, placed)

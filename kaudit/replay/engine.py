@@ -439,7 +439,8 @@ class Replay(TraceApplication):
         node = placed.node_name
         if not finish_binding(framework, self.cluster, state, placed):
             return  # deleted while binding
-        self.sink.record(now, RecordKind.BIND, placed.key, node, {"by": "kaudit"})
+        self.sink.record(now, RecordKind.BIND, placed.key, node,
+                         {"by": "kaudit", **self._gpu_record(placed.uid)})
         # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
         # pending pod leaves the queue, releasing any nomination it had.
         self._move(EVENT_ASSIGNED_POD_ADD, None, placed)

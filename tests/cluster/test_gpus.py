@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from sqlalchemy import Engine
 
@@ -139,7 +140,8 @@ def test_a_whole_replay_never_overcommits_a_gpu(engine: Engine, tmp_path: Path) 
     ingest_trace(engine, [TraceInput(write_trace(tmp_path / "gpus.jsonl", *events))],
                  name="gpus")
     config, registry = load()
-    replay = Replay(build_scheduler(config, registry), MemorySink(), options_for(config))
+    sink = MemorySink()
+    replay = Replay(build_scheduler(config, registry), sink, options_for(config))
     checked = 0
     original_add = replay.cluster.add_pod
 
@@ -164,6 +166,34 @@ def test_a_whole_replay_never_overcommits_a_gpu(engine: Engine, tmp_path: Path) 
             held[assignment.slot, device] += assignment.milli
     present = cluster.gpus.free >= 0
     assert (cluster.gpus.free[present] == 1000 - held[present]).all()
+    # the event log records each binding's devices: the live pods' match the final state
+    bound = {}
+    for _seq, _ts, kind, pod, _node, data, _blob in sink.records:
+        if kind == "bind":
+            bound[pod] = orjson.loads(data).get("gpus")
+    assert all(bound[key] is not None for key in bound)
+    for uid, pod in gpu_pods.items():
+        held_now = cluster.gpus.assigned[uid]
+        assert bound[pod.key] == {"devices": list(held_now.devices), "milli": held_now.milli}
+
+
+def test_explain_shows_the_devices_a_pod_holds(engine: Engine, tmp_path: Path,
+                                               run_kaudit) -> None:  # type: ignore[no-untyped-def]
+    from kaudit.queries.explain import explain_pod
+
+    path = write_trace(tmp_path / "two.jsonl", (0.0, "ADDED", _gpu_node("g1", 2)),
+                       (1.0, "ADDED", _gpu_pod("whole", 1000, 2)),
+                       (2.0, "ADDED", _gpu_pod("share", 300, 1, "V100M16")))
+    ingest_trace(engine, [TraceInput(path)], name="two")
+    assert run_kaudit("replay", "two", "--name", "two").exit_code == 0
+    whole = explain_pod(engine, "two", "default/whole")["verdict"]
+    assert whole["gpus"] == {"devices": [0, 1], "milli": 1000}
+    assert whole["headline"].endswith("; GPUs 0, 1 (1000 milli each)")
+    assert whole["inputs"]["gpu"] == "2 whole GPUs"
+    share = explain_pod(engine, "two", "default/share")["verdict"]
+    assert share["inputs"]["gpu"] == "300 milli of one GPU (shared), models V100M16"
+    text = run_kaudit("explain", "two", "default/whole").output
+    assert "GPU devices  2 whole GPUs" in text
 
 
 def test_ingest_refuses_malformed_gpu_annotations(engine: Engine, tmp_path: Path) -> None:

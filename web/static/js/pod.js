@@ -38,6 +38,7 @@ K.start(async ({run, pod}) => {
     inputRows.push(["spread", inputs.spreadConstraints.join("; ") || "none in the spec"]);
     if (inputs.hostPorts.length) inputRows.push(["host ports", inputs.hostPorts.join(", ")]);
     if (inputs.schedulingGates.length) inputRows.push(["gates", inputs.schedulingGates.join(", ")]);
+    if (inputs.gpu) inputRows.push(["GPU devices", inputs.gpu + (verdict.gpus ? `; holds ${verdict.gpus.devices.length > 1 ? "GPUs" : "GPU"} ${verdict.gpus.devices.join(", ")} (${verdict.gpus.milli} milli${verdict.gpus.devices.length > 1 ? " each" : ""})` : "")]);
   }
   K.fill("inputs", el("table", {class: "data inputs", id: "inputs-table"},
     el("tbody", {}, ...inputRows.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))))));
