@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"config", "model", "tracegen"},
     {"cluster"},
     {"framework"},
-    {"plugins"},
+    {"plugins", "fgd"},
     {"scheduler"},
     {"store"},
     {"eventlog"},
