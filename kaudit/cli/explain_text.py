@@ -12,6 +12,7 @@ import click
 
 from kaudit.cli.options import table, tie_note
 from kaudit.queries import units
+from kaudit.queries.verdict import group_rejections
 
 #: Rows of the shown attempt's score table.
 TOP_SCORES = 5
@@ -63,16 +64,10 @@ def _inputs_lines(inputs: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _grouped(attempt: dict[str, Any]) -> list[dict[str, Any]]:
     """Rejected nodes grouped by plugin and reasons (for attempts other than the decisive)."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for name, node in attempt["nodes"].items():
-        failed = [(p, v) for p, v in node["filter"].items() if v["code"] not in ("Success", "Skip")]
-        if failed:
-            plugin, verdict = failed[0]
-            groups.setdefault((plugin, "; ".join(verdict["reasons"]) or verdict["code"]),
-                              []).append(name)
-    return [{"count": len(names), "cause": f"{plugin}: {reason}", "detail": "",
-             "nodes": names[:8], "moreNodes": max(len(names) - 8, 0)}
-            for (plugin, reason), names in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+    groups = sorted(group_rejections(attempt["nodes"]), key=lambda g: -len(g.nodes))
+    return [{"count": len(g.nodes), "cause": f"{g.plugin}: {'; '.join(g.reasons)}",
+             "detail": "", "nodes": g.nodes[:8], "moreNodes": max(len(g.nodes) - 8, 0)}
+            for g in groups]
 
 
 def _examples(group: dict[str, Any]) -> str:

@@ -20,6 +20,25 @@ from kaudit.model.gpu import MILLI_PER_GPU, GpuDemand
 
 #: Devices a node may have (the table widens beyond it when a node has more).
 _INITIAL_DEVICES = 8
+#: Devices modelled per node at most: a node that advertises more gets this many (real GPU
+#: nodes have 8 or 16), so an absurd ``nvidia.com/gpu`` cannot blow up the table.
+MAX_DEVICES = 64
+
+
+def fitting_devices(row: np.ndarray, demand: GpuDemand) -> list[int]:
+    """The devices of one node (its free milli, -1 where absent) that could hold (a part of)
+    the demand: any with enough milli for a share, the wholly free ones otherwise."""
+    if demand.shares:
+        return [d for d in range(len(row)) if row[d] >= demand.milli]
+    return [d for d in range(len(row)) if row[d] == MILLI_PER_GPU]
+
+
+def lowest_devices(row: np.ndarray, demand: GpuDemand) -> tuple[int, ...] | None:
+    """The lowest-numbered devices that hold the demand (``AllocateExclusiveGpuId`` for whole
+    GPUs), or None."""
+    found = fitting_devices(row, demand)
+    needed = 1 if demand.shares else demand.count
+    return tuple(found[:needed]) if len(found) >= needed else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +86,7 @@ class GpuDevices:
         what they hold (also across a removal and re-addition of the node)."""
         self.grow(slot + 1)
         self._own()
+        count = min(count, MAX_DEVICES)
         self.models[slot] = model
         if count == self.count(slot):
             return  # the common update: same devices (status, labels or taints changed)
@@ -120,20 +140,10 @@ class GpuDevices:
             enough &= accepted
         return enough & inside
 
-    def candidates(self, slot: int, demand: GpuDemand) -> list[int]:
-        """The devices of ``slot`` that could hold (a part of) the demand."""
-        row = self.free[slot]
-        if demand.shares:
-            return [d for d in range(len(row)) if row[d] >= demand.milli]
-        return [d for d in range(len(row)) if row[d] == MILLI_PER_GPU]
-
     def first_fit(self, slot: int, demand: GpuDemand) -> tuple[int, ...] | None:
         """The lowest-numbered devices that hold the demand (the rule for pods placed without
         a policy's choice, such as pods a trace binds itself)."""
-        found = self.candidates(slot, demand)
-        if demand.shares:
-            return (found[0],) if found else None
-        return tuple(found[:demand.count]) if len(found) >= demand.count else None
+        return lowest_devices(self.free[slot], demand)
 
     # ------------------------------------------------------------------ pods
 

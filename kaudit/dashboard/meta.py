@@ -7,7 +7,6 @@ from __future__ import annotations
 import platform
 from importlib.metadata import version
 
-import orjson
 import yaml
 from flask import (
     Blueprint,
@@ -21,7 +20,6 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
 from kaudit import KUBERNETES_VERSION, __version__
@@ -30,8 +28,8 @@ from kaudit.dashboard.database import get_engine
 from kaudit.dashboard.params import run_with_span
 from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
 from kaudit.errors import DatabaseError
+from kaudit.queries.runs import run_configuration
 from kaudit.store.engine import display_url
-from kaudit.store.models import Run
 from kaudit.store.schema import current_revision, schema_status
 
 bp = Blueprint("meta", __name__)
@@ -55,24 +53,17 @@ def versions() -> ResponseReturnValue:
 @bp.get("/-/config/<run>")
 def config(run: str) -> ResponseReturnValue:
     found, _ = run_with_span(run)
-    with get_engine().connect() as connection:
-        stored, options = connection.execute(
-            select(Run.config, Run.options).where(Run.id == found.id)).one()
+    configuration, gates = run_configuration(get_engine(), found.id)
     return jsonify({"run": found.name, "source": found.config_source,
-                    "featureGates": orjson.loads(options).get("featureGates") or {},
-                    "configuration": orjson.loads(stored)})
+                    "featureGates": gates, "configuration": configuration})
 
 
 @bp.get("/runs/<run>/config")
 def config_page(run: str) -> ResponseReturnValue:
     """The run's effective configuration as readable YAML (its JSON twin: ``/-/config/RUN``)."""
     found, _ = run_with_span(run)
-    with get_engine().connect() as connection:
-        stored, options = connection.execute(
-            select(Run.config, Run.options).where(Run.id == found.id)).one()
-    text = yaml.safe_dump(orjson.loads(stored), sort_keys=False, default_flow_style=False,
-                          width=100)
-    gates = orjson.loads(options).get("featureGates") or {}
+    configuration, gates = run_configuration(get_engine(), found.id)
+    text = yaml.safe_dump(configuration, sort_keys=False, default_flow_style=False, width=100)
     defaults = FeatureGates()
     changed = {name: on for name, on in sorted(gates.items())
                if name not in defaults or defaults.enabled(name) != on}

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.gpus import fitting_devices, lowest_devices
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, FeatureGates, FieldError
 from kaudit.config.fielderrors import invalid
@@ -40,7 +41,7 @@ from kaudit.framework.plugin import (
     ReservePlugin,
 )
 from kaudit.framework.status import Code, Status
-from kaudit.model.gpu import MILLI_PER_GPU, GpuDemand
+from kaudit.model.gpu import GpuDemand
 from kaudit.model.pod import PodInfo
 
 NAME = "OpenGpuShare"
@@ -66,9 +67,8 @@ def choose_devices(free: np.ndarray, demand: GpuDemand, method: str,
                    chooser: random.Random | None = None) -> tuple[int, ...] | None:
     """The devices ``method`` picks from one node's free milli (-1: no such device)."""
     if not demand.shares:
-        whole = [d for d in range(len(free)) if free[d] == MILLI_PER_GPU]
-        return tuple(whole[:demand.count]) if len(whole) >= demand.count else None
-    fitting = [d for d in range(len(free)) if free[d] >= demand.milli]
+        return lowest_devices(free, demand)
+    fitting = fitting_devices(free, demand)
     if not fitting:
         return None
     if method == "random":

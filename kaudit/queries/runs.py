@@ -88,6 +88,14 @@ def remove_runs(engine: Engine, refs: list[str], force: bool = False) -> list[st
     return [run.name for run in found]
 
 
+def run_configuration(engine: Engine, run_id: int) -> tuple[dict[str, Any], dict[str, bool]]:
+    """The run's stored effective configuration and its feature gates."""
+    with engine.connect() as connection:
+        stored, options = connection.execute(
+            select(Run.config, Run.options).where(Run.id == run_id)).one()
+    return orjson.loads(stored), orjson.loads(options).get("featureGates") or {}
+
+
 def node_names(engine: Engine, run_id: int) -> dict[int, str]:
     with engine.connect() as connection:
         rows = connection.execute(select(RunEvent.node, RunEvent.data).where(

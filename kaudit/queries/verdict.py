@@ -142,7 +142,9 @@ class _Group:
     nodes: list[str]
 
 
-def _group_rejections(nodes: dict[str, Any]) -> list[_Group]:
+def group_rejections(nodes: dict[str, Any]) -> list[_Group]:
+    """Rejected nodes by their first failing plugin and its reasons (the plain grouping, before
+    the concrete causes)."""
     groups: dict[tuple[str, tuple[str, ...]], _Group] = {}
     for name, verdicts in nodes.items():
         if verdicts.get("feasible"):
@@ -165,7 +167,7 @@ def rejection_causes(engine: Engine, attempt: dict[str, Any], ts_us: int, inputs
     says the plugin, upstream's reasons, the cause in words and the nodes (``named`` of them;
     ``None`` names all)."""
     nodes = attempt["nodes"]
-    base_groups = _group_rejections(nodes)
+    base_groups = group_rejections(nodes)
     needs_objects = [n for g in base_groups if g.plugin in ("TaintToleration", "NodeAffinity")
                      for n in g.nodes]
     objects = node_objects_at(engine, trace_id, needs_objects, ts_us) if needs_objects else {}

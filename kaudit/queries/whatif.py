@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import yaml
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
@@ -21,9 +20,9 @@ from kaudit.eventlog.codec import pack_attempt, unpack_attempt
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.instants import resolve_instant
+from kaudit.queries.runs import run_configuration
 from kaudit.queries.timeline import run_span
 from kaudit.scheduler.build import build_scheduler, load_object_config
-from kaudit.store.models import Run
 from kaudit.yaml_limits import BoundedSafeLoader
 
 #: The largest manifest accepted (bytes).
@@ -61,9 +60,7 @@ def parse_manifest(text: str) -> dict[str, Any]:
 
 
 def _gates(engine: Engine, run_id: int) -> str:
-    with engine.connect() as connection:
-        options = connection.execute(select(Run.options).where(Run.id == run_id)).scalar_one()
-    gates = orjson.loads(options).get("featureGates") or {}
+    _, gates = run_configuration(engine, run_id)
     return ",".join(f"{name}={'true' if on else 'false'}" for name, on in gates.items())
 
 

@@ -204,3 +204,11 @@ def test_ingest_refuses_malformed_gpu_annotations(engine: Engine, tmp_path: Path
     with pytest.raises(InputError, match=r"bad.jsonl:2: .*gpu-milli\]: 'lots' is not a whole "
                                          "number"):
         ingest_trace(engine, [TraceInput(path)], name="bad")
+
+
+def test_an_absurd_gpu_count_is_modelled_with_a_bounded_table() -> None:
+    from kaudit.cluster.gpus import MAX_DEVICES
+
+    devices = GpuDevices(1)
+    devices.set_node(0, 10**6, "V100M16")
+    assert devices.count(0) == MAX_DEVICES and devices.free.shape[1] == MAX_DEVICES
