@@ -37,6 +37,7 @@ from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
+from kaudit.scheduler.schedule import TIE_BREAKS
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
 
@@ -108,6 +109,16 @@ def _terminate_as_interrupt() -> Iterator[Callable[[], None]]:
               metavar="SECONDS",
               help="How long a preempted pod takes to terminate once deleted; the scheduler "
                    "counts it on its node until it is gone.")
+@click.option("--one-try", is_flag=True,
+              help="Try each pod once: a pod that fails stays pending and is never retried "
+                   "(the FGD paper's protocol, with --gpu-report).")
+@click.option("--gpu-report", is_flag=True,
+              help="Sample GPU allocation and fragmentation against arrived workload after "
+                   "every pod tried, as the FGD paper reports them (`kaudit gpu-report RUN`).")
+@click.option("--tie-break", type=click.Choice(TIE_BREAKS), default="random", show_default=True,
+              help="Among nodes tied at the highest score: random (kube-scheduler), name (the "
+                   "lowest name) or shuffled-name (the first in an order of names drawn with "
+                   "--seed; the FGD paper's simulator).")
 @click.option("--summary-out", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Also write a self-contained summary of the run (per-pod "
                                    "placements and aggregates), a baseline for `kaudit check`.")
@@ -117,7 +128,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
            feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
            recreate_preempted: bool, bind_latency: float, api_latency: float,
-           victim_termination: float, summary_out: Path | None,
+           victim_termination: float, one_try: bool, gpu_report: bool, tie_break: str,
+           summary_out: Path | None,
            db: str | None, as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision.
 
@@ -154,6 +166,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 bind_latency_us=round(bind_latency * 1_000_000),
                 api_latency_us=round(api_latency * 1_000_000),
                 victim_termination_us=round(victim_termination * 1_000_000),
+                one_try=one_try, gpu_report=gpu_report, tie_break=tie_break,
                 progress=progress.update if progress is not None else None,
                 check_stop=check_stop)
         run = get_run(engine, str(run_id))

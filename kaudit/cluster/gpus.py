@@ -41,6 +41,11 @@ def lowest_devices(row: np.ndarray, demand: GpuDemand) -> tuple[int, ...] | None
     return tuple(found[:needed]) if len(found) >= needed else None
 
 
+def _kind(devices: tuple[int, ...], milli: int) -> int:
+    """The column of :attr:`GpuDevices.kinds` a pod holding ``milli`` of ``devices`` counts in."""
+    return 0 if len(devices) == 1 and milli < MILLI_PER_GPU else min(len(devices), MAX_DEVICES)
+
+
 @dataclass(frozen=True, slots=True)
 class GpuAssignment:
     """The devices a pod holds on its node, and the milli it holds on each."""
@@ -61,6 +66,9 @@ class GpuDevices:
         self.free = np.full((capacity, _INITIAL_DEVICES), -1, dtype=np.int32)
         self.models: list[str] = [""] * capacity
         self.assigned: dict[str, GpuAssignment] = {}
+        #: Per slot, how many pods hold GPUs in each way: column 0 shares one GPU, column n
+        #: holds n whole GPUs (the FGD simulator's "GPU affinity" of a node).
+        self.kinds = np.zeros((capacity, MAX_DEVICES + 1), dtype=np.int32)
         #: False in a fork until its first write, which copies the shared tables first
         #: (preemption forks the cluster per candidate node; most forks never touch a GPU).
         self._owned = True
@@ -68,6 +76,7 @@ class GpuDevices:
     def _own(self) -> None:
         if not self._owned:
             self.free = self.free.copy()
+            self.kinds = self.kinds.copy()
             self.models = list(self.models)
             self.assigned = dict(self.assigned)
             self._owned = True
@@ -79,6 +88,8 @@ class GpuDevices:
             self._own()
             extra = np.full((capacity - len(self.free), self.free.shape[1]), -1, np.int32)
             self.free = np.vstack([self.free, extra])
+            self.kinds = np.vstack([self.kinds, np.zeros((capacity - len(self.kinds),
+                                                          self.kinds.shape[1]), np.int32)])
             self.models.extend([""] * (capacity - len(self.models)))
 
     def set_node(self, slot: int, count: int, model: str) -> None:
@@ -160,6 +171,7 @@ class GpuDevices:
         for device in devices:
             row[device] -= milli
         self.assigned[uid] = GpuAssignment(slot, tuple(devices), milli)
+        self.kinds[slot, _kind(devices, milli)] += 1
 
     def release(self, uid: str) -> GpuAssignment | None:
         if uid not in self.assigned:
@@ -167,6 +179,7 @@ class GpuDevices:
         self._own()
         assignment = self.assigned.pop(uid)
         if assignment is not None:
+            self.kinds[assignment.slot, _kind(assignment.devices, assignment.milli)] -= 1
             row = self.free[assignment.slot]
             for device in assignment.devices:
                 if row[device] >= 0:

@@ -11,13 +11,15 @@ Mirrors ``GpuSharePlugin`` of hkust-adsl/kubernetes-scheduler-simulator
 * **Reserve.** The devices are chosen by ``gpuSelMethod`` (``cfg.GpuSelMethod``):
   ``best`` (``allocateGpuIdBasedOnBestFit``: the fitting device with the least milli left, the
   lowest-numbered among equals), ``worst`` (the most left) or ``random`` (one fitting device
-  uniformly, seeded by the replay's decision seed); a pod of whole GPUs takes the
+  uniformly, seeded by the replay's decision seed) or ``FGDScore`` (the device FGD scores
+  best, ``allocateGpuIdBasedOnFGDScore``: :mod:`kaudit.fgd.fgd_score`, on the node as it was
+  before the pod); a pod of whole GPUs takes the
   lowest-numbered wholly free devices (``AllocateExclusiveGpuId``). The assumed pod's
   provisional devices are replaced by the chosen ones; the binding's record names them.
 * **Unreserve.** Nothing of its own: forgetting the assumed pod gives its devices back.
 
-The six scoring policies of the paper, their own device-selection rules and the fragmentation
-measure are not built yet.
+The paper's six scoring policies are their own modules of this package; each is paired with a
+``gpuSelMethod`` (Random with ``random``, FGD with ``FGDScore``, the others with ``best``).
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.gpu_frag import FragMeasure, cpu_left, pod_shape
 from kaudit.cluster.gpus import fitting_devices, lowest_devices
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, FeatureGates, FieldError
 from kaudit.config.fielderrors import invalid
 from kaudit.config.schema import Obj
+from kaudit.fgd.fgd_score import NAME as FGD_NAME
+from kaudit.fgd.fgd_score import FGDScore, fgd_choice
+from kaudit.fgd.workload import frag_measure
 from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.plugin import (
     FilterPlugin,
@@ -45,7 +51,7 @@ from kaudit.model.gpu import GpuDemand
 from kaudit.model.pod import PodInfo
 
 NAME = "OpenGpuShare"
-SELECTION_METHODS = ("best", "worst", "random")
+SELECTION_METHODS = ("best", "worst", "random", "FGDScore")
 NO_GPU = "node(s) had no GPU"
 WRONG_MODEL = "node(s) had no GPU of the pod's model"
 NO_DEVICE = "node(s) had no GPU device with room for the pod"
@@ -83,6 +89,9 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = NAME
     args_spec = ArgsSpec(kind="OpenGpuShareArgs", schema=Obj({"gpuSelMethod": "string"}),
                          set_defaults=_defaults, validate=_validate)
+
+    def wants_workload(self) -> bool:
+        return bool(self.args["gpuSelMethod"] == "FGDScore")
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
                    ) -> tuple[PreFilterResult | None, Status]:
@@ -123,7 +132,11 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
         seed = state.read(DECISION_SEED_KEY)
         chooser = random.Random(f"{seed}/{pod.uid}") if self.args["gpuSelMethod"] == "random" \
             else None
-        devices = choose_devices(gpus.free[slot], demand, self.args["gpuSelMethod"], chooser)
+        method = self.args["gpuSelMethod"]
+        if method == "FGDScore" and demand.shares:
+            devices = self._fgd_device(cluster, pod, slot)
+        else:
+            devices = choose_devices(gpus.free[slot], demand, method, chooser)
         if devices is None:
             if provisional is not None:
                 gpus.assign(pod.uid, provisional.slot, provisional.devices, provisional.milli)
@@ -131,6 +144,24 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
                                          f"node({node_name})")
         gpus.assign(pod.uid, slot, devices, demand.milli)
         return Status.success()
+
+    def _fgd_device(self, cluster: ClusterState, pod: PodInfo, slot: int
+                    ) -> tuple[int, ...] | None:
+        """FGD's device on ``slot`` as the node was before the pod was assumed on it (the
+        simulator's Reserve reads the cycle's snapshot)."""
+        measure = self._measure()
+        gpus = cluster.gpus
+        cpu = cpu_left(cluster, np.asarray([slot])) + pod.requests.get("cpu", 0)
+        _, device = fgd_choice(measure, pod_shape(pod.non_zero_cpu, pod.gpu), cpu,
+                               gpus.free[[slot]], [gpus.models[slot]])
+        return (int(device[0]),) if device[0] >= 0 else None
+
+    def _measure(self) -> FragMeasure:
+        framework = self.handle.framework if self.handle is not None else None
+        scorer = framework.instances.get(FGD_NAME) if framework is not None else None
+        if isinstance(scorer, FGDScore):
+            return scorer.table().measure
+        return frag_measure(self.handle)
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         return None

@@ -87,6 +87,12 @@ class Plugin:
         self.args = dict(args or {})
         self.handle = handle
 
+    def wants_workload(self) -> bool:
+        """Whether the plugin reads the workload a replay hands over before it starts
+        (``handle.extra["workloadPodShapes"]``: the shape of every pod of the trace), as the
+        FGD paper's score does to know its typical pods."""
+        return False
+
     def events_to_register(self) -> list[ClusterEventWithHint] | None:
         """``EnqueueExtensions.EventsToRegister``: the cluster events that may make a pod this
         plugin rejected schedulable, each with an optional queueing hint. None (the default)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kaudit.cluster.gpu_frag import FragMeasure, PodShape, pod_shape, typical_pods
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
@@ -35,6 +36,7 @@ from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.sink import EventSink
 from kaudit.eventlog.timeline import NoTimeline, Timeline
+from kaudit.fgd.workload import WORKLOAD_KEY
 from kaudit.framework.events import (
     ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
@@ -43,11 +45,12 @@ from kaudit.framework.events import (
     ClusterEvent,
     pod_scheduling_properties_change,
 )
-from kaudit.model.pod import FINISHED_PHASES, PodInfo, terminating_object
+from kaudit.model.pod import FINISHED_PHASES, PodInfo, parse_pod, terminating_object
 from kaudit.model.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.apply import DATA_ERRORS, TraceApplication
 from kaudit.replay.clock import EventLoop, Priority
+from kaudit.replay.gpu_sharing import GpuSharingTracker
 from kaudit.scheduler.binding import bind, finish_binding
 from kaudit.scheduler.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
 from kaudit.scheduler.schedule import Scheduler
@@ -81,6 +84,14 @@ class ReplayOptions:
     settle_us: int = 0
     #: Schedule nothing: every pod keeps the trace's placement (the ``recorded`` pseudo-run).
     recorded_only: bool = False
+    #: Try each pod once: one that fails is given up, not queued again (the FGD paper's
+    #: protocol; it stays pending and counts as pending at the end).
+    one_try: bool = False
+    #: Sample GPU allocation and fragmentation against arrived workload after every pod tried
+    #: (:mod:`kaudit.replay.gpu_sharing`); needs the trace's pods as the workload.
+    gpu_report: bool = False
+    #: How the scheduler breaks ties at the highest score (``kaudit.scheduler.schedule``).
+    tie_break: str = "random"
 
 
 @dataclass
@@ -101,6 +112,7 @@ class ReplaySummary:
     log_bytes: dict[str, int] = field(default_factory=dict)
     log_records: dict[str, int] = field(default_factory=dict)
     utilisation: dict[str, Any] = field(default_factory=dict)
+    gpu_sharing: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         attempts_bytes = self.log_bytes.get("attempt", 0)
@@ -122,6 +134,7 @@ class ReplaySummary:
             "bytesPerAttempt": (round(attempts_bytes / self.attempts) if self.attempts else None),
             "logRecords": self.log_records,
             **self.utilisation,
+            **({"gpuSharing": self.gpu_sharing} if self.gpu_sharing is not None else {}),
         }
 
 
@@ -140,7 +153,8 @@ class _Nominator:
 
 class Replay(TraceApplication):
     def __init__(self, scheduler: Scheduler, sink: EventSink, options: ReplayOptions,
-                 lifetimes: dict[str, tuple[int | None, int | None]] | None = None) -> None:
+                 lifetimes: dict[str, tuple[int | None, int | None]] | None = None,
+                 workload: list[PodShape] | None = None) -> None:
         self.scheduler = scheduler
         self.sink = sink
         self.options = options
@@ -178,6 +192,8 @@ class Replay(TraceApplication):
         self.kaudit_pods: set[str] = set()
         self.recorded: dict[str, str] = {}
         self.unschedulable_once: set[str] = set()
+        #: Pods tried once and given up (``one_try``), still pending.
+        self.given_up: dict[str, PodInfo] = {}
         self.lifetimes = lifetimes or {}
         self.known_slots = 0
         self.start_us: int | None = None
@@ -190,6 +206,10 @@ class Replay(TraceApplication):
                     plugin.handle.nominator = self.nominated_for
                     plugin.handle.now_us = self._now
                     plugin.handle.preempting = self.preempting.__contains__
+                    if workload is not None:
+                        plugin.handle.extra[WORKLOAD_KEY] = workload
+        self.gpu_sharing = (GpuSharingTracker(FragMeasure(typical_pods(workload)))
+                            if options.gpu_report and workload is not None else None)
 
     def _now(self) -> int:
         return self.loop.now_us
@@ -262,11 +282,14 @@ class Replay(TraceApplication):
             self.timeline.sample(now, self.allocation.current)
             self.summary.end_us = self.loop.now_us
         waiting = [q.pod for q in self.queue.pods.values() if q.attempts]
+        waiting.extend(self.given_up.values())
         self.summary.pods_unschedulable = len(waiting)
         if self.summary.end_us is not None:
             self.allocation.observe(self.summary.end_us, self.cluster)
         self.summary.utilisation = {**self.allocation.as_json(),
                                     "fragmentation": fragmentation(self.cluster, waiting)}
+        if self.gpu_sharing is not None:
+            self.summary.gpu_sharing = self.gpu_sharing.as_json()
         self.sink.write_timeline(self.timeline)
         self.sink.flush()
         self.summary.wall_seconds = time.perf_counter() - began
@@ -348,6 +371,8 @@ class Replay(TraceApplication):
         now = self.loop.now_us
         self._clear_nomination(uid)
         queued = self.queue.delete(now, uid)
+        if self.given_up.pop(uid, None) is not None:
+            self.summary.pods_deleted_pending += 1
         if queued is not None:
             self._nomination_released(queued.pod)  # ``deletePodFromSchedulingQueue``
             if queued.attempts:
@@ -393,9 +418,20 @@ class Replay(TraceApplication):
         document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,
                                       queued.attempts)
         self.sink.record(now, RecordKind.ATTEMPT, pod.key, attempt.selected, document, blob)
+        if self.gpu_sharing is not None and queued.attempts <= 1:
+            self.gpu_sharing.tried(pod)
         if attempt.selected is not None:
             self._bind(queued, attempt.selected, attempt.state)
-            return
+        elif self.options.one_try:
+            self.queue.give_up(now, queued)
+            self.given_up[pod.uid] = pod
+        else:
+            self._requeue_failed(queued, attempt, seen)
+        if self.gpu_sharing is not None and queued.attempts <= 1:
+            self.gpu_sharing.sample(self.cluster)
+
+    def _requeue_failed(self, queued: QueuedPod, attempt: Any, seen: tuple[int, int]) -> None:
+        now = self.loop.now_us
         result = attempt.post_filter_result
         if attempt.error is None:
             self.queue.requeue(now, queued, attempt.diagnosis.unschedulable_plugins,
@@ -611,3 +647,23 @@ def recorded_lifetimes(events: Iterator[StoredEvent]) -> dict[str, tuple[int | N
             gone = event.ts_us
         lifetimes[uid] = (bound, gone)
     return lifetimes
+
+
+def workload_shapes(events: Iterator[StoredEvent]) -> list[PodShape]:
+    """The shape (CPU, GPU-milli, GPU count, models) of every pod of the trace, once each:
+    the workload whose typical pods FGD and the fragmentation measure expect."""
+    shapes: list[PodShape] = []
+    seen: set[str] = set()
+    for event in events:
+        if event.kind != "Pod" or event.type == "DELETED":
+            continue
+        uid = (event.object.get("metadata") or {}).get("uid") or f"{event.namespace}/{event.name}"
+        if uid in seen:
+            continue
+        seen.add(uid)
+        try:
+            pod = parse_pod(event.object, priority=0)
+        except DATA_ERRORS:
+            continue  # ingest accepted it; the replay reports what is wrong with it
+        shapes.append(pod_shape(pod.non_zero_cpu, pod.gpu))
+    return shapes

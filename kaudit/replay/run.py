@@ -22,7 +22,13 @@ from kaudit.errors import InputError, Interrupted, UnreplayableEventError
 from kaudit.eventlog.runs import HEARTBEAT_SECONDS, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
-from kaudit.replay.engine import Replay, ReplayOptions, ReplaySummary, recorded_lifetimes
+from kaudit.replay.engine import (
+    Replay,
+    ReplayOptions,
+    ReplaySummary,
+    recorded_lifetimes,
+    workload_shapes,
+)
 from kaudit.scheduler.build import build_scheduler
 from kaudit.store.models import Run, Trace
 from kaudit.store.traces import TraceSummary, iter_events
@@ -98,6 +104,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  registry: dict[str, type[Plugin]], *, name: str | None = None,
                  seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
                  bind_latency_us: int = 0, api_latency_us: int | None = None,
+                 one_try: bool = False, gpu_report: bool = False, tie_break: str = "random",
                  victim_termination_us: int | None = None, sink: EventSink | None = None,
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
@@ -109,7 +116,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
               if value is not None}
     options = options_for(config, seed=seed, lifetime=lifetime,
                           recreate_preempted=recreate_preempted,
-                          bind_latency_us=bind_latency_us, **timing)
+                          bind_latency_us=bind_latency_us, one_try=one_try,
+                          gpu_report=gpu_report, tie_break=tie_break, **timing)
     with engine.begin() as connection:
         run_id = connection.execute(insert(Run).values(
             name=run_name, trace_id=trace.id, status=RunStatus.RUNNING, seed=seed,
@@ -124,10 +132,15 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         ).returning(Run.id)).scalar_one()
     beat = _Heartbeat(engine, run_id, check_stop)
     try:
-        scheduler = build_scheduler(config, registry, seed=seed)
+        scheduler = build_scheduler(config, registry, seed=seed, tie_break=tie_break)
         lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))
                      if lifetime == "relative" else None)
-        replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes)
+        wanted = gpu_report or any(plugin.wants_workload()
+                                   for framework in scheduler.frameworks.values()
+                                   for plugin in framework.instances.values())
+        workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
+        replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes,
+                        workload)
         summary = replay.run(iter_events(engine, trace.id), progress, tick=beat)
     except BaseException as exc:
         raised = _located(exc, trace)

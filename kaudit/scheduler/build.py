@@ -42,10 +42,11 @@ def load_object_config(obj: Any, source: str, feature_gates: str | FeatureGates 
 
 
 def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plugin]], *,
-                    seed: int = 0, now_us: Callable[[], int] | None = None) -> Scheduler:
+                    seed: int = 0, now_us: Callable[[], int] | None = None,
+                    tie_break: str = "random") -> Scheduler:
     frameworks = {}
     for name, profile in config.profiles.items():
         handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us)
         frameworks[name] = Framework(profile, registry, handle)
     return Scheduler(frameworks, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-                     seed=seed, feature_gates=config.feature_gates)
+                     seed=seed, feature_gates=config.feature_gates, tie_break=tie_break)

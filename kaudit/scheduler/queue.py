@@ -478,6 +478,13 @@ class SchedulingQueue:
         self._done(queued.pod.uid)
         self._set(now, queued, NONE, "Scheduled")
 
+    def give_up(self, now: int, queued: QueuedPod) -> None:
+        """The pod failed its one try and is not queued again (a replay that tries each pod
+        once, as the FGD paper's simulator does): it leaves the queue, still pending."""
+        self.pods.pop(queued.pod.uid, None)
+        self._done(queued.pod.uid)
+        self._set(now, queued, NONE, "GivenUp")
+
     def requeue(self, now: int, queued: QueuedPod, unschedulable: Iterable[str],
                 pending: Iterable[str] = ()) -> None:
         """``AddUnschedulableIfNotPresent`` after a failed attempt: a pod some plugin rejected

@@ -15,6 +15,7 @@ a diff can tell a real change from a coin flip.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,11 @@ from kaudit.model.pod import PodInfo
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+#: How a tie at the highest score is broken: ``random`` as upstream's ``selectHost`` (seeded);
+#: ``name``, the lowest node name, as the FGD authors' simulator's modified ``selectHost``;
+#: ``shuffled-name``, the first in an order of names drawn with the seed, as that simulator
+#: does after renaming its nodes with a random ``NNNN-`` prefix.
+TIE_BREAKS = ("random", "name", "shuffled-name")
 #: CycleState key of the per-decision RNG seed (run seed, pod UID, attempt).
 
 def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int,
@@ -100,11 +106,15 @@ class Scheduler:
 
     def __init__(self, frameworks: Mapping[str, Framework], *,
                  percentage_of_nodes_to_score: int = 0, seed: int = 0,
-                 feature_gates: Any = None) -> None:
+                 feature_gates: Any = None, tie_break: str = "random") -> None:
         self.frameworks = dict(frameworks)
         self.feature_gates = feature_gates if feature_gates is not None else FeatureGates()
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.seed = seed
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
+        self.tie_break = tie_break
+        self._ranks: dict[str, bytes] = {}
         self.next_start_node_index = 0
 
     def framework_for(self, pod: PodInfo) -> Framework | None:
@@ -267,6 +277,22 @@ class Scheduler:
             result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
         total = result.scores.total
         result.tied_slots = feasible[total == total.max()]
-        rng = random.Random(state.read(DECISION_SEED_KEY))
-        chosen = int(result.tied_slots[rng.randrange(len(result.tied_slots))])
-        result.selected = cluster.node(chosen).name
+        result.selected = self._break_tie(cluster, result.tied_slots, state)
+
+    def _break_tie(self, cluster: ClusterState, tied: np.ndarray, state: CycleState) -> str:
+        """The node chosen among those tied at the highest score: uniformly at random
+        (upstream's ``selectHost``), or the first by name or by a seeded order of names."""
+        if self.tie_break == "random" or len(tied) == 1:
+            rng = random.Random(state.read(DECISION_SEED_KEY))
+            return cluster.node(int(tied[rng.randrange(len(tied))])).name
+        names = [cluster.node(int(slot)).name for slot in tied]
+        if self.tie_break == "name":
+            return min(names)
+        return min(names, key=self._rank)
+
+    def _rank(self, name: str) -> bytes:
+        rank = self._ranks.get(name)
+        if rank is None:
+            rank = hashlib.sha256(f"{self.seed}/{name}".encode()).digest()
+            self._ranks[name] = rank
+        return rank

@@ -1,0 +1,37 @@
+"""``RandomScore``: one feasible node, drawn uniformly, scores 100 and the others 0.
+
+Mirrors ``RandomScorePlugin`` of hkust-adsl/kubernetes-scheduler-simulator
+(``pkg/simulator/plugin/random_score.go``): PreScore draws the node (``rand.Intn`` over the
+feasible nodes), Score gives it ``MaxNodeScore``. kaudit draws with the attempt's decision
+seed, so the same seed gives the same run. The paper pairs it with ``gpuSelMethod: random``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
+from kaudit.framework.plugin import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
+from kaudit.framework.status import Status
+from kaudit.model.pod import PodInfo
+
+NAME = "RandomScore"
+_CHOSEN_KEY = "PreScore" + NAME
+
+
+class RandomScore(PreScorePlugin, ScorePlugin):
+    name = NAME
+
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
+        rng = random.Random(f"{state.read(DECISION_SEED_KEY)}/{NAME}")
+        state.write(_CHOSEN_KEY, int(slots[rng.randrange(len(slots))]))
+        return Status.success()
+
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        chosen = state.read(_CHOSEN_KEY)
+        return np.where(slots == chosen, MAX_NODE_SCORE, 0).astype(np.int64)
