@@ -114,12 +114,10 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
                 (gpus.models[s] not in demand.models for s in slots.tolist()), dtype=bool,
                 count=len(slots))
         no_room = ~no_gpu & ~wrong_model & ~gpus.fits(slots, demand)
-        statuses = [Status.of(Code.UNSCHEDULABLE, NO_GPU) if a else
-                    Status.of(Code.UNSCHEDULABLE, WRONG_MODEL) if b else
-                    Status.of(Code.UNSCHEDULABLE, NO_DEVICE) if c else Status.success()
-                    for a, b, c in zip(no_gpu.tolist(), wrong_model.tolist(), no_room.tolist(),
-                                       strict=True)]
-        return NodeVerdicts.from_statuses(statuses)
+        ids = np.where(no_gpu, 1, np.where(wrong_model, 2, np.where(no_room, 3, 0)))
+        return NodeVerdicts(np.where(ids > 0, np.int8(Code.UNSCHEDULABLE), np.int8(0))
+                            .astype(np.int8), ids.astype(np.int32),
+                            [(), (NO_GPU,), (WRONG_MODEL,), (NO_DEVICE,)])
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         demand = pod.gpu

@@ -48,8 +48,9 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         message += f" {diagnosis.pre_filter_message}."
     else:
         reasons: Counter[str] = Counter()
-        for status in diagnosis.node_statuses.values():
-            reasons.update(status.reasons)
+        for status, nodes in Counter(diagnosis.node_statuses.values()).items():
+            for reason in status.reasons:
+                reasons[reason] += nodes
         absent = num_all_nodes - len(diagnosis.node_statuses)
         if absent > 0:
             for reason in diagnosis.absent_status.reasons:

@@ -254,10 +254,26 @@ class Scheduler:
 
     @staticmethod
     def _record_statuses(cluster: ClusterState, run: FilterRun, diagnosis: Diagnosis) -> None:
-        for position in np.flatnonzero(~run.feasible).tolist():
-            status = run.status(position)
-            diagnosis.node_statuses[cluster.node(int(run.slots[position])).name] = status
-            diagnosis.add_plugin_status(status)
+        failed = np.flatnonzero(~run.feasible)
+        if len(failed) == 0:
+            return
+        plugins = run.first_failure[failed]
+        reasons = run.reason_ids[plugins, failed]
+        codes = run.codes[plugins, failed]
+        names = cluster.names(run.slots[failed].tolist())
+        # Nodes failing the same plugin for the same reasons share one (immutable) status.
+        shared: dict[tuple[int, int, int], Status] = {}
+        statuses = diagnosis.node_statuses
+        for name, plugin, reason, code in zip(names, plugins.tolist(), reasons.tolist(),
+                                              codes.tolist(), strict=True):
+            key = (plugin, reason, code)
+            status = shared.get(key)
+            if status is None:
+                status = Status(Code(code), run.reason_tables[plugin][reason],
+                                run.plugins[plugin])
+                shared[key] = status
+                diagnosis.add_plugin_status(status)
+            statuses[name] = status
 
     # ------------------------------------------------------------------ scoring
 
