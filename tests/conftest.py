@@ -181,3 +181,56 @@ def write_trace(path: Path, *events: tuple[float, str, dict[str, Any]]) -> Path:
         lines.append(orjson.dumps({"ts": stamp, "type": kind, "object": obj}))
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
+
+
+GPU_MODEL = "alibabacloud.com/gpu-card-model"
+
+
+def gpu_share_events() -> list[tuple[float, str, dict[str, Any]]]:
+    """A small GPU-sharing cluster in the Alibaba trace's shape: two 8-GPU V100 nodes and two
+    4-GPU T4 nodes, then 48 pods sharing GPUs, taking whole ones or none, 0.1 s apart."""
+    from kaudit.tracegen.builders import make_node, make_pod
+
+    events: list[tuple[float, str, dict[str, Any]]] = []
+    for i, (gpus, model) in enumerate(((8, "V100M16"), (8, "V100M16"), (4, "T4"), (4, "T4"))):
+        events.append((0.0, "ADDED", make_node(f"gpu-{i}").capacity(
+            cpu="32", memory="256Gi", pods="110").extended("nvidia.com/gpu", str(gpus))
+            .extended("alibabacloud.com/gpu-milli", str(1000 * gpus)).label(GPU_MODEL, model)
+            .obj()))
+    shapes = [(500, 1, ""), (250, 1, ""), (1000, 1, ""), (700, 1, "T4"), (1000, 2, ""),
+              (0, 0, ""), (300, 1, ""), (1000, 4, "V100M16")]
+    for j in range(48):
+        milli, count, models = shapes[j % len(shapes)]
+        pod = make_pod(f"job-{j:02d}").req(cpu="2", memory="4Gi")
+        if count:
+            pod = pod.extended("alibabacloud.com/gpu-milli", str(milli * count)).annotation(
+                "alibabacloud.com/gpu-milli", str(milli)).annotation(
+                "alibabacloud.com/gpu-count", str(count))
+            if count > 1:
+                pod = pod.extended("nvidia.com/gpu", str(count))
+            if models:
+                pod = pod.annotation(GPU_MODEL, models)
+        events.append((1.0 + 0.1 * j, "ADDED", pod.obj()))
+    return events
+
+
+def replay_gpu_policies(engine: Engine, directory: Path,
+                        policies: tuple[str, ...] = ("FGD", "BestFit")) -> list[str]:
+    """Ingest :func:`gpu_share_events` as trace ``gpus`` and replay it with each of the FGD
+    paper's ``policies`` under its protocol (one try, GPU report); returns the run names."""
+    from kaudit.fgd.paper import paper_configuration
+    from kaudit.readers.ingest import TraceInput, ingest_trace
+    from kaudit.replay.run import replay_trace
+    from kaudit.scheduler.build import load_object_config
+    from kaudit.store.traces import get_trace
+
+    ingest_trace(engine, [TraceInput(write_trace(directory / "gpus.jsonl",
+                                                 *gpu_share_events()))], name="gpus")
+    names = []
+    for policy in policies:
+        config, registry = load_object_config(paper_configuration(policy), policy)
+        replay_trace(engine, get_trace(engine, "gpus"), config, registry,
+                     name=policy.lower(), seed=42, one_try=True, gpu_report=True,
+                     tie_break="shuffled-name")
+        names.append(policy.lower())
+    return names

@@ -60,6 +60,7 @@ def _register() -> None:
         demo,
         diff,
         export,
+        gpu_report,
         ingest,
         record,
         replay,
@@ -70,7 +71,8 @@ def _register() -> None:
 
     for command in (config.config, whatif.whatif, db.db, record.record, ingest.ingest,
                     traces.traces, demo.demo, replay.replay, replay.runs, replay.explain,
-                    replay.events, diff.diff, check.compare, check.check, export.export,
+                    replay.events, gpu_report.gpu_report_command, diff.diff, check.compare,
+                    check.check, export.export,
                     serve.serve):
         cli.add_command(command)
 

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, and_, func, or_, select, union_all
 from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.timeline import QUEUES
+from kaudit.model.gpu import MILLI_PER_GPU, NVIDIA_GPU
 from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
 
@@ -326,15 +327,54 @@ def node_at(engine: Engine, run_id: int, span: Span, node: str, seconds: float
                    RunPlacement.extended)
             .where(_live(RunPlacement, run_id, ts_us), RunPlacement.node == node)
             .order_by(RunPlacement.start_us, RunPlacement.pod)).all()
+        held = _gpus_held(connection, run_id, node, [pod for pod, *_ in pods], ts_us)
     live = row.end_us is None or row.end_us > ts_us
+    allocatable = {"cpu": row.cpu_milli, "memory": row.memory_bytes, "pods": row.pods,
+                   **orjson.loads(row.extended)}
     return {
         "t": span.t(ts_us), "node": row.name, "zone": row.zone, "present": live,
         "since": span.t(row.start_us), "until": span.t(row.end_us),
-        "allocatable": {"cpu": row.cpu_milli, "memory": row.memory_bytes, "pods": row.pods,
-                        **orjson.loads(row.extended)},
+        "allocatable": allocatable,
+        "gpus": _gpu_devices(int(allocatable.get(NVIDIA_GPU, 0) or 0), held),
         "labels": orjson.loads(row.labels), "unschedulable": bool(row.unschedulable),
         "taints": row.taints,
         "pods": [{"pod": pod, "since": span.t(start), "by": by, "priority": priority,
                   "cpu": cpu_milli, "memory": memory_bytes, "extended": orjson.loads(extended)}
                  for pod, start, by, priority, cpu_milli, memory_bytes, extended in pods],
     }
+
+
+def _gpus_held(connection: Any, run_id: int, node: str, pods: list[str], ts_us: int
+               ) -> dict[str, dict[str, Any]]:
+    """The GPU devices each of ``pods`` (placed on ``node``) holds at ``ts_us``: those its
+    latest binding there records."""
+    held: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(pods), 500):
+        rows = connection.execute(
+            select(RunEvent.pod, RunEvent.data)
+            .where(RunEvent.run_id == run_id, RunEvent.kind == RecordKind.BIND,
+                   RunEvent.node == node, RunEvent.ts_us <= ts_us,
+                   RunEvent.pod.in_(pods[start:start + 500]))
+            .order_by(RunEvent.seq)).all()
+        for pod, data in rows:
+            gpus = orjson.loads(data).get("gpus") if data else None
+            if gpus:
+                held[pod] = gpus
+            else:
+                held.pop(pod, None)
+    return held
+
+
+def _gpu_devices(count: int, held: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each GPU device of a node of ``count`` devices: the milli its pods hold and the pods."""
+    devices: list[dict[str, Any]] = [{"device": i, "heldMilli": 0, "pods": []}
+                                     for i in range(count)]
+    for pod, gpus in sorted(held.items()):
+        for device in gpus.get("devices") or []:
+            while device >= len(devices):  # a device the node no longer advertises
+                devices.append({"device": len(devices), "heldMilli": 0, "pods": []})
+            devices[device]["heldMilli"] += int(gpus.get("milli") or 0)
+            devices[device]["pods"].append({"pod": pod, "milli": int(gpus.get("milli") or 0)})
+    for device in devices:
+        device["freeMilli"] = max(MILLI_PER_GPU - device["heldMilli"], 0)
+    return devices

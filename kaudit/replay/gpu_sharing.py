@@ -113,6 +113,7 @@ class GpuSharingTracker:
         return {
             "gpus": gpus,
             "arrivedMilli": self.arrived_milli,
+            "allocatedMilli": self._samples[-1][1] if self._samples else 0,
             "samples": len(self._samples),
             "typicalPods": [{"cpuMilli": t.shape.cpu, "gpuMilli": t.shape.milli,
                              "gpuCount": t.shape.count, "gpuModels": t.shape.models,

@@ -31,7 +31,7 @@ from kaudit.scheduler.build import load
 from kaudit.store.models import Run
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
-from tests.conftest import replay_sample_twice
+from tests.conftest import replay_gpu_policies, replay_sample_twice
 
 REQUIRED = os.environ.get("KAUDIT_REQUIRE_BROWSER") == "1"
 ARTIFACTS = Path(os.environ.get("KAUDIT_ARTIFACTS",
@@ -114,6 +114,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     ingest_trace(engine, [TraceInput(_wide_trace(directory / "wide.jsonl"))], name="wide")
     replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
     _killed_run(engine, config, registry)
+    replay_gpu_policies(engine, directory)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -199,6 +200,8 @@ PAGES = [
      "#changes-table tbody tr"),
     ("diff-pod", "/diff/pods/data/postgres-1?a=default&b=packing", set(), ".side table"),
     ("config", "/runs/packing/config", set(), "#config-yaml"),
+    ("gpu", "/gpu?run=fgd&run=bestfit", {"chart-unallocated", "chart-bars", "chart-frag",
+                                         "chart-rate"}, "#values-table tbody tr"),
 ]
 
 
@@ -474,4 +477,15 @@ def test_a_killed_run_shows_as_abandoned(server: dict[str, Any], browser: Any) -
     assert "status abandoned" in page.inner_text("p.lead")
     assert "build-7" in page.inner_text("#run-error")
     visit.screenshot("abandoned-run")
+    visit.close()
+
+
+def test_a_nodes_gpus_on_the_history_page(server: dict[str, Any], browser: Any) -> None:
+    visit = Visit(browser, server["base"])
+    node = explain_pod(server["engine"], "fgd", "default/job-00")["verdict"]["node"]
+    page = visit.open(f"/runs/fgd/history?t=4.7&node={node}")
+    _until(page, lambda: page.locator("#node-gpus tbody tr").count() > 0)
+    rows = _rows(page, "node-gpus")
+    assert any("default/job-00 (500)" in row[-1] for row in rows), rows
+    visit.screenshot("history-gpus")
     visit.close()

@@ -110,6 +110,13 @@ K.start(async ({run, seconds, t}) => {
         {label: "CPU", value: (p) => K.cpu(p.cpu), class: "num"},
         {label: "Memory", value: (p) => K.bytes(p.memory), class: "num"},
       ], node.pods, {id: "node-pods"}),
+      node.gpus.length ? K.table([
+        {label: "GPU", value: (g) => g.device, class: "num"},
+        {label: "Held (milli)", value: (g) => K.num(g.heldMilli), class: "num"},
+        {label: "Free (milli)", value: (g) => K.num(g.freeMilli), class: "num"},
+        {label: "Use", value: (g) => el("meter", {min: "0", max: "1000", value: String(g.heldMilli), title: `${g.heldMilli} of 1000`})},
+        {label: "Pods", value: (g) => g.pods.map((p) => `${p.pod} (${p.milli})`).join(", ") || "–", class: "message"},
+      ], node.gpus, {id: "node-gpus"}) : null,
       el("details", {}, el("summary", {text: `labels (${labels.length})`}), el("ul", {class: "labels"}, labels)));
   }
 
