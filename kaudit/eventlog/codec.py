@@ -112,6 +112,8 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
             if not np.array_equal(raw, normalized):
                 arrays[f"raw:{name}"] = _smallest_int(raw)
         arrays["tied"] = attempt.tied_slots.astype(np.int32)
+        if attempt.tie_break != "random":
+            document["tieBreak"] = attempt.tie_break
     elif len(attempt.tied_slots):
         arrays["tied"] = attempt.tied_slots.astype(np.int32)
     details = attempt.post_filter_result.details if attempt.post_filter_result else None
@@ -185,6 +187,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         "nodes": nodes,
         "selectedNode": document.get("selectedNode"),
         "tiedNodes": tied,
+        "tieBreak": document.get("tieBreak", "random"),
         "message": None if document.get("selectedNode") else document.get("message"),
         "cycle": document.get("cycle"),
         "evaluatedNodes": document.get("evaluatedNodes"),

@@ -16,9 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.fgd.node_gpus import MAX_SPEC_CPU, MAX_SPEC_GPU, node_gpus, pod_gpu_milli, truncate
+from kaudit.fgd.node_gpus import (
+    MAX_SPEC_CPU,
+    MAX_SPEC_GPU,
+    NodeGpus,
+    NodeGpusScore,
+    asked_gpu_milli,
+    truncate,
+)
 from kaudit.framework.cycle_state import CycleState
-from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePlugin
+from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE
 from kaudit.model.pod import PodInfo
 
 NAME = "BestFitScore"
@@ -35,15 +42,13 @@ def normalize_min_max(scores: np.ndarray) -> np.ndarray:
             + MIN_NODE_SCORE).astype(np.int64)
 
 
-class BestFitScore(ScorePlugin):
+class BestFitScore(NodeGpusScore):
     name = NAME
 
-    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-              slots: np.ndarray) -> np.ndarray:
-        nodes = node_gpus(cluster, slots)
-        milli, count = pod_gpu_milli(pod)
+    def score_nodes(self, pod: PodInfo, nodes: NodeGpus, cluster: ClusterState,
+                    slots: np.ndarray) -> np.ndarray:
         cpu_rest = nodes.cpu_left - pod.non_zero_cpu
-        gpu_rest = nodes.total_left - milli * count
+        gpu_rest = nodes.total_left - asked_gpu_milli(pod)
         fraction = cpu_rest / MAX_SPEC_CPU * 0.5 + gpu_rest / MAX_SPEC_GPU * 0.5
         scores = truncate((1.0 - fraction) * float(MAX_NODE_SCORE))
         return np.where((cpu_rest < 0) | (gpu_rest < 0), MIN_NODE_SCORE, scores)

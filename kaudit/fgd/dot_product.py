@@ -18,22 +18,26 @@ from __future__ import annotations
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.fgd.node_gpus import MAX_SPEC_CPU, MAX_SPEC_GPU, node_gpus, pod_gpu_milli, truncate
-from kaudit.framework.cycle_state import CycleState
-from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePlugin
+from kaudit.fgd.node_gpus import (
+    MAX_SPEC_CPU,
+    MAX_SPEC_GPU,
+    NodeGpus,
+    NodeGpusScore,
+    asked_gpu_milli,
+    truncate,
+)
+from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE
 from kaudit.model.pod import PodInfo
 
 NAME = "DotProductScore"
 
 
-class DotProductScore(ScorePlugin):
+class DotProductScore(NodeGpusScore):
     name = NAME
 
-    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-              slots: np.ndarray) -> np.ndarray:
-        nodes = node_gpus(cluster, slots)
-        milli, count = pod_gpu_milli(pod)
+    def score_nodes(self, pod: PodInfo, nodes: NodeGpus, cluster: ClusterState,
+                    slots: np.ndarray) -> np.ndarray:
         dot = (nodes.cpu_left / MAX_SPEC_CPU * (pod.non_zero_cpu / MAX_SPEC_CPU)
-               + nodes.total_left / MAX_SPEC_GPU * (milli * count / MAX_SPEC_GPU))
+               + nodes.total_left / MAX_SPEC_GPU * (asked_gpu_milli(pod) / MAX_SPEC_GPU))
         scores = truncate(float(MAX_NODE_SCORE) * (1 - dot / 2))
         return np.where(nodes.cpu_left < pod.non_zero_cpu, MIN_NODE_SCORE, scores)

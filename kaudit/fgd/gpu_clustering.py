@@ -19,23 +19,21 @@ import numpy as np
 
 from kaudit.cluster.gpus import MAX_DEVICES
 from kaudit.cluster.state import ClusterState
-from kaudit.fgd.node_gpus import MAX_SPEC_GPU, node_gpus
-from kaudit.framework.cycle_state import CycleState
-from kaudit.framework.plugin import MAX_NODE_SCORE, ScorePlugin
+from kaudit.fgd.node_gpus import MAX_SPEC_GPU, NodeGpus, NodeGpusScore
+from kaudit.framework.plugin import MAX_NODE_SCORE
 from kaudit.model.pod import PodInfo
 
 NAME = "GpuClusteringScore"
 
 
-class GpuClusteringScore(ScorePlugin):
+class GpuClusteringScore(NodeGpusScore):
     name = NAME
+    gpu_pods_only = True
 
-    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-              slots: np.ndarray) -> np.ndarray:
+    def score_nodes(self, pod: PodInfo, nodes: NodeGpus, cluster: ClusterState,
+                    slots: np.ndarray) -> np.ndarray:
         demand = pod.gpu
-        if demand is None:
-            return np.zeros(len(slots), dtype=np.int64)
-        nodes = node_gpus(cluster, slots)
+        assert demand is not None
         kinds = cluster.gpus.kinds[slots]
         column = 0 if demand.shares else min(demand.count, MAX_DEVICES)
         same = kinds[:, column] > 0

@@ -17,24 +17,22 @@ from __future__ import annotations
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.fgd.node_gpus import node_gpus
-from kaudit.framework.cycle_state import CycleState
-from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePlugin
+from kaudit.fgd.node_gpus import NodeGpus, NodeGpusScore
+from kaudit.framework.plugin import MAX_NODE_SCORE, MIN_NODE_SCORE
 from kaudit.model.gpu import MILLI_PER_GPU
 from kaudit.model.pod import PodInfo
 
 NAME = "GpuPackingScore"
 
 
-class GpuPackingScore(ScorePlugin):
+class GpuPackingScore(NodeGpusScore):
     name = NAME
+    gpu_pods_only = True
 
-    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-              slots: np.ndarray) -> np.ndarray:
+    def score_nodes(self, pod: PodInfo, nodes: NodeGpus, cluster: ClusterState,
+                    slots: np.ndarray) -> np.ndarray:
         demand = pod.gpu
-        if demand is None:
-            return np.zeros(len(slots), dtype=np.int64)
-        nodes = node_gpus(cluster, slots)
+        assert demand is not None
         idle = np.maximum(MAX_NODE_SCORE // 3 - nodes.fully_free, nodes.fully_free)
         if demand.shares:
             # The fitting device with the least left: a wholly free one only if no used one fits.

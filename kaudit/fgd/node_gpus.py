@@ -5,11 +5,14 @@ for many nodes at once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from kaudit.cluster.gpu_frag import cpu_left
 from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.plugin import ScorePlugin
 from kaudit.model.gpu import MILLI_PER_GPU
 from kaudit.model.pod import PodInfo
 
@@ -40,9 +43,26 @@ def node_gpus(cluster: ClusterState, slots: np.ndarray) -> NodeGpus:
                     (free == MILLI_PER_GPU).sum(axis=1), left.sum(axis=1))
 
 
-def pod_gpu_milli(pod: PodInfo) -> tuple[int, int]:
-    """GPU-milli per GPU and GPU count (0, 0 for a pod that asks no GPU)."""
-    return (pod.gpu.milli, pod.gpu.count) if pod.gpu is not None else (0, 0)
+def asked_gpu_milli(pod: PodInfo) -> int:
+    """GPU-milli the pod asks in all (``PodResource.TotalMilliGpu``)."""
+    return pod.gpu.total_milli if pod.gpu is not None else 0
+
+
+class NodeGpusScore(ScorePlugin):
+    """A score of the simulator's plugins, computed from each node's CPU and GPUs left and the
+    pod's request; with ``gpu_pods_only`` a pod that asks no GPU scores 0 everywhere."""
+
+    gpu_pods_only: ClassVar[bool] = False
+
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        if self.gpu_pods_only and pod.gpu is None:
+            return np.zeros(len(slots), dtype=np.int64)
+        return self.score_nodes(pod, node_gpus(cluster, slots), cluster, slots)
+
+    def score_nodes(self, pod: PodInfo, nodes: NodeGpus, cluster: ClusterState,
+                    slots: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
 
 def truncate(values: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from kaudit.cluster.gpu_frag import FragMeasure, PodShape, TypicalPod, typical_p
 from kaudit.config import FieldError
 from kaudit.config.fielderrors import invalid
 from kaudit.config.schema import ListOf, Obj
+from kaudit.errors import InputError
 from kaudit.framework.plugin import Handle
 
 #: ``Handle.extra`` key under which the replay puts the shapes of the trace's pods.
@@ -23,7 +24,7 @@ WORKLOAD_KEY = "workloadPodShapes"
 _MEASURE_KEY = "fgdFragMeasure"
 
 
-class NoWorkload(RuntimeError):
+class NoWorkload(InputError):
     """Neither the replay nor the configuration told the plugin the typical pods."""
 
 

@@ -367,6 +367,11 @@ def _not_ours(inputs: PodInputs) -> str:
     return "it was bound before kaudit saw it pending"
 
 
+#: What chose among tied nodes, by the scheduler's ``tie_break``.
+TIE_BREAK_WORDS = {"random": "the seeded tie-break", "name": "the lowest node name",
+                   "shuffled-name": "the seeded order of node names"}
+
+
 def _placement_reason(attempt: dict[str, Any], node: str) -> str:
     feasible = attempt.get("feasibleNodes") or 0
     if attempt.get("nominatedNodeUsed") and attempt.get("evaluatedNodes") == 1:
@@ -381,7 +386,8 @@ def _placement_reason(attempt: dict[str, Any], node: str) -> str:
     if runner in (attempt.get("tiedNodes") or []):
         others = [n for n in attempt["tiedNodes"] if n != node]
         return (f"tied with {_short_list(others)} at total {attempt['nodes'][node]['total']};"
-                " the seeded tie-break chose it")
+                f" {TIE_BREAK_WORDS.get(attempt.get('tieBreak', 'random'), 'a tie-break')}"
+                " chose it")
     _, deltas = explain_move(attempt, node, runner, "kaudit")
     words = ", ".join(f"{p} {d:+d}" for p, d in list(deltas.items())[:3])
     return (f"{words or 'equal plugin scores'} over {runner} "

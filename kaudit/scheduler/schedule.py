@@ -76,6 +76,8 @@ class Attempt:
     selected: str | None = None
     #: The top-scoring nodes' slots (the tie set), and a function naming a slot.
     tied_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: How a tie among ``tied_slots`` was broken (:data:`TIE_BREAKS`).
+    tie_break: str = "random"
     node_name: Any = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     message: str | None = None
@@ -293,6 +295,7 @@ class Scheduler:
             result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
         total = result.scores.total
         result.tied_slots = feasible[total == total.max()]
+        result.tie_break = self.tie_break
         result.selected = self._break_tie(cluster, result.tied_slots, state)
 
     def _break_tie(self, cluster: ClusterState, tied: np.ndarray, state: CycleState) -> str:

@@ -82,3 +82,32 @@ def test_a_run_without_a_gpu_report_is_refused_with_the_flag_to_use(
     result = run_kaudit("gpu-report", "default")
     assert result.exit_code != 0
     assert "run default has no GPU report: replay with --gpu-report" in result.output
+
+
+def test_explain_says_which_tie_break_chose(engine: Engine, tmp_path: Path) -> None:
+    replay_gpu_policies(engine, tmp_path, ("FGD",))
+    first = explain_pod(engine, "fgd", "default/job-00")["verdict"]
+    assert "the seeded order of node names chose it" in first["headline"], first
+
+
+def test_typical_pods_may_be_configured_and_are_checked(
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    config = tmp_path / "fgd.yaml"
+    config.write_text("""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    score: {enabled: [{name: FGDScore}]}
+  pluginConfig:
+  - name: FGDScore
+    args:
+      typicalPods:
+      - {cpuMilli: 4000, gpuMilli: 1500, gpuCount: 1, frequency: 0.5}
+      - {cpuMilli: 4000, gpuMilli: 0, gpuCount: 1, frequency: 0}
+""")
+    result = run_kaudit("config", "show", str(config), db=False)
+    assert result.exit_code == 2, result.output
+    assert "typicalPods[0].gpuMilli: Invalid value: 1500: must be at most 1000" in result.output
+    assert "typicalPods[1].frequency: Invalid value: 0: must be in (0, 1]" in result.output
+    assert "gpuMilli and gpuCount must both be 0 or both be positive" in result.output

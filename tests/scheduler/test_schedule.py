@@ -141,6 +141,25 @@ def test_ties_are_seeded_and_recorded() -> None:
     assert sorted(first.tied) == [f"n{i}" for i in range(6)]
 
 
+def test_other_tie_breaks_take_the_first_name_or_a_seeded_order_of_names() -> None:
+    cluster = cluster_of(*(node(f"n{i}") for i in (3, 1, 5, 0, 4, 2)))
+    pod = pod_info(cluster, make_pod("p").req(cpu="1").obj())
+    loaded, registry = load()
+
+    def pick(tie_break: str, seed: int) -> str | None:
+        attempt = build_scheduler(loaded, registry, seed=seed,
+                                  tie_break=tie_break).schedule(cluster, pod)
+        assert attempt.tie_break == tie_break
+        return attempt.selected
+
+    assert {pick("name", s) for s in range(10)} == {"n0"}
+    shuffled = [pick("shuffled-name", s) for s in range(20)]
+    assert len(set(shuffled)) > 1  # the order depends on the seed ...
+    assert shuffled == [pick("shuffled-name", s) for s in range(20)]  # ... and only on it
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        build_scheduler(loaded, registry, tie_break="coin")
+
+
 def test_rotation_and_sampling_on_large_clusters() -> None:
     cluster = cluster_of(*(node(f"n{i:04d}", zone=f"z{i % 3}") for i in range(1000)))
     sched = scheduler()

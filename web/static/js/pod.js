@@ -103,10 +103,11 @@ K.start(async ({run, pod}) => {
     drawAttempts();
     if (index < 0) return;
     detail = await K.api(`${base}/attempts/${index}`);
+    const tieBreakWords = {random: "the seeded tie-break", name: "the lowest node name", "shuffled-name": "the seeded order of node names"};
     K.fill("attempt-title", `${index} at t = ${K.num(detail.t, 3)} s (${detail.time}): ` +
       `${detail.evaluatedNodes} nodes evaluated, ${detail.feasibleNodes} feasible`);
     K.fill("attempt-message", detail.selectedNode ? `Selected ${detail.selectedNode}` +
-      (detail.tiedNodes.length > 1 ? `, tied with ${detail.tiedNodes.length - 1} other node(s) and chosen by the seeded tie-break` : "")
+      (detail.tiedNodes.length > 1 ? `, tied with ${detail.tiedNodes.length - 1} other node(s) and chosen by ${tieBreakWords[detail.tieBreak] || "the seeded tie-break"}` : "")
       : detail.message);
     const decision = detail.decision;
     if (decision) {
