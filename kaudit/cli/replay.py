@@ -189,6 +189,13 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
         click.echo("  allocation (mean / peak): " + ", ".join(
             f"{name} {100 * share['mean']:.1f}% / {100 * share['peak']:.1f}%"
             for name, share in allocation.items()))
+    sharing = s.get("gpuSharing")
+    if sharing:
+        unallocated = (sharing.get("curves") or {}).get("unallocated") or [None] * 131
+        at = ", ".join(f"{'-' if unallocated[p] is None else f'{unallocated[p]:.2f}%'} at {p}%"
+                       for p in (100, 130))
+        click.echo(f"  GPU: {sharing['gpus']:,} GPUs, unallocated {at} arrived workload "
+                   f"(kaudit gpu-report {run.name})")
     click.echo(f"  explore: kaudit explain {run.name} POD | kaudit events {run.name}")
 
 

@@ -9,9 +9,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
 from click.testing import Result
 from sqlalchemy import Engine
 
+from kaudit.fgd.paper import paper_configuration
 from kaudit.queries.explain import explain_pod
 from kaudit.queries.runs import get_run, iter_run_events
 from tests.conftest import gpu_share_events, replay_gpu_policies
@@ -111,3 +113,16 @@ profiles:
     assert "typicalPods[0].gpuMilli: Invalid value: 1500: must be at most 1000" in result.output
     assert "typicalPods[1].frequency: Invalid value: 0: must be in (0, 1]" in result.output
     assert "gpuMilli and gpuCount must both be 0 or both be positive" in result.output
+
+
+def test_the_replay_command_runs_the_protocol(engine: Engine, tmp_path: Path,
+                                              run_kaudit: Callable[..., Result]) -> None:
+    replay_gpu_policies(engine, tmp_path, ())
+    config = tmp_path / "gpupacking.yaml"
+    config.write_text(yaml.safe_dump(paper_configuration("GpuPacking")))
+    result = run_kaudit("replay", "gpus", "--config", str(config), "--one-try", "--gpu-report",
+                        "--tie-break", "shuffled-name", "--seed", "3", "--name", "packing")
+    assert result.exit_code == 0, result.output
+    assert "GPU: 24 GPUs, unallocated" in result.output
+    assert "(kaudit gpu-report packing)" in result.output
+    assert (get_run(engine, "packing").summary or {})["attempts"] == 48
