@@ -157,10 +157,35 @@ def cpu_left(cluster: ClusterState, slots: np.ndarray | slice = slice(None)) -> 
                       dtype=np.int64)
 
 
-def node_states(cluster: ClusterState, slots: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """The CPU milli left, the devices' free milli and the GPU model of each slot."""
-    gpus = cluster.gpus
-    gpus.grow(len(cluster.allocatable))
-    return (cpu_left(cluster, slots), gpus.free[slots],
-            [gpus.models[s] for s in slots.tolist()])
+class NodeStateMemo:
+    """Which slots' node state (CPU milli left, devices' free milli, GPU model) changed since a
+    value was last computed for them, so that only those are computed again. The memo starts
+    afresh (``generation`` changes) when the device table grows or a node's model changes."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.size = 0
+        self._cpu = np.zeros(0, np.int64)
+        self._free = np.zeros((0, 0), np.int32)
+        self._models: list[str] = []
+        self._known = np.zeros(0, dtype=bool)
+
+    def changed(self, cluster: ClusterState, slots: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the slots of ``slots``, default all, to compute again, every slot's CPU left, every
+        slot's devices); the returned slots count as computed from now on."""
+        gpus = cluster.gpus
+        gpus.grow(len(cluster.allocatable))
+        cpu, free = cpu_left(cluster), gpus.free
+        if self._free.shape != free.shape or self._models != gpus.models:
+            self.generation += 1
+            self.size = len(cpu)
+            self._cpu, self._free = cpu.copy(), free.copy()
+            self._models = list(gpus.models)
+            self._known = np.zeros(len(cpu), dtype=bool)
+        chosen = np.arange(len(cpu)) if slots is None else slots
+        stale = ~self._known[chosen] | (self._cpu[chosen] != cpu[chosen]) | \
+            (self._free[chosen] != free[chosen]).any(axis=1)
+        todo = chosen[stale]
+        self._cpu[todo], self._free[todo], self._known[todo] = cpu[todo], free[todo], True
+        return todo, cpu, free

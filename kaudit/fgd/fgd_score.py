@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from kaudit.cluster.gpu_frag import FragMeasure, PodShape, cpu_left, pod_shape
+from kaudit.cluster.gpu_frag import FragMeasure, NodeStateMemo, PodShape, pod_shape
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, FeatureGates, FieldError
 from kaudit.config.schema import Obj
@@ -80,15 +80,12 @@ def fgd_choice(measure: FragMeasure, shape: PodShape, cpu: np.ndarray, free: np.
 
 @dataclass
 class _ShapeScores:
-    """FGD's scores of one pod shape on every slot, and the node states they were computed
-    from (a slot whose state differs is recomputed)."""
+    """FGD's scores of one pod shape on every slot, and the states they were computed from."""
 
-    cpu: np.ndarray
-    free: np.ndarray
-    models: list[str]
-    scores: np.ndarray
-    devices: np.ndarray
-    known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    memo: NodeStateMemo = field(default_factory=NodeStateMemo)
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    devices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    generation: int = -1
 
 
 class FgdScores:
@@ -101,26 +98,16 @@ class FgdScores:
 
     def scores(self, cluster: ClusterState, shape: PodShape, slots: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        gpus = cluster.gpus
-        gpus.grow(len(cluster.allocatable))
-        cpu = cpu_left(cluster)
-        free = gpus.free
-        cached = self._shapes.get(shape)
-        if (cached is None or cached.free.shape != free.shape
-                or cached.models != gpus.models):
-            cached = _ShapeScores(cpu.copy(), free.copy(), list(gpus.models),
-                                  np.zeros(len(cpu), np.int64), np.full(len(cpu), -1, np.int64),
-                                  np.zeros(len(cpu), dtype=bool))
-            self._shapes[shape] = cached
-        stale = ~cached.known[slots] | (cached.cpu[slots] != cpu[slots]) | \
-            (cached.free[slots] != free[slots]).any(axis=1)
-        if stale.any():
-            todo = slots[stale]
-            scores, devices = fgd_choice(self.measure, shape, cpu[todo], free[todo],
-                                         [gpus.models[s] for s in todo.tolist()])
-            cached.scores[todo], cached.devices[todo] = scores, devices
-            cached.cpu[todo], cached.free[todo] = cpu[todo], free[todo]
-            cached.known[todo] = True
+        cached = self._shapes.setdefault(shape, _ShapeScores())
+        todo, cpu, free = cached.memo.changed(cluster, slots)
+        if cached.generation != cached.memo.generation:
+            cached.generation = cached.memo.generation
+            cached.scores = np.zeros(cached.memo.size, np.int64)
+            cached.devices = np.full(cached.memo.size, -1, np.int64)
+        if len(todo):
+            cached.scores[todo], cached.devices[todo] = fgd_choice(
+                self.measure, shape, cpu[todo], free[todo],
+                [cluster.gpus.models[s] for s in todo.tolist()])
         return cached.scores[slots], cached.devices[slots]
 
 

@@ -418,8 +418,9 @@ class Replay(TraceApplication):
         document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,
                                       queued.attempts)
         self.sink.record(now, RecordKind.ATTEMPT, pod.key, attempt.selected, document, blob)
-        if self.gpu_sharing is not None and queued.attempts <= 1:
-            self.gpu_sharing.tried(pod)
+        sharing = self.gpu_sharing if queued.attempts <= 1 else None  # a pod's first try
+        if sharing is not None:
+            sharing.tried(pod)
         if attempt.selected is not None:
             self._bind(queued, attempt.selected, attempt.state)
         elif self.options.one_try:
@@ -427,8 +428,8 @@ class Replay(TraceApplication):
             self.given_up[pod.uid] = pod
         else:
             self._requeue_failed(queued, attempt, seen)
-        if self.gpu_sharing is not None and queued.attempts <= 1:
-            self.gpu_sharing.sample(self.cluster)
+        if sharing is not None:
+            sharing.sample(self.cluster)
 
     def _requeue_failed(self, queued: QueuedPod, attempt: Any, seen: tuple[int, int]) -> None:
         now = self.loop.now_us

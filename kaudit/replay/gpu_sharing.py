@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kaudit.cluster.gpu_frag import CATEGORIES, Q3, FragMeasure, cpu_left
+from kaudit.cluster.gpu_frag import CATEGORIES, Q3, FragMeasure, NodeStateMemo
 from kaudit.cluster.state import ClusterState
 from kaudit.model.gpu import MILLI_PER_GPU
 from kaudit.model.pod import PodInfo
@@ -37,9 +37,8 @@ class GpuSharingTracker:
     arrived_milli: int = 0
     _samples: list[tuple[int, int, int, float, float]] = field(default_factory=list)
     _categories: np.ndarray = field(default_factory=lambda: np.zeros(len(CATEGORIES)))
-    _cpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    _free: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int32))
-    _models: list[str] = field(default_factory=list)
+    _memo: NodeStateMemo = field(default_factory=NodeStateMemo)
+    _generation: int = -1
     _amounts: np.ndarray = field(default_factory=lambda: np.zeros((0, len(CATEGORIES))))
 
     def tried(self, pod: PodInfo) -> None:
@@ -49,19 +48,13 @@ class GpuSharingTracker:
 
     def _node_amounts(self, cluster: ClusterState) -> np.ndarray:
         """Every slot's fragment amounts by category, recomputed where the node changed."""
-        gpus = cluster.gpus
-        gpus.grow(len(cluster.allocatable))
-        cpu, free = cpu_left(cluster), gpus.free
-        if self._free.shape != free.shape or self._models != gpus.models:
-            self._cpu = np.full(len(cpu), -1, np.int64)
-            self._free = np.full(free.shape, -2, np.int32)
-            self._models = list(gpus.models)
-            self._amounts = np.zeros((len(cpu), len(CATEGORIES)))
-        stale = np.flatnonzero((self._cpu != cpu) | (self._free != free).any(axis=1))
+        stale, cpu, free = self._memo.changed(cluster)
+        if self._generation != self._memo.generation:
+            self._generation = self._memo.generation
+            self._amounts = np.zeros((self._memo.size, len(CATEGORIES)))
         if len(stale):
-            self._amounts[stale] = self.measure.amounts(cpu[stale], free[stale],
-                                                        [gpus.models[s] for s in stale.tolist()])
-            self._cpu[stale], self._free[stale] = cpu[stale], free[stale]
+            self._amounts[stale] = self.measure.amounts(
+                cpu[stale], free[stale], [cluster.gpus.models[s] for s in stale.tolist()])
         return self._amounts
 
     def sample(self, cluster: ClusterState) -> None:
