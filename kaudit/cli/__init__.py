@@ -48,6 +48,7 @@ def cli() -> None:
       kaudit traces                    list stored traces
       kaudit whatif --cluster S --pod P   where would this pod go, and why
       kaudit config show               the effective scheduler configuration
+      kaudit sweep SPEC.yaml           traces × configurations × seeds, on Dask
       kaudit serve                     the dashboard, in the browser
     """
 
@@ -65,6 +66,7 @@ def _register() -> None:
         record,
         replay,
         serve,
+        sweep,
         traces,
         whatif,
     )
@@ -73,7 +75,7 @@ def _register() -> None:
                     traces.traces, demo.demo, replay.replay, replay.runs, replay.explain,
                     replay.events, gpu_report.gpu_report_command, diff.diff, check.compare,
                     check.check, export.export,
-                    serve.serve):
+                    sweep.sweep, serve.serve):
         cli.add_command(command)
 
 _register()

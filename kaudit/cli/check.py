@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 
 from kaudit.cli.ingest import IngestRequest, trace_input_options
 from kaudit.cli.options import db_option, echo_config_warnings, table
@@ -25,12 +27,17 @@ from kaudit.queries.conditions import METRICS, Verdict, evaluate, parse_conditio
 from kaudit.queries.diff import diff_outcomes
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import get_run
+from kaudit.queries.sweep_checks import evaluate_sweep, parse_sweep_condition
+from kaudit.queries.sweeps import FORMATS as SWEEP_FORMATS
+from kaudit.queries.sweeps import sweep_report
 from kaudit.queries.traces import trace_content_hash
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.schema import open_database
 from kaudit.store.traces import TraceSummary, get_trace
+from kaudit.sweep.run import run_sweep
+from kaudit.sweep.spec import read_spec
 
 fail_on_option = click.option(
     "--fail-on", "fail_on", multiple=True, metavar="CONDITION",
@@ -113,27 +120,57 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
 
 
 @click.command()
-@trace_input_options(format_flag="--trace-format", seed_flag="--trace-seed")
+@trace_input_options(format_flag="--trace-format", seed_flag="--trace-seed", optional=True)
 @click.option("--config", "config_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="The configuration to check [default: kube-scheduler's defaults].")
-@click.option("--baseline", "baseline_path", required=True, metavar="FILE",
+@click.option("--baseline", "baseline_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="A run summary written by `kaudit replay ... --summary-out FILE`.")
+@click.option("--sweep", "sweep_path", metavar="SPEC",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Check a sweep instead (`kaudit sweep` SPEC): each configuration against "
+                   "the spec's baseline over seeds; a condition fails only beyond noise.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="With --sweep: an existing Dask scheduler [default: a local cluster].")
+@click.option("--db", "db", metavar="URL",
+              help="With --sweep: the database to keep the sweep in (finished cells are "
+                   "reused) [default: a temporary one].")
 @feature_gates_option
 @plugin_option
 @click.option("--seed", type=int, default=0, show_default=True)
 @fail_on_option
 @format_option
-def check(request: IngestRequest, config_path: Path | None, baseline_path: Path,
-          feature_gates: str | None, plugins: tuple[str, ...], seed: int,
+def check(request: IngestRequest | None, config_path: Path | None,
+          baseline_path: Path | None, sweep_path: Path | None, scheduler: str | None,
+          db: str | None, feature_gates: str | None, plugins: tuple[str, ...], seed: int,
           fail_on: tuple[str, ...], output_format: str) -> None:
-    """Replay the trace in FILES under --config and compare with a committed baseline summary.
+    """Replay the trace in FILES under --config and compare with a committed baseline summary;
+    or, with --sweep SPEC, run a sweep and check each configuration against its baseline.
 
     FILES and --snapshot are read as `kaudit ingest` reads them (several files, audit logs,
     simulator records, a List snapshot of the start; --trace-format and --trace-seed are
     ingest's --format and --seed). Needs no database: the replay happens in a temporary one.
+
+    \b
+    With --sweep, conditions are checked beyond noise over the sweep's seeds:
+      p95_pending>baseline   the 95 % interval of (candidate − baseline) is above 0
+      p95_pending>+10s       that interval is above 10 s
+      pending_at_end>5       the interval of the candidate's mean is above 5
     """
+    if sweep_path is not None:
+        if request is not None or baseline_path is not None or config_path is not None:
+            raise click.UsageError("--sweep takes the traces and configurations from its "
+                                   "spec: give no FILES, --baseline or --config")
+        sys.exit(check_sweep(sweep_path, fail_on, output_format, db, scheduler))
+    if scheduler is not None or db is not None:
+        raise click.UsageError("--scheduler and --db apply to --sweep")
+    if request is None:
+        raise click.UsageError("give at least one trace FILE or --snapshot FILE (or --sweep "
+                               "SPEC)")
+    if baseline_path is None:
+        raise click.UsageError("--baseline FILE is required (a summary written by `kaudit "
+                               "replay ... --summary-out FILE`), or check a --sweep SPEC")
     conditions = [parse_condition(c) for c in fail_on]
     baseline, document = load_summary(baseline_path)
     config, registry = load(config_path, feature_gates, plugins)
@@ -153,3 +190,41 @@ def check(request: IngestRequest, config_path: Path | None, baseline_path: Path,
             engine.dispose()
     verdicts = [evaluate(c, report) for c in conditions]
     sys.exit(_publish(report, verdicts, output_format))
+
+
+def check_sweep(spec_path: Path, fail_on: tuple[str, ...], output_format: str,
+                db: str | None, scheduler: str | None) -> int:
+    """Run the sweep (its unfinished cells) and check the conditions; the exit status."""
+    conditions = [parse_sweep_condition(c) for c in fail_on]
+    spec = read_spec(spec_path)
+    with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
+        url = db or f"sqlite:///{Path(tmp) / 'sweep.db'}"
+        engine = open_database(url)
+        try:
+            tally = run_sweep(engine, url, spec, scheduler=scheduler)
+            report = sweep_report(engine, spec.name)
+        finally:
+            engine.dispose()
+    verdicts = [v for c in conditions for v in evaluate_sweep(c, report)]
+    if output_format == "json":
+        click.echo(orjson.dumps({"report": report, "verdicts": [asdict(v) for v in verdicts]},
+                                option=orjson.OPT_INDENT_2).decode())
+    else:
+        text = SWEEP_FORMATS["markdown" if output_format == "markdown" else "text"](report)
+        lines = [f"- {v.message}" if output_format == "markdown" else v.message
+                 for v in verdicts]
+        click.echo(text + ("\n" + "\n".join(lines) + "\n" if lines else ""), nl=False)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(SWEEP_FORMATS["markdown"](report) + "\n"
+                             + "".join(f"- {v.message}\n" for v in verdicts))
+    failed = [v for v in verdicts if v.failed]
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for verdict in failed:
+            sys.stdout.write(f"::error title=kaudit {verdict.condition}::{verdict.message}\n")
+    if tally.failed:
+        click.echo(f"kaudit: {tally.failed} cell(s) of the sweep failed: "
+                   f"`kaudit sweep report {spec.name}` lists them", err=True)
+        return 1
+    return 1 if failed else 0

@@ -99,12 +99,14 @@ def _request(files: tuple[Path, ...], fmt: str, snapshots: tuple[Path, ...], sta
     return IngestRequest(inputs, start_us, step_us, sort, skip_invalid, alibaba, not no_config)
 
 
-def trace_input_options(format_flag: str = "--format", seed_flag: str = "--seed"
+def trace_input_options(format_flag: str = "--format", seed_flag: str = "--seed",
+                        optional: bool = False
                         ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``kaudit ingest``'s inputs (FILES, --snapshot, --start, the Alibaba protocol, ...) for
     any command; the command receives them as one ``request`` (:class:`IngestRequest`).
     ``format_flag`` and ``seed_flag`` rename the two options where the command has its own
-    ``--format`` or ``--seed``."""
+    ``--format`` or ``--seed``. With ``optional`` a command given no FILES and no --snapshot
+    receives ``request=None``."""
     options = [
         click.argument("files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False)),
         click.option(format_flag, "fmt", type=click.Choice(FAMILIES), default=AUTO,
@@ -157,6 +159,8 @@ def trace_input_options(format_flag: str = "--format", seed_flag: str = "--seed"
         @functools.wraps(command)
         def with_request(*args: Any, **kwargs: Any) -> Any:
             values = {key: kwargs.pop(key) for key in _INPUT_KEYS}
+            if optional and not values["files"] and not values["snapshots"]:
+                return command(*args, request=None, **kwargs)
             return command(*args, request=_request(**values), **kwargs)
 
         for option in reversed(options):

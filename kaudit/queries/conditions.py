@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,16 +62,18 @@ class Verdict:
     threshold_text: str = "–"
 
 
-def parse_condition(text: str) -> Condition:
+def parse_condition(text: str, known: Collection[str] | None = None) -> Condition:
+    """Parse ``METRIC OP VALUE``; ``known`` replaces the metrics a diff knows (a sweep's)."""
     match = _PATTERN.match(text)
     if match is None:
         raise InputError(f"--fail-on {text!r}: expected METRIC OP VALUE, e.g. "
                          "unschedulable>0, changed>5%, p95_pending>+10s, preempted>baseline")
     metric, op, raw = match.groups()
     metric = _ALIASES.get(metric, metric)
-    if metric not in METRICS:
+    names = sorted(known) if known is not None else METRICS
+    if metric not in names:
         raise InputError(f"--fail-on {text!r}: unknown metric {metric!r}; one of "
-                         f"{', '.join(METRICS)}")
+                         f"{', '.join(names)}")
     if raw == "baseline":
         return Condition(text, metric, op, "baseline", 0.0)
     kind, number = "number", raw

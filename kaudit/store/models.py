@@ -14,6 +14,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -250,3 +251,51 @@ class RunRejection(Base):
     plugin: Mapped[str] = mapped_column(String(100))
     seq: Mapped[int] = mapped_column(Integer)
     nodes: Mapped[int] = mapped_column(Integer)
+
+
+class Sweep(Base):
+    """A sweep: traces × configurations × seeds (``kaudit sweep SPEC``), its spec as JSON."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    #: The spec as read (JSON), with where its files were.
+    spec: Mapped[str] = mapped_column(Text)
+    #: The configuration label the report compares the others against.
+    baseline: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    kaudit_version: Mapped[str] = mapped_column(String(32))
+
+
+class SweepCell(Base):
+    """One cell of a sweep: one trace, configuration and seed, replayed as one run.
+
+    ``key`` is the content digest (trace content, effective configuration, seed, replay
+    options); ``claim`` names the attempt that owns the cell while it is ``running``."""
+
+    __tablename__ = "sweep_cells"
+    __table_args__ = (UniqueConstraint("sweep_id", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer)
+    trace: Mapped[str] = mapped_column(String(100))
+    config: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    run_name: Mapped[str] = mapped_column(String(200))
+    #: pending, running, complete or failed.
+    status: Mapped[str] = mapped_column(String(16))
+    claim: Mapped[str | None] = mapped_column(String(64))
+    worker: Mapped[str | None] = mapped_column(String(255))
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text)
+    #: JSON: the run's summary metrics (those of ``kaudit diff``, and the GPU report's).
+    metrics: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    seconds: Mapped[float | None] = mapped_column(Float)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"),
+                                               index=True)

@@ -1,0 +1,200 @@
+"""A sweep's cells in the database: registering them, claiming, finishing and releasing.
+
+Every change of a cell is one short statement, so concurrent workers on SQLite (which
+serialises writers, waiting up to its busy timeout) and on PostgreSQL never hold a lock across
+a read and a write. A cell is claimed by an attempt with a fresh token; only the attempt that
+still holds the claim may finish the cell, so an attempt presumed lost (its worker died and
+Dask ran the cell elsewhere) can never overwrite the retry's result.
+
+Cell states: ``pending`` (never run, or released), ``running`` (claimed), ``complete`` (its run
+is stored; redone only if that run is removed), ``failed`` (with the error; retried when the
+sweep runs again).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, delete, insert, select, update
+
+from kaudit import __version__
+from kaudit.eventlog.runs import RunStatus, effective_status
+from kaudit.store.models import Run, Sweep, SweepCell
+from kaudit.sweep.plan import CellTask
+from kaudit.sweep.spec import SweepSpec
+
+PENDING, RUNNING, COMPLETE, FAILED = "pending", "running", "complete", "failed"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class CellState:
+    id: int
+    key: str
+    status: str
+    run_id: int | None
+    attempts: int
+
+    @property
+    def done(self) -> bool:
+        return self.status == COMPLETE and self.run_id is not None
+
+
+def register_sweep(engine: Engine, spec: SweepSpec, tasks: Sequence[CellTask]
+                   ) -> tuple[int, dict[str, CellState]]:
+    """Store (or update) the sweep and its cells in one transaction. Cells of an earlier
+    version of the spec that this one no longer has are dropped (their runs stay)."""
+    document = orjson.dumps({"path": str(spec.path), "spec": spec.document,
+                             "baseline": spec.baseline,
+                             "traces": [t.label for t in spec.traces],
+                             "configs": [c.label for c in spec.configs],
+                             "seeds": list(spec.seeds), "reference": spec.reference,
+                             "description": spec.description}, default=str).decode()
+    with engine.begin() as connection:
+        sweep_id = connection.scalar(select(Sweep.id).where(Sweep.name == spec.name))
+        if sweep_id is None:
+            sweep_id = connection.execute(insert(Sweep).values(
+                name=spec.name, spec=document, baseline=spec.baseline, created_at=_now(),
+                updated_at=_now(), kaudit_version=__version__).returning(Sweep.id)).scalar_one()
+        else:
+            connection.execute(update(Sweep).where(Sweep.id == sweep_id).values(
+                spec=document, baseline=spec.baseline, updated_at=_now(),
+                kaudit_version=__version__))
+        existing = {row.key: row for row in connection.execute(
+            select(SweepCell.id, SweepCell.key).where(SweepCell.sweep_id == sweep_id))}
+        wanted = {task.key for task in tasks}
+        stale = [row.id for key, row in existing.items() if key not in wanted]
+        if stale:
+            connection.execute(delete(SweepCell).where(SweepCell.id.in_(stale)))
+        for task in tasks:
+            labels = {"position": task.position, "trace": task.trace, "config": task.config,
+                      "seed": task.seed, "run_name": task.run_name}
+            if task.key in existing:
+                connection.execute(update(SweepCell).where(
+                    SweepCell.id == existing[task.key].id).values(**labels))
+            else:
+                connection.execute(insert(SweepCell).values(
+                    sweep_id=sweep_id, key=task.key, status=PENDING, attempts=0, **labels))
+    return sweep_id, cell_states(engine, sweep_id)
+
+
+def cell_states(engine: Engine, sweep_id: int) -> dict[str, CellState]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(
+            SweepCell.id, SweepCell.key, SweepCell.status, SweepCell.run_id,
+            SweepCell.attempts).where(SweepCell.sweep_id == sweep_id)).all()
+    return {row.key: CellState(row.id, row.key, row.status, row.run_id, row.attempts)
+            for row in rows}
+
+
+def status_counts(engine: Engine, sweep_id: int) -> Counter[str]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(SweepCell.status, SweepCell.run_id)
+                                  .where(SweepCell.sweep_id == sweep_id)).all()
+    return Counter(PENDING if status == COMPLETE and run_id is None else status
+                   for status, run_id in rows)
+
+
+def claim(engine: Engine, cell_id: int, token: str, worker: str) -> bool:
+    """Take the cell for this attempt; False when it is already complete (nothing to do).
+    A cell marked running by an earlier attempt is taken over: the scheduler ran the cell
+    again because that attempt's worker was lost."""
+    with engine.begin() as connection:
+        taken = connection.execute(update(SweepCell).where(
+            SweepCell.id == cell_id,
+            (SweepCell.status != COMPLETE) | SweepCell.run_id.is_(None),
+        ).values(status=RUNNING, claim=token, worker=worker, error=None, run_id=None,
+                 metrics=None, attempts=SweepCell.attempts + 1, started_at=_now(),
+                 finished_at=None, seconds=None)).rowcount
+    return bool(taken)
+
+
+def holds(engine: Engine, cell_id: int, token: str) -> bool:
+    with engine.connect() as connection:
+        return connection.scalar(select(SweepCell.claim).where(SweepCell.id == cell_id)) == token
+
+
+def finish(engine: Engine, cell_id: int, token: str, run_id: int, metrics: dict[str, Any],
+           seconds: float) -> bool:
+    """Mark the cell complete with its run, if this attempt still holds it."""
+    with engine.begin() as connection:
+        done = connection.execute(update(SweepCell).where(
+            SweepCell.id == cell_id, SweepCell.claim == token).values(
+            status=COMPLETE, claim=None, run_id=run_id, finished_at=_now(),
+            seconds=round(seconds, 3), metrics=orjson.dumps(metrics).decode())).rowcount
+    return bool(done)
+
+
+def fail(engine: Engine, cell_id: int, token: str, error: str, seconds: float) -> None:
+    with engine.begin() as connection:
+        connection.execute(update(SweepCell).where(
+            SweepCell.id == cell_id, SweepCell.claim == token).values(
+            status=FAILED, claim=None, error=error, finished_at=_now(),
+            seconds=round(seconds, 3)))
+
+
+def release_running(engine: Engine, sweep_id: int, reason: str,
+                    cell_ids: Sequence[int] | None = None) -> int:
+    """After the sweep stopped (interrupted, or a cell's worker lost for good): every cell
+    still marked running (of ``cell_ids`` if given) is failed with ``reason``, and its run,
+    if the process replaying it is gone, is marked failed rather than left running. Returns
+    the cells released."""
+    query = select(SweepCell.id, SweepCell.run_name).where(
+        SweepCell.sweep_id == sweep_id, SweepCell.status == RUNNING)
+    if cell_ids is not None:
+        query = query.where(SweepCell.id.in_(list(cell_ids)))
+    with engine.begin() as connection:
+        rows = connection.execute(query).all()
+        if not rows:
+            return 0
+        connection.execute(update(SweepCell).where(
+            SweepCell.id.in_([r.id for r in rows])).values(
+            status=FAILED, claim=None, error=reason, finished_at=_now()))
+    fail_abandoned_runs(engine, [r.run_name for r in rows], reason)
+    return len(rows)
+
+
+def fail_unfinished(engine: Engine, cell_id: int, error: str) -> None:
+    """A cell whose task never reported (Dask gave up on it) is failed, unless complete."""
+    with engine.begin() as connection:
+        connection.execute(update(SweepCell).where(
+            SweepCell.id == cell_id, SweepCell.status != COMPLETE).values(
+            status=FAILED, claim=None, error=error, finished_at=_now()))
+
+
+def fail_abandoned_runs(engine: Engine, names: Sequence[str], reason: str) -> None:
+    """Mark failed the runs among ``names`` still marked running whose replaying process is
+    gone (dead on this host, or silent past the heartbeat limit)."""
+    if not names:
+        return
+    with engine.connect() as connection:
+        runs = connection.execute(select(Run.id, Run.status, Run.owner_host, Run.owner_pid,
+                                         Run.heartbeat_at)
+                                  .where(Run.name.in_(list(names)))).all()
+    gone = [r.id for r in runs if r.status == RunStatus.RUNNING and effective_status(
+        r.status, r.owner_host, r.owner_pid, r.heartbeat_at) == RunStatus.ABANDONED]
+    if gone:
+        with engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id.in_(gone),
+                                                 Run.status == RunStatus.RUNNING).values(
+                status=RunStatus.FAILED, error=f"abandoned: {reason}",
+                finished_at=_now()))
+
+
+def remove_run_named(engine: Engine, name: str) -> bool:
+    """Delete a previous attempt's run of a cell (partial or failed), every row of it."""
+    with engine.begin() as connection:
+        return bool(connection.execute(delete(Run).where(Run.name == name)).rowcount)
+
+
+def remove_run(engine: Engine, run_id: int) -> None:
+    with engine.begin() as connection:
+        connection.execute(delete(Run).where(Run.id == run_id))

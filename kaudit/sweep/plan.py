@@ -1,0 +1,183 @@
+"""Turning a sweep spec into cells: traces ingested, configurations loaded, content keys.
+
+This runs where ``kaudit sweep`` runs (the coordinator): trace files are read here and stored
+in the database, so workers need only the database, never the files. Each cell gets a key
+over what decides its result (the stored trace's content hash, the effective configuration
+with its feature gates and out-of-tree plugins, the seed and the replay options), so the same
+cell in a sweep run again is recognised and skipped once finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, select
+
+from kaudit.errors import InputError, KauditError
+from kaudit.readers.alibaba import AlibabaOptions
+from kaudit.readers.formats import ALIBABA
+from kaudit.readers.ingest import EVENTS, SNAPSHOT, TraceInput, ingest_trace
+from kaudit.scheduler.build import load_object_config
+from kaudit.store.models import Trace
+from kaudit.store.traces import TraceSummary, get_trace
+from kaudit.sweep.spec import SEED_TOKEN, ConfigSpec, SweepSpec, TraceSpec
+
+#: Replay options of a cell, as ``replay_trace`` takes them, with kaudit replay's defaults.
+DEFAULT_REPLAY: dict[str, Any] = {
+    "lifetime": "recorded", "recreatePreempted": True, "bindLatency": 0.0,
+    "apiLatency": 0.02, "victimTermination": 1.0, "oneTry": False, "gpuReport": False,
+    "tieBreak": "random",
+}
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """Everything a worker needs to replay one cell, plain data (sent over the network)."""
+
+    position: int
+    key: str
+    trace: str
+    config: str
+    seed: int
+    run_name: str
+    trace_id: int
+    config_document: dict[str, Any]
+    config_source: str
+    feature_gates: str
+    plugins: tuple[str, ...]
+    replay: dict[str, Any]
+
+    def replay_kwargs(self) -> dict[str, Any]:
+        r = self.replay
+        return {"seed": self.seed, "lifetime": r["lifetime"],
+                "recreate_preempted": r["recreatePreempted"],
+                "bind_latency_us": round(r["bindLatency"] * 1_000_000),
+                "api_latency_us": round(r["apiLatency"] * 1_000_000),
+                "victim_termination_us": round(r["victimTermination"] * 1_000_000),
+                "one_try": r["oneTry"], "gpu_report": r["gpuReport"],
+                "tie_break": r["tieBreak"]}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def config_digest(config: ConfigSpec) -> str:
+    """The digest of the effective configuration (what kube-scheduler would run after
+    defaulting), its feature gates and the out-of-tree plugins it names."""
+    loaded, _ = load_object_config(config.document, config.source, config.feature_gates,
+                                   config.plugins)
+    return _digest({"config": loaded.to_dict(), "featureGates": dict(loaded.feature_gates),
+                    "plugins": sorted(config.plugins)})
+
+
+def _inputs(trace: TraceSpec) -> list[TraceInput]:
+    return ([TraceInput(p, SNAPSHOT) for p in trace.snapshots]
+            + [TraceInput(p, EVENTS, trace.format) for p in trace.files])
+
+
+def _alibaba(trace: TraceSpec, seed: int) -> AlibabaOptions | None:
+    options = dict(trace.alibaba or {})
+    if not options and trace.format != ALIBABA and trace.step is None:
+        return None
+    if options.get("seed") == SEED_TOKEN:
+        options["seed"] = seed
+    kwargs: dict[str, Any] = {
+        "shuffle": options.get("shuffle", False), "seed": options.get("seed", 42),
+        "gpu_load": options.get("gpuLoad"), "deletions": options.get("deletions", True),
+        "gpu_sharing": options.get("gpuSharing", "whole")}
+    if trace.step is not None:
+        kwargs["step_us"] = round(trace.step * 1_000_000)
+    return AlibabaOptions(**kwargs)
+
+
+def _start_us(trace: TraceSpec) -> int | None:
+    if trace.start is None:
+        return None
+    from kaudit.model.timestamps import parse_timestamp
+
+    raw: Any = trace.start
+    with contextlib.suppress(ValueError):
+        raw = float(raw) if any(c in raw for c in ".eE") else int(raw)
+    try:
+        return parse_timestamp(raw)
+    except ValueError as exc:
+        raise InputError(f"trace {trace.label}: start: {exc}") from None
+
+
+def ingest_for(engine: Engine, spec: SweepSpec, trace: TraceSpec, seed: int) -> TraceSummary:
+    """The stored trace of ``trace`` for a cell of ``seed``: a stored trace by name, or the
+    files ingested (a second ingest of identical content stores nothing)."""
+    if trace.stored is not None:
+        return get_trace(engine, trace.stored)
+    suffix = f"-{seed}" if trace.per_seed else ""
+    wanted: str | None = f"{spec.name}.{trace.label}{suffix}"
+    with engine.connect() as connection:
+        if connection.scalar(select(Trace.id).where(Trace.name == wanted)) is not None:
+            wanted = None  # another content under that name (the files changed): name it anew
+    try:
+        result = ingest_trace(
+            engine, _inputs(trace), name=wanted, start_us=_start_us(trace),
+            step_us=round((trace.step or 0) * 1_000_000), sort=trace.sort,
+            skip_invalid=trace.skip_invalid, alibaba=_alibaba(trace, seed),
+            scheduler_config=trace.use_config)
+    except KauditError as exc:
+        raise type(exc)(f"{spec.path}: trace {trace.label}: {exc}") from None
+    return get_trace(engine, result.trace_id)
+
+
+def _run_name(spec: SweepSpec, trace: str, config: str, seed: int) -> str:
+    name = f"{spec.name}.{config}.{trace}.s{seed}"
+    if len(name) > 200:
+        name = f"{name[:180]}.{_digest(name)[:12]}"
+    return re.sub(r"/", "-", name)
+
+
+def plan_cells(engine: Engine, spec: SweepSpec,
+               progress: Callable[[str], None] | None = None) -> list[CellTask]:
+    """Ingest the spec's traces, load its configurations, and key every cell."""
+    configs: dict[str, tuple[str, ConfigSpec]] = {}
+    for config in spec.configs:
+        try:
+            configs[config.label] = (config_digest(config), config)
+        except KauditError as exc:
+            raise type(exc)(f"{spec.path}: config {config.label}: {exc}") from None
+    traces: dict[tuple[str, int | None], tuple[TraceSummary, str | None]] = {}
+    tasks = []
+    for position, cell in enumerate(spec.cells):
+        trace = spec.trace(cell.trace)
+        slot = (cell.trace, cell.seed if trace.per_seed else None)
+        if slot not in traces:
+            if progress is not None:
+                progress(f"trace {cell.trace}" + (f" (seed {cell.seed})" if trace.per_seed
+                                                  else ""))
+            ingested = ingest_for(engine, spec, trace, cell.seed)
+            traces[slot] = (ingested, stored_hash(engine, ingested))
+        stored, content = traces[slot]
+        digest, config = configs[cell.config]
+        replay = {**DEFAULT_REPLAY, **spec.replay, **config.replay}
+        key = _digest({"trace": content, "config": digest,
+                       "seed": cell.seed, "replay": replay})
+        tasks.append(CellTask(
+            position=position, key=key, trace=cell.trace, config=cell.config, seed=cell.seed,
+            run_name=_run_name(spec, cell.trace, cell.config, cell.seed), trace_id=stored.id,
+            config_document=config.document, config_source=config.source,
+            feature_gates=config.feature_gates, plugins=config.plugins, replay=replay))
+    return tasks
+
+
+def stored_hash(engine: Engine, trace: TraceSummary) -> str | None:
+    with engine.connect() as connection:
+        return connection.scalar(select(Trace.content_hash).where(Trace.id == trace.id))
+
+
+def task_from_json(data: dict[str, Any]) -> CellTask:
+    fields = {k: v for k, v in data.items() if k in CellTask.__dataclass_fields__}
+    return CellTask(**{**fields, "plugins": tuple(fields["plugins"])})
+

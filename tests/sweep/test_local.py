@@ -1,0 +1,145 @@
+"""Sweeps on a local Dask cluster (worker processes on this machine), on SQLite and
+PostgreSQL: every cell stored once as an ordinary run, nothing redone, failures kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import Engine, select
+
+from kaudit.queries.diff import aggregates
+from kaudit.queries.outcomes import run_outcomes
+from kaudit.queries.runs import remove_runs
+from kaudit.replay.run import replay_trace
+from kaudit.scheduler.build import load
+from kaudit.store.models import Run, SweepCell
+from kaudit.store.traces import get_trace
+from kaudit.sweep import run as sweep_run
+from kaudit.sweep.run import run_sweep
+from kaudit.sweep.spec import read_spec
+from kaudit.tracegen.synthetic import write_synthetic
+from tests.sweep.conftest import BIN_PACKING, CRASH_CONFIG, SAMPLE, write_spec
+
+
+def _cells(engine: Engine) -> list[Any]:
+    with engine.connect() as connection:
+        return connection.execute(
+            select(SweepCell.config, SweepCell.seed, SweepCell.status, SweepCell.run_id,
+                   SweepCell.attempts, SweepCell.metrics, SweepCell.error, Run.name, Run.status,
+                   Run.seed).outerjoin(Run, Run.id == SweepCell.run_id)
+            .order_by(SweepCell.position)).all()
+
+
+def _runs(engine: Engine) -> list[Any]:
+    with engine.connect() as connection:
+        return connection.execute(select(Run.name, Run.status).order_by(Run.name)).all()
+
+
+def test_each_cell_is_one_ordinary_run_and_a_finished_sweep_does_no_work(
+        engine: Engine, db_url: str, sample_spec: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = read_spec(sample_spec)
+    tally = run_sweep(engine, db_url, spec, workers=2)
+    assert (tally.total, tally.complete, tally.failed, tally.skipped) == (4, 4, 0, 0)
+    cells = _cells(engine)
+    assert [(c.config, c.seed, c.status, c.attempts) for c in cells] == [
+        ("default", 1, "complete", 1), ("default", 2, "complete", 1),
+        ("bin-packing", 1, "complete", 1), ("bin-packing", 2, "complete", 1)]
+    assert [c.name for c in cells] == ["tuning.default.sample.s1", "tuning.default.sample.s2",
+                                       "tuning.bin-packing.sample.s1",
+                                       "tuning.bin-packing.sample.s2"]
+    assert {r.status for r in _runs(engine)} == {"complete"} and len(_runs(engine)) == 4
+
+    # A cell's run is the run `kaudit replay` makes of the same trace, config and seed.
+    config, registry = load(BIN_PACKING)
+    trace = get_trace(engine, "tuning.sample")
+    replay_trace(engine, trace, config, registry, name="by-hand", seed=2)
+    by_hand = aggregates(run_outcomes(engine, "by-hand"))
+    in_sweep = aggregates(run_outcomes(engine, "tuning.bin-packing.sample.s2"))
+    assert in_sweep == by_hand
+    stored = orjson.loads(cells[3].metrics)
+    assert {k: stored[k] for k in by_hand} == orjson.loads(orjson.dumps(by_hand))
+
+    # Run again: nothing is submitted; no cluster is even started.
+    def no_cluster(*args: Any) -> Any:
+        raise AssertionError("a finished sweep started a cluster")
+
+    monkeypatch.setattr(sweep_run, "_client", no_cluster)
+    again = run_sweep(engine, db_url, spec, workers=2)
+    assert (again.skipped, again.complete, again.failed) == (4, 0, 0)
+    monkeypatch.undo()
+
+    # A cell whose run was removed is redone, alone.
+    remove_runs(engine, ["tuning.default.sample.s2"])
+    redone = run_sweep(engine, db_url, spec, workers=1)
+    assert (redone.skipped, redone.complete) == (3, 1)
+    assert [c.attempts for c in _cells(engine)] == [1, 2, 1, 1]
+    assert len(_runs(engine)) == 5  # the four cells and the run by hand
+
+
+def test_a_failing_cell_is_recorded_and_retried_next_time(
+        engine: Engine, db_url: str, tmp_path: Path) -> None:
+    (tmp_path / "crash.yaml").write_text(CRASH_CONFIG)
+    spec_path = write_spec(tmp_path / "s.yaml", f"""
+name: breaks
+traces: [{{name: sample, files: [{SAMPLE}]}}]
+configs:
+  - name: default
+  - name: crash
+    file: crash.yaml
+    plugins: ["tests.sweep.failing_plugin:Crash"]
+seeds: [3]
+""")
+    spec = read_spec(spec_path)
+    tally = run_sweep(engine, db_url, spec, workers=2)
+    assert (tally.complete, tally.failed) == (1, 1)
+    assert tally.failures[0]["cell"] == "crash × sample × seed 3"
+    assert "the Crash plugin crashed" in tally.failures[0]["error"]
+    cells = _cells(engine)
+    assert [(c.config, c.status) for c in cells] == [("default", "complete"),
+                                                      ("crash", "failed")]
+    assert "RuntimeError: the Crash plugin crashed" in cells[1].error
+    # The failed cell's run is kept, failed with its error; nothing reads running.
+    assert dict(_runs(engine)) == {"breaks.default.sample.s3": "complete",
+                                   "breaks.crash.sample.s3": "failed"}
+    again = run_sweep(engine, db_url, spec, workers=1)
+    assert (again.skipped, again.failed) == (1, 1)
+    assert [c.attempts for c in _cells(engine)] == [1, 2]
+    assert dict(_runs(engine))["breaks.crash.sample.s3"] == "failed"
+    assert len(_runs(engine)) == 2
+
+
+def test_an_interrupted_sweep_leaves_nothing_running(
+        engine: Engine, db_url: str, tmp_path: Path) -> None:
+    write_synthetic(tmp_path / "long.jsonl", 6000, 100)  # seconds per cell
+    spec = read_spec(write_spec(tmp_path / "s.yaml", f"""
+name: stopped
+traces: [{{name: long, files: [{tmp_path / "long.jsonl"}]}}]
+seeds: 1-4
+"""))
+    seen: list[int] = []
+
+    def stop_when_running() -> None:
+        with engine.connect() as connection:
+            running = connection.scalar(select(SweepCell.id).where(
+                SweepCell.status == "running"))
+        if running is not None:
+            seen.append(running)
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(engine, db_url, spec, workers=2, check_stop=stop_when_running)
+    assert seen
+    statuses = [c.status for c in _cells(engine)]
+    assert "running" not in statuses and "failed" in statuses
+    assert {r.status for r in _runs(engine)} <= {"complete", "failed"}
+    assert all(c.error == "interrupted: the sweep was stopped" for c in _cells(engine)
+               if c.status == "failed")
+    finished = run_sweep(engine, db_url, spec, workers=2)
+    assert finished.failed == 0 and finished.skipped == 4 - len(
+        [s for s in statuses if s != "complete"])
+    assert [c.status for c in _cells(engine)] == ["complete"] * 4
+    assert len(_runs(engine)) == 4 and {r.status for r in _runs(engine)} == {"complete"}
