@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
-from kaudit.errors import InputError
+from kaudit.errors import InputError, UnknownObjectError
 from kaudit.queries.summary_rows import DIFF_METRICS, format_value
 from kaudit.store.models import Run, Sweep, SweepCell
 
@@ -122,7 +122,7 @@ def _sweep(engine: Engine, name: str) -> tuple[Any, dict[str, Any]]:
         row = connection.execute(select(*_SWEEP_COLUMNS).where(Sweep.name == name)).first()
         if row is None:
             names = list(connection.scalars(select(Sweep.name).order_by(Sweep.name)))
-            raise InputError(f"no sweep named {name!r}" + (
+            raise UnknownObjectError(f"no sweep named {name!r}" + (
                 f" (sweeps: {', '.join(names)})" if names else
                 " (none yet: `kaudit sweep SPEC.yaml` runs one)"))
         return row, orjson.loads(row.spec)
@@ -269,9 +269,9 @@ def _reference(reference: dict[str, Any] | None, rows: list[dict[str, Any]],
     values = reference.get("values") or {}
     out = []
     for row in rows:
-        published = values.get(row["trace"], {})
-        if not isinstance(published, dict):
-            published = values if len(traces) == 1 else {}
+        per_trace = values.get(row["trace"])
+        published = (per_trace if isinstance(per_trace, dict)
+                     else {k: v for k, v in values.items() if not isinstance(v, dict)})
         if row["trace"] == ALL or row["config"] not in published:
             continue
         stats = row["values"].get(metric.key)

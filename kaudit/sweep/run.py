@@ -34,7 +34,7 @@ from kaudit.store.engine import resolve_url
 from kaudit.sweep import cells
 from kaudit.sweep.plan import CellTask, plan_cells
 from kaudit.sweep.spec import SweepSpec
-from kaudit.sweep.worker import execute_cell
+from kaudit.sweep.worker import execute_cell, worker_version
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 
@@ -76,8 +76,8 @@ def worker_url(db: str | None) -> str:
 def _check_reachable(url: str, scheduler: str | None) -> None:
     if scheduler is None or make_url(url).get_backend_name() != "sqlite":
         return
-    host = urlparse(scheduler if "://" in scheduler else f"tcp://{scheduler}").hostname or ""
-    if host not in LOCAL_HOSTS:
+    parsed = urlparse(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+    if parsed.scheme != "inproc" and (parsed.hostname or "") not in LOCAL_HOSTS:
         raise InputError(f"--scheduler {scheduler}: workers on other machines cannot write to "
                          "an SQLite file here; give --db postgresql://... (a database every "
                          "worker reaches)")
@@ -97,6 +97,27 @@ def _client(scheduler: str | None, workers: int | None) -> tuple[Any, Any, str]:
     cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
                            dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster), cluster, f"local Dask cluster of {count} worker(s)"
+
+
+def check_workers(client: Any, where: str) -> None:
+    """Refuse a cluster whose workers cannot run kaudit's cells: kaudit missing there, or
+    another version of it (its replays would not be this kaudit's)."""
+    from kaudit import __version__
+
+    try:
+        versions = client.run(worker_version, on_error="return")
+    except (OSError, TimeoutError) as exc:
+        raise InputError(f"{where}: cannot ask the workers their kaudit version ({exc})") from None
+    if not versions:
+        raise InputError(f"{where}: the Dask cluster has no workers (start some with `dask "
+                         "worker ADDRESS`)")
+    wrong = {address: (f"cannot run kaudit: {type(v).__name__}: {v}"
+                       if isinstance(v, BaseException) else f"kaudit {v}")
+             for address, v in versions.items() if v != __version__}
+    if wrong:
+        listed = "; ".join(f"{address}: {problem}" for address, problem in sorted(wrong.items()))
+        raise InputError(f"{where}: every worker needs kaudit {__version__} installed; "
+                         f"{listed}")
 
 
 def _worker_count(client: Any) -> int:
@@ -132,6 +153,8 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
     client, cluster, tally.where = _client(scheduler, workers)
     by_key: dict[str, Any] = {}
     try:
+        if scheduler is not None:
+            check_workers(client, f"--scheduler {scheduler}")
         tally.workers = _worker_count(client)
         futures = {}
         for task in todo:

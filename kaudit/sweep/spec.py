@@ -285,7 +285,7 @@ _EMPTY_CONFIG = {"apiVersion": "kubescheduler.config.k8s.io/v1",
                  "kind": "KubeSchedulerConfiguration"}
 
 
-def _config(reader: _Reader, value: Any, where: str) -> ConfigSpec:
+def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
     if isinstance(value, str):
         value = {"file": value}
     entry = reader.mapping(value, where, {"name", "file", "base", "patch", "featureGates",
@@ -306,7 +306,8 @@ def _config(reader: _Reader, value: Any, where: str) -> ConfigSpec:
         source = str(path)
         default_label = path.stem
     else:
-        document, source, default_label = dict(_EMPTY_CONFIG), "(defaults)", "defaults"
+        document, source, default_label = (dict(_EMPTY_CONFIG), "kube-scheduler's defaults",
+                                           "defaults")
     if "patch" in entry:
         patch = reader.mapping(entry["patch"], f"{where}.patch",
                                set(entry["patch"]) if isinstance(entry["patch"], dict) else {})
@@ -324,7 +325,8 @@ def _config(reader: _Reader, value: Any, where: str) -> ConfigSpec:
     for i, plugin in enumerate(plugins):
         reader.typed(plugin, f"{where}.plugins[{i}]", str)
     replay = reader.replay_options(entry.get("replay", {}), f"{where}.replay")
-    return ConfigSpec(label=label, document=document, source=f"{source} ({label})",
+    return ConfigSpec(label=label, document=document,
+                      source=f"{source} [sweep {sweep}, config {label}]",
                       feature_gates=gates, plugins=tuple(plugins), replay=replay)
 
 
@@ -362,10 +364,10 @@ def read_spec(path: Path) -> SweepSpec:
               for i, t in enumerate(_list(reader, document, "traces"))]
     _unique(reader, [t.label for t in traces], "traces")
     if "configs" in document:
-        configs = [_config(reader, c, f"configs[{i}]")
+        configs = [_config(reader, c, f"configs[{i}]", name)
                    for i, c in enumerate(_list(reader, document, "configs"))]
     else:
-        configs = [_config(reader, {}, "configs[0]")]
+        configs = [_config(reader, {}, "configs[0]", name)]
     _unique(reader, [c.label for c in configs], "configs")
     seeds = _seeds(reader, document.get("seeds"))
     replay = reader.replay_options(document.get("replay", {}), "replay")

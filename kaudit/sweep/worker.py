@@ -49,6 +49,13 @@ def _where() -> str:
         return f"{socket.gethostname()} (pid in run)"
 
 
+def worker_version() -> str:
+    """The kaudit version of this worker (the coordinator refuses workers of another)."""
+    from kaudit import __version__
+
+    return __version__
+
+
 def cell_metrics(engine: Engine, run_name: str, summary: ReplaySummary) -> dict[str, Any]:
     """The cell's summary metrics: ``kaudit diff``'s aggregates, and with a GPU report the
     FGD paper's values at 100 % arrived workload."""

@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
     _killed_run(engine, config, registry)
     replay_gpu_policies(engine, directory)
+    try:
+        with serving(url) as base:
+            yield {"base": base, "engine": engine, "chromium": chromium}
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def serving(url: str) -> Iterator[str]:
+    """A live ``kaudit serve`` on the database ``url``; yields its base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -133,11 +144,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                     raise AssertionError(f"kaudit serve exited: {process.stdout.read()}"
                                          ) from None
                 time.sleep(0.1)
-        yield {"base": base, "engine": engine, "chromium": chromium}
+        yield base
     finally:
         process.terminate()
         process.wait(timeout=10)
-        engine.dispose()
 
 
 @pytest.fixture(scope="module")

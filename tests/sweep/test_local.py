@@ -10,6 +10,7 @@ import orjson
 import pytest
 from sqlalchemy import Engine, select
 
+from kaudit.errors import InputError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import remove_runs
@@ -143,3 +144,25 @@ seeds: 1-4
         [s for s in statuses if s != "complete"])
     assert [c.status for c in _cells(engine)] == ["complete"] * 4
     assert len(_runs(engine)) == 4 and {r.status for r in _runs(engine)} == {"complete"}
+
+
+def test_a_cluster_that_cannot_run_these_cells_is_refused(
+        engine: Engine, db_url: str, sample_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dask.distributed import LocalCluster
+
+    import kaudit
+
+    spec = read_spec(sample_spec)
+    with (LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty,
+          pytest.raises(InputError, match="the Dask cluster has no workers")):
+        run_sweep(engine, db_url, spec, scheduler=empty.scheduler_address)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster:
+        monkeypatch.setattr(kaudit, "__version__", "0.0.0-not-the-workers")
+        with pytest.raises(InputError, match=r"every worker needs kaudit 0\.0\.0-not-the-"
+                                             r"workers installed; tcp://127\.0\.0\.1:\d+: "
+                                             r"kaudit \d"):
+            run_sweep(engine, db_url, spec, scheduler=cluster.scheduler_address)
+    # Nothing ran; the cells wait for a cluster that can run them.
+    assert {c.status for c in _cells(engine)} == {"pending"}
+    assert _runs(engine) == []

@@ -70,9 +70,11 @@ const K = (() => {
     return el("a", {href: `${runUrl(run)}/history${query({t, node})}`, text: node});
   }
 
-  // A table from column specs {label, value(row) -> string|Node, class}.
+  // A table from column specs {label, value(row) -> string|Node, class}; a class may be a
+  // function of the row, then headClass is the header's.
   function table(columns, rows, attrs) {
-    const head = el("thead", {}, el("tr", {}, columns.map((c) => el("th", {class: c.class, text: c.label}))));
+    const head = el("thead", {}, el("tr", {}, columns.map((c) => el("th", {
+      class: typeof c.class === "function" ? c.headClass : c.class, text: c.label}))));
     const body = el("tbody", {}, rows.map((row) => el("tr", {}, columns.map((c) => {
       const value = c.value(row);
       const cls = typeof c.class === "function" ? c.class(row) : c.class;
