@@ -2,4 +2,6 @@
 
 from kaudit.cli import main
 
-main()
+# Guarded: `kaudit sweep` starts worker processes, which import the main module again.
+if __name__ == "__main__":
+    main()

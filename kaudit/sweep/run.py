@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,9 +94,25 @@ def _client(scheduler: str | None, workers: int | None) -> tuple[Any, Any, str]:
                              f"({exc})") from None
         return client, None, scheduler
     count = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.CRITICAL)
+    with _ignoring_sigint():
+        cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster), cluster, f"local Dask cluster of {count} worker(s)"
+
+
+@contextlib.contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    """Start the local workers with Ctrl-C ignored (they inherit it): a terminal sends it to
+    every process of the group, and the sweep, not each worker, decides how to stop."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def check_workers(client: Any, where: str) -> None:
