@@ -8,9 +8,16 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import db_option, echo_json, human_duration, json_option, table
+from kaudit.cli.options import (
+    db_option,
+    echo_json,
+    human_duration,
+    json_option,
+    remove_option,
+    table,
+)
 from kaudit.cli.replay import _terminate_as_interrupt
-from kaudit.queries.sweeps import BY_KEY, FORMATS, list_sweeps, sweep_report
+from kaudit.queries.sweeps import BY_KEY, FORMATS, list_sweeps, remove_sweeps, sweep_report
 from kaudit.store.schema import open_database
 from kaudit.sweep.run import SweepProgress, run_sweep
 from kaudit.sweep.spec import read_spec
@@ -38,6 +45,7 @@ def sweep() -> None:
       kaudit sweep report SWEEP               mean, sd and 95 % interval over seeds, and
                                               each configuration against the baseline
       kaudit sweep list                       the sweeps in the database
+      kaudit sweep rm SWEEP                   remove a sweep and its runs
     Each cell is an ordinary run (kaudit explain, diff and the dashboard work on it).
     """
 
@@ -160,3 +168,24 @@ def list_command(db: str | None, as_json: bool) -> None:
          len(s["configs"]), len(s["traces"]), len(s["seeds"])) for s in found]
     click.echo(table(rows, ["SWEEP", "CELLS", "COMPLETE", "FAILED", "RUNNING", "PENDING",
                             "CONFIGS", "TRACES", "SEEDS"]))
+
+
+@sweep.command("rm")
+@click.argument("names", nargs=-1, required=True, metavar="SWEEP...")
+@click.option("--keep-runs", is_flag=True, help="Keep the cells' runs as ordinary runs.")
+@remove_option("sweeps with cells")
+@db_option
+@json_option
+def remove(names: tuple[str, ...], keep_runs: bool, force: bool, db: str | None,
+           as_json: bool) -> None:
+    """Remove SWEEPs and their cells' runs (every row of them), in one transaction."""
+    engine = open_database(db)
+    try:
+        removed = remove_sweeps(engine, list(names), force, keep_runs)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"removed": removed})
+    else:
+        click.echo(f"removed sweep(s) {', '.join(removed)}"
+                   + (" (their runs kept)" if keep_runs else " and their runs"))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
 from kaudit.queries.summary_rows import DIFF_METRICS, format_value
@@ -422,3 +422,29 @@ FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
     "text": as_text, "markdown": as_markdown, "csv": as_csv,
     "json": lambda report: orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n",
 }
+
+
+def remove_sweeps(engine: Engine, names: list[str], force: bool = False,
+                  keep_runs: bool = False) -> list[str]:
+    """Delete sweeps (their cells) and, unless ``keep_runs``, their cells' runs, in one
+    transaction; a sweep with a cell still running is refused unless ``force``."""
+    with engine.connect() as connection:
+        found = []
+        for name in names:
+            sweep_id = connection.scalar(select(Sweep.id).where(Sweep.name == name))
+            if sweep_id is None:
+                raise UnknownObjectError(f"no sweep named {name!r}")
+            found.append((name, sweep_id))
+        ids = [sweep_id for _, sweep_id in found]
+        running = connection.scalar(select(SweepCell.id).where(
+            SweepCell.sweep_id.in_(ids), SweepCell.status == "running").limit(1))
+        run_names = list(connection.scalars(select(SweepCell.run_name).where(
+            SweepCell.sweep_id.in_(ids))))
+    if running is not None and not force:
+        raise InputError("a cell of these sweeps is still running (--force removes them "
+                         "anyway)")
+    with engine.begin() as connection:
+        if not keep_runs and run_names:
+            connection.execute(delete(Run).where(Run.name.in_(run_names)))
+        connection.execute(delete(Sweep).where(Sweep.id.in_(ids)))
+    return [name for name, _ in found]

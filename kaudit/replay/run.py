@@ -106,10 +106,12 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  bind_latency_us: int = 0, api_latency_us: int | None = None,
                  one_try: bool = False, gpu_report: bool = False, tie_break: str = "random",
                  victim_termination_us: int | None = None, sink: EventSink | None = None,
+                 labels: dict[str, Any] | None = None,
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
-    steps of the replay and raises to stop it (a signal received meanwhile)."""
+    steps of the replay and raises to stop it (a signal received meanwhile). ``labels`` are
+    stored with the run's options (a sweep's cell names itself there)."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us))
@@ -124,7 +126,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             lifetime=lifetime,
             config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
             options=orjson.dumps({**asdict(options),
-                                  "featureGates": dict(config.feature_gates)}).decode(),
+                                  "featureGates": dict(config.feature_gates),
+                                  **({"labels": labels} if labels else {})}).decode(),
             created_at=datetime.now(UTC),
             kaudit_version=__version__,
             owner_host=this_owner()[0], owner_pid=this_owner()[1],

@@ -189,10 +189,36 @@ def fail_abandoned_runs(engine: Engine, names: Sequence[str], reason: str) -> No
                 finished_at=_now()))
 
 
-def remove_run_named(engine: Engine, name: str) -> bool:
-    """Delete a previous attempt's run of a cell (partial or failed), every row of it."""
+def sweep_identity(engine: Engine, sweep_id: int) -> str:
+    """What tells this sweep's runs from those of a removed sweep of the same name: its id
+    and creation time (an id alone may be reused once the sweep is removed)."""
+    with engine.connect() as connection:
+        created = connection.scalar(select(Sweep.created_at).where(Sweep.id == sweep_id))
+    return f"{sweep_id}@{created.isoformat() if created is not None else ''}"
+
+
+def run_name_for(engine: Engine, cell_id: int, token: str, wanted: str, identity: str) -> str:
+    """The name of the run this attempt makes: ``wanted``, after removing a previous attempt's
+    run of the same cell (partial or failed: the run's labels name this sweep and cell). A run
+    of that name that is not this cell's (kept from a removed sweep, or made by hand) stays,
+    and the new run takes the first free ``wanted-N``. The cell records the name it chose."""
+    with engine.connect() as connection:
+        rows = connection.execute(select(Run.id, Run.name, Run.options).where(
+            Run.name.like(f"{wanted}%"))).all()
+    ours = [r.id for r in rows if r.name == wanted or r.name.startswith(f"{wanted}-")
+            if (orjson.loads(r.options).get("labels") or {}).get("cell") == identity]
+    if ours:
+        with engine.begin() as connection:
+            connection.execute(delete(Run).where(Run.id.in_(ours)))
+    taken = {r.name for r in rows if r.id not in ours}
+    name, counter = wanted, 1
+    while name in taken:
+        counter += 1
+        name = f"{wanted}-{counter}"
     with engine.begin() as connection:
-        return bool(connection.execute(delete(Run).where(Run.name == name)).rowcount)
+        connection.execute(update(SweepCell).where(
+            SweepCell.id == cell_id, SweepCell.claim == token).values(run_name=name))
+    return name
 
 
 def remove_run(engine: Engine, run_id: int) -> None:

@@ -160,6 +160,7 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
     _check_reachable(url, scheduler)
     tasks = plan_cells(engine, spec, planning)
     sweep_id, states = cells.register_sweep(engine, spec, tasks)
+    identity = cells.sweep_identity(engine, sweep_id)
     todo = [t for t in tasks if not states[t.key].done]
     tally = SweepProgress(sweep=spec.name, total=len(tasks), skipped=len(tasks) - len(todo),
                           pending=len(todo))
@@ -174,7 +175,8 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
         tally.workers = _worker_count(client)
         futures = {}
         for task in todo:
-            data = {**asdict(task), "cellId": states[task.key].id}
+            data = {**asdict(task), "cellId": states[task.key].id, "sweep": spec.name,
+                    "sweepIdentity": identity}
             future = client.submit(execute_cell, url, data, pure=False,
                                    key=f"kaudit-cell-{task.key[:20]}-{time.time_ns()}")
             futures[future] = task

@@ -3,8 +3,9 @@
 The task is plain data (:class:`kaudit.sweep.plan.CellTask` as a dict) and the database URL,
 so the function runs in any worker process that has kaudit installed and can reach the
 database. The cell's run is an ordinary run (``kaudit explain``, ``diff`` and the dashboard
-work on it) named after the sweep and the cell. A previous attempt's run of the cell (its
-worker died midway) is removed first, so each cell ends with exactly one run.
+work on it) named after the sweep and the cell, with the cell in its labels. A previous
+attempt's run of the cell (its worker died midway) is removed first, so each cell ends with
+exactly one run.
 """
 
 from __future__ import annotations
@@ -83,12 +84,16 @@ def execute_cell(db_url: str, data: dict[str, Any]) -> dict[str, Any]:
     if not cells.claim(engine, cell_id, token, _where()):
         return {"key": task.key, "status": "skipped"}
     try:
-        cells.remove_run_named(engine, task.run_name)
+        identity = f"{data.get('sweepIdentity')}/{cell_id}"
+        name = cells.run_name_for(engine, cell_id, token, task.run_name, identity)
         config, registry = load_object_config(task.config_document, task.config_source,
                                               task.feature_gates, task.plugins)
+        labels = {"sweep": data.get("sweep"), "cell": identity, "cellKey": task.key,
+                  "trace": task.trace, "config": task.config, "seed": task.seed}
         run_id, summary = replay_trace(engine, get_trace(engine, task.trace_id), config,
-                                       registry, name=task.run_name, **task.replay_kwargs())
-        metrics = cell_metrics(engine, task.run_name, summary)
+                                       registry, name=name, labels=labels,
+                                       **task.replay_kwargs())
+        metrics = cell_metrics(engine, name, summary)
     except Exception as exc:  # the cell fails; the sweep goes on
         error = str(exc) if isinstance(exc, KauditError) else f"{type(exc).__name__}: {exc}"
         cells.fail(engine, cell_id, token, error, time.perf_counter() - began)

@@ -57,6 +57,22 @@ def test_sweep_report_and_list(tmp_path: Path, sample_spec: Path) -> None:  # no
     again = _kaudit("sweep", str(sample_spec), "--db", db, "--json")
     assert orjson.loads(again.stdout)["skipped"] == 4
 
+    kept = _kaudit("sweep", "rm", "tuning", "--keep-runs", "--db", db)
+    assert kept.output == "removed sweep(s) tuning (their runs kept)\n"
+    assert orjson.loads(_kaudit("sweep", "list", "--db", db, "--json").stdout) == []
+    assert len(orjson.loads(_kaudit("runs", "--db", db, "--json").stdout)) == 4
+    # Run again: the cells are redone; the kept runs are the user's now and stay, the new
+    # runs take the next free names.
+    redone = _kaudit("sweep", str(sample_spec), "--db", db, "--json", "--quiet")
+    assert orjson.loads(redone.stdout)["complete"] == 4
+    names = {r["name"] for r in orjson.loads(_kaudit("runs", "--db", db, "--json").stdout)}
+    assert len(names) == 8 and "tuning.default.sample.s1-2" in names
+    assert orjson.loads(_kaudit("sweep", "rm", "tuning", "--db", db, "--json").stdout) == {
+        "removed": ["tuning"]}
+    assert {r["name"] for r in orjson.loads(_kaudit("runs", "--db", db, "--json").stdout)} == {
+        "tuning.default.sample.s1", "tuning.default.sample.s2", "tuning.bin-packing.sample.s1",
+        "tuning.bin-packing.sample.s2"}
+
 
 def test_check_a_sweep(tmp_path: Path, sample_spec: Path) -> None:  # noqa: F811
     db = str(tmp_path / "k.db")
@@ -84,6 +100,7 @@ def test_check_a_sweep(tmp_path: Path, sample_spec: Path) -> None:  # noqa: F811
     (["sweep", "S", "--workers", "0"], "--workers 0: expected at least 1"),
     (["sweep", "missing.yaml"], "missing.yaml: no such sweep spec file"),
     (["sweep", "report", "nope"], "no sweep named 'nope'"),
+    (["sweep", "rm", "nope"], "no sweep named 'nope'"),
 ])
 def test_usage_and_input_errors(tmp_path: Path, sample_spec: Path,  # noqa: F811
                                 args: list[str], message: str) -> None:
