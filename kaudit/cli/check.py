@@ -19,6 +19,7 @@ import orjson
 
 from kaudit.cli.ingest import IngestRequest, trace_input_options
 from kaudit.cli.options import db_option, echo_config_warnings, table
+from kaudit.cli.sweep import ProgressLine
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
 from kaudit.queries.baseline import load_summary
@@ -27,6 +28,7 @@ from kaudit.queries.conditions import METRICS, Verdict, evaluate, parse_conditio
 from kaudit.queries.diff import diff_outcomes
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import get_run
+from kaudit.queries.sweep_checks import as_junit as sweep_junit
 from kaudit.queries.sweep_checks import evaluate_sweep, parse_sweep_condition
 from kaudit.queries.sweeps import FORMATS as SWEEP_FORMATS
 from kaudit.queries.sweeps import sweep_report
@@ -201,7 +203,12 @@ def check_sweep(spec_path: Path, fail_on: tuple[str, ...], output_format: str,
         url = db or f"sqlite:///{Path(tmp) / 'sweep.db'}"
         engine = open_database(url)
         try:
-            tally = run_sweep(engine, url, spec, scheduler=scheduler)
+            line = ProgressLine(sys.stderr.isatty())
+            try:
+                tally = run_sweep(engine, url, spec, scheduler=scheduler,
+                                  progress=line if line.live else None)
+            finally:
+                line.close()
             report = sweep_report(engine, spec.name)
         finally:
             engine.dispose()
@@ -209,16 +216,18 @@ def check_sweep(spec_path: Path, fail_on: tuple[str, ...], output_format: str,
     if output_format == "json":
         click.echo(orjson.dumps({"report": report, "verdicts": [asdict(v) for v in verdicts]},
                                 option=orjson.OPT_INDENT_2).decode())
+    elif output_format == "junit":
+        click.echo(sweep_junit(report, verdicts), nl=False)
     else:
         text = SWEEP_FORMATS["markdown" if output_format == "markdown" else "text"](report)
         lines = [f"- {v.message}" if output_format == "markdown" else v.message
                  for v in verdicts]
         click.echo(text + ("\n" + "\n".join(lines) + "\n" if lines else ""), nl=False)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(SWEEP_FORMATS["markdown"](report) + "\n"
-                             + "".join(f"- {v.message}\n" for v in verdicts))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(SWEEP_FORMATS["markdown"](report) + "\n"
+                         + "".join(f"- {v.message}\n" for v in verdicts))
     failed = [v for v in verdicts if v.failed]
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for verdict in failed:

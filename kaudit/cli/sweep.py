@@ -24,13 +24,14 @@ from kaudit.sweep.spec import read_spec
 
 
 class SweepGroup(click.Group):
-    """``kaudit sweep SPEC.yaml`` is ``kaudit sweep run SPEC.yaml``."""
+    """``kaudit sweep SPEC.yaml [OPTIONS]`` (options before or after SPEC) is ``kaudit sweep
+    run SPEC.yaml [OPTIONS]``."""
 
-    def resolve_command(self, ctx: click.Context, args: list[str]
-                        ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        words = [a for a in args if not a.startswith("-")]
+        if words and words[0] not in self.commands and not {"-h", "--help"} & set(args):
             args = ["run", *args]
-        return super().resolve_command(ctx, args)
+        return super().parse_args(ctx, args)
 
 
 @click.group(cls=SweepGroup, invoke_without_command=False)
@@ -50,7 +51,7 @@ def sweep() -> None:
     """
 
 
-class _ProgressLine:
+class ProgressLine:
     """Cells done, running and failed, with an ETA: one line redrawn on a terminal, a line
     per change otherwise."""
 
@@ -93,7 +94,7 @@ def run(spec_path: Path, scheduler: str | None, workers: int | None, quiet: bool
     interrupted ones retried). Exits 1 when a cell failed."""
     spec = read_spec(spec_path)
     engine = open_database(db)
-    line = _ProgressLine(sys.stderr.isatty())
+    line = ProgressLine(sys.stderr.isatty())
     try:
         with _terminate_as_interrupt() as check_stop:
             tally = run_sweep(

@@ -11,17 +11,21 @@ each trace (and over all traces when there are several):
 
 ``<`` and ``<=`` mirror these (the interval entirely below); ``!=`` fails when the interval
 excludes the value. With a single seed there is no interval and the value itself is compared.
-``==`` and percentages (``changed>5%``) have no meaning over seeds and are refused.
+``==`` and percentages (``changed>5%``) have no meaning over seeds and are refused. An
+absolute threshold (``pending_at_end>5``) is checked on every configuration, the baseline
+too; a condition that cannot be checked at all (a metric no cell has, or a comparison in a
+sweep of one configuration) is an input error rather than a silent pass.
 """
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
 
 from kaudit.errors import InputError
 from kaudit.queries.conditions import Condition, parse_condition
-from kaudit.queries.sweeps import ALL, BY_CONDITION, format_metric
+from kaudit.queries.sweeps import ALL, BY_CONDITION
 
 
 @dataclass(frozen=True)
@@ -60,37 +64,82 @@ def _bounds(stats: dict[str, Any]) -> tuple[float, float] | None:
 
 
 def evaluate_sweep(condition: Condition, report: dict[str, Any]) -> list[SweepVerdict]:
-    """The verdicts of ``condition`` for each candidate configuration of ``report``."""
+    """The verdicts of ``condition`` on ``report``: an absolute threshold on every
+    configuration, a comparison on every configuration other than the baseline; on each
+    trace, and over all traces when there are several. :class:`InputError` when there is
+    nothing to check (the metric is in no cell, or no configuration to compare)."""
     metric = BY_CONDITION[condition.metric]
-    rows = {(r["config"], r["trace"]): r for r in report["rows"]}
+    if metric.key not in {m["key"] for m in report["metrics"]}:
+        raise InputError(f"--fail-on {condition.text!r}: no cell of sweep {report['sweep']} has "
+                         f"{metric.label}" + (" (replay with gpuReport: true)"
+                                              if metric.key.startswith("gpu") else ""))
     verdicts = []
+    if condition.kind == "number":
+        for row in report["rows"]:
+            stats = row["values"].get(metric.key) or {"mean": None}
+            verdicts.append(_verdict(condition, metric.unit, stats, row["config"], row["trace"],
+                                     condition.value, f"{metric.label} of {row['config']}"))
+        return verdicts
+    if not report["comparisons"]:
+        raise InputError(f"--fail-on {condition.text!r}: sweep {report['sweep']} has no "
+                         "configuration to compare with its baseline "
+                         f"({report['baseline']}); give an absolute threshold instead")
     for comparison in report["comparisons"]:
-        config, trace = comparison["config"], comparison["trace"]
-        if condition.kind == "number":
-            stats = rows[(config, trace)]["values"].get(metric.key) or {"mean": None}
-            threshold, what = condition.value, f"{metric.label} of {config}"
-        else:
-            stats = comparison["difference"].get(metric.key) or {"mean": None}
-            threshold = condition.value if condition.kind == "relative" else 0.0
-            what = f"{metric.label}: {config} − {comparison['baseline']}"
-        where = "all traces" if trace == ALL else f"trace {trace}"
-        bounds = _bounds(stats)
-        if bounds is None:
-            verdicts.append(SweepVerdict(condition.text, config, trace, False,
-                                         f"{condition.describe()} on {where}: not measurable "
-                                         f"({what} has no value)"))
-            continue
-        failed = _beyond(condition.op, *bounds, threshold)
-        interval = (f"{_show(metric.unit, bounds[0])} to {_show(metric.unit, bounds[1])}"
-                    if bounds[0] != bounds[1] else f"{_show(metric.unit, bounds[0])} (one "
-                                                  "seed: no interval)")
-        verdicts.append(SweepVerdict(
-            condition.text, config, trace, failed,
-            f"{condition.describe()} on {where}: {what} = {interval} (95 % interval; "
-            f"threshold {_show(metric.unit, threshold)}) — "
-            f"{'FAILED beyond noise' if failed else 'ok'}"))
+        stats = comparison["difference"].get(metric.key) or {"mean": None}
+        threshold = condition.value if condition.kind == "relative" else 0.0
+        verdicts.append(_verdict(condition, metric.unit, stats, comparison["config"],
+                                 comparison["trace"], threshold,
+                                 f"{metric.label}: {comparison['config']} − "
+                                 f"{comparison['baseline']}"))
     return verdicts
 
 
+def _verdict(condition: Condition, unit: str, stats: dict[str, Any], config: str, trace: str,
+             threshold: float, what: str) -> SweepVerdict:
+    where = "all traces" if trace == ALL else f"trace {trace}"
+    if stats.get("mean") is None:
+        return SweepVerdict(condition.text, config, trace, False,
+                            f"{condition.describe()} on {where}: not measurable ({what} has "
+                            "no value)")
+    if stats.get("low") is None:
+        low = high = stats["mean"]
+        shown = f"{_show(unit, low)} (one seed: no interval)"
+    else:
+        low, high = stats["low"], stats["high"]
+        shown = f"{_show(unit, low)} to {_show(unit, high)} (95 % interval)"
+    failed = _beyond(condition.op, low, high, threshold)
+    return SweepVerdict(condition.text, config, trace, failed,
+                        f"{condition.describe()} on {where}: {what} = {shown}; threshold "
+                        f"{_show(unit, threshold)} — {'FAILED beyond noise' if failed else 'ok'}")
+
+
 def _show(unit: str, value: float) -> str:
-    return format_metric(unit, value)
+    """Enough digits that a bound and a threshold never read equal when they differ."""
+    if unit == "ratio":
+        return f"{value * 100:.3f} %"
+    if unit == "percent":
+        return f"{value:.3f} %"
+    if unit == "seconds":
+        return f"{value:.3f} s"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def as_junit(report: dict[str, Any], verdicts: list[SweepVerdict]) -> str:
+    """The verdicts as a JUnit report: one test case per condition, configuration and
+    trace."""
+    suites = ET.Element("testsuites", name="kaudit")
+    suite = ET.SubElement(suites, "testsuite", name=f"kaudit sweep {report['sweep']}",
+                          tests=str(len(verdicts)),
+                          failures=str(sum(v.failed for v in verdicts)), errors="0",
+                          skipped="0")
+    for verdict in verdicts:
+        case = ET.SubElement(suite, "testcase", classname=f"kaudit.sweep.{verdict.config}",
+                             name=f"{verdict.condition} on {verdict.trace}")
+        if verdict.failed:
+            failure = ET.SubElement(case, "failure", message=verdict.message,
+                                    type="regression")
+            failure.text = verdict.message
+        else:
+            ET.SubElement(case, "system-out").text = verdict.message
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"

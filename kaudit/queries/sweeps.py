@@ -19,6 +19,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -112,6 +113,27 @@ class _Cell:
     metrics: dict[str, Any]
     error: str | None
     seconds: float | None
+
+
+def sweep_identity(sweep_id: int, created_at: datetime) -> str:
+    """What tells a sweep's runs from those of a removed sweep of the same name (whose id may
+    be reused): its id and creation time. A cell's run carries ``IDENTITY/CELL_ID`` in the
+    labels of its options (``cell``)."""
+    moment = created_at if created_at.tzinfo is not None else created_at.replace(tzinfo=UTC)
+    return f"{sweep_id}@{moment.astimezone(UTC).isoformat()}"
+
+
+def cell_of(options: str | None) -> str | None:
+    """The ``IDENTITY/CELL_ID`` a run's stored options name, if it is a sweep cell's run."""
+    if not options:
+        return None
+    labels = orjson.loads(options).get("labels") or {}
+    cell = labels.get("cell") if isinstance(labels, dict) else None
+    return cell if isinstance(cell, str) else None
+
+
+def is_sweep_run(options: str | None, identity: str) -> bool:
+    return (cell_of(options) or "").startswith(f"{identity}/")
 
 
 _SWEEP_COLUMNS = (Sweep.id, Sweep.name, Sweep.spec, Sweep.baseline, Sweep.updated_at)
@@ -285,13 +307,17 @@ def _reference(reference: dict[str, Any] | None, rows: list[dict[str, Any]],
 
 # -- formats ---------------------------------------------------------------------------------
 
-def _mean_text(unit: str, stats: dict[str, Any]) -> str:
+def _mean_text(unit: str, stats: dict[str, Any], cells: int | None = None) -> str:
+    """``mean ± half-width``; ``(n=k)`` after it when only k of the group's cells have the
+    metric."""
     if stats["mean"] is None:
         return "–"
     text = format_metric(unit, stats["mean"])
     if stats["low"] is not None:
         half = (stats["high"] - stats["low"]) / 2
         text += f" ± {_plain(unit, half)}"
+    if cells is not None and stats["n"] != cells:
+        text += f" (n={stats['n']})"
     return text
 
 
@@ -349,7 +375,7 @@ def as_text(report: dict[str, Any], markdown: bool = False) -> str:
             continue
         out += ["", f"{h}Trace {trace}" if trace != ALL else f"{h}All traces"]
         header = ["metric", *(f"{r['config']} (n={r['n']})" for r in rows)]
-        body = [[labels[k], *(_mean_text(units[k], r["values"][k]) for r in rows)]
+        body = [[labels[k], *(_mean_text(units[k], r["values"][k], r["n"]) for r in rows)]
                 for k in units]
         out.append(_table(body, header, markdown))
         compared = [c for c in report["comparisons"] if c["trace"] == trace]
@@ -426,25 +452,31 @@ FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 def remove_sweeps(engine: Engine, names: list[str], force: bool = False,
                   keep_runs: bool = False) -> list[str]:
-    """Delete sweeps (their cells) and, unless ``keep_runs``, their cells' runs, in one
-    transaction; a sweep with a cell still running is refused unless ``force``."""
+    """Delete sweeps (their cells) and, unless ``keep_runs``, their cells' runs (those whose
+    labels name the sweep), in one transaction; a sweep with a cell still running is refused
+    unless ``force``."""
     with engine.connect() as connection:
         found = []
         for name in names:
-            sweep_id = connection.scalar(select(Sweep.id).where(Sweep.name == name))
-            if sweep_id is None:
+            row = connection.execute(select(Sweep.id, Sweep.created_at)
+                                     .where(Sweep.name == name)).first()
+            if row is None:
                 raise UnknownObjectError(f"no sweep named {name!r}")
-            found.append((name, sweep_id))
-        ids = [sweep_id for _, sweep_id in found]
+            found.append((name, row.id, sweep_identity(row.id, row.created_at)))
+        ids = [sweep_id for _, sweep_id, _ in found]
         running = connection.scalar(select(SweepCell.id).where(
             SweepCell.sweep_id.in_(ids), SweepCell.status == "running").limit(1))
         run_names = list(connection.scalars(select(SweepCell.run_name).where(
             SweepCell.sweep_id.in_(ids))))
+        runs = connection.execute(select(Run.id, Run.options)
+                                  .where(Run.name.in_(run_names))).all() if run_names else []
     if running is not None and not force:
         raise InputError("a cell of these sweeps is still running (--force removes them "
                          "anyway)")
+    owned = [r.id for r in runs if any(is_sweep_run(r.options, identity)
+                                       for _, _, identity in found)]
     with engine.begin() as connection:
-        if not keep_runs and run_names:
-            connection.execute(delete(Run).where(Run.name.in_(run_names)))
+        if not keep_runs and owned:
+            connection.execute(delete(Run).where(Run.id.in_(owned)))
         connection.execute(delete(Sweep).where(Sweep.id.in_(ids)))
-    return [name for name, _ in found]
+    return [name for name, _, _ in found]

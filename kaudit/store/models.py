@@ -267,6 +267,11 @@ class Sweep(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     kaudit_version: Mapped[str] = mapped_column(String(32))
+    #: The ``kaudit sweep`` process running the sweep, and when it last said it was alive: one
+    #: coordinator at a time (a lease, taken over once its holder is gone).
+    coordinator_host: Mapped[str | None] = mapped_column(String(255))
+    coordinator_pid: Mapped[int | None] = mapped_column(Integer)
+    coordinator_heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class SweepCell(Base):

@@ -21,9 +21,12 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from kaudit import __version__
-from kaudit.eventlog.runs import RunStatus, effective_status
+from kaudit.errors import InputError
+from kaudit.eventlog.runs import RunStatus, effective_status, this_owner
+from kaudit.queries.sweeps import cell_of, is_sweep_run, sweep_identity
 from kaudit.store.models import Run, Sweep, SweepCell
 from kaudit.sweep.plan import CellTask
 from kaudit.sweep.spec import SweepSpec
@@ -48,26 +51,93 @@ class CellState:
         return self.status == COMPLETE and self.run_id is not None
 
 
-def register_sweep(engine: Engine, spec: SweepSpec, tasks: Sequence[CellTask]
-                   ) -> tuple[int, dict[str, CellState]]:
-    """Store (or update) the sweep and its cells in one transaction. Cells of an earlier
-    version of the spec that this one no longer has are dropped (their runs stay)."""
-    document = orjson.dumps({"path": str(spec.path), "spec": spec.document,
-                             "baseline": spec.baseline,
-                             "traces": [t.label for t in spec.traces],
-                             "configs": [c.label for c in spec.configs],
-                             "seeds": list(spec.seeds), "reference": spec.reference,
-                             "description": spec.description}, default=str).decode()
+def _document(spec: SweepSpec) -> str:
+    return orjson.dumps({"path": str(spec.path), "spec": spec.document,
+                         "baseline": spec.baseline,
+                         "traces": [t.label for t in spec.traces],
+                         "configs": [c.label for c in spec.configs],
+                         "seeds": sorted({cell.seed for cell in spec.cells}),
+                         "reference": spec.reference,
+                         "description": spec.description}, default=str).decode()
+
+
+def acquire_sweep(engine: Engine, spec: SweepSpec) -> tuple[int, str]:
+    """Create the sweep (or find it) and become its coordinator; returns its id and identity
+    (:func:`kaudit.queries.sweeps.sweep_identity`). Refused while another ``kaudit sweep``
+    process runs it: a coordinator holds the sweep while its heartbeat is fresh and, on this
+    host, while its process exists; a gone one's sweep is taken over."""
+    host, pid = this_owner()
+    for _ in range(3):
+        with engine.connect() as connection:
+            row = connection.execute(select(
+                Sweep.id, Sweep.created_at, Sweep.coordinator_host, Sweep.coordinator_pid,
+                Sweep.coordinator_heartbeat_at).where(Sweep.name == spec.name)).first()
+        if row is None:
+            try:
+                with engine.begin() as connection:
+                    created = _now()
+                    sweep_id = connection.execute(insert(Sweep).values(
+                        name=spec.name, spec=_document(spec), baseline=spec.baseline,
+                        created_at=created, updated_at=created, kaudit_version=__version__,
+                        coordinator_host=host, coordinator_pid=pid,
+                        coordinator_heartbeat_at=created).returning(Sweep.id)).scalar_one()
+                return sweep_id, sweep_identity(sweep_id, created)
+            except IntegrityError:
+                continue  # created meanwhile by another coordinator: look again
+        holder = (row.coordinator_host, row.coordinator_pid)
+        if row.coordinator_host is not None and holder != (host, pid) and effective_status(
+                RunStatus.RUNNING, row.coordinator_host, row.coordinator_pid,
+                row.coordinator_heartbeat_at) == RunStatus.RUNNING:
+            raise InputError(f"sweep {spec.name} is being run by another `kaudit sweep` "
+                             f"(pid {row.coordinator_pid} on {row.coordinator_host}); wait "
+                             "for it to finish or stop it, then run it again")
+        with engine.begin() as connection:
+            taken = connection.execute(update(Sweep).where(
+                Sweep.id == row.id,
+                Sweep.coordinator_host.is_not_distinct_from(row.coordinator_host),
+                Sweep.coordinator_pid.is_not_distinct_from(row.coordinator_pid),
+                Sweep.coordinator_heartbeat_at.is_not_distinct_from(
+                    row.coordinator_heartbeat_at),
+            ).values(coordinator_host=host, coordinator_pid=pid,
+                     coordinator_heartbeat_at=_now())).rowcount
+        if taken:
+            return row.id, sweep_identity(row.id, row.created_at)
+    raise InputError(f"sweep {spec.name}: another `kaudit sweep` is starting it at the same "
+                     "time; run it again once that one is done")
+
+
+def beat(engine: Engine, sweep_id: int) -> None:
+    """The coordinator is alive (called every few seconds while the sweep runs)."""
+    host, pid = this_owner()
     with engine.begin() as connection:
-        sweep_id = connection.scalar(select(Sweep.id).where(Sweep.name == spec.name))
-        if sweep_id is None:
-            sweep_id = connection.execute(insert(Sweep).values(
-                name=spec.name, spec=document, baseline=spec.baseline, created_at=_now(),
-                updated_at=_now(), kaudit_version=__version__).returning(Sweep.id)).scalar_one()
-        else:
-            connection.execute(update(Sweep).where(Sweep.id == sweep_id).values(
-                spec=document, baseline=spec.baseline, updated_at=_now(),
-                kaudit_version=__version__))
+        connection.execute(update(Sweep).where(
+            Sweep.id == sweep_id, Sweep.coordinator_host == host,
+            Sweep.coordinator_pid == pid).values(coordinator_heartbeat_at=_now()))
+
+
+def release_sweep(engine: Engine, sweep_id: int) -> None:
+    """Give the sweep up; a sweep left without cells (its planning failed before any were
+    registered) is removed, so a failed first start leaves nothing behind."""
+    host, pid = this_owner()
+    with engine.begin() as connection:
+        connection.execute(update(Sweep).where(
+            Sweep.id == sweep_id, Sweep.coordinator_host == host,
+            Sweep.coordinator_pid == pid).values(
+            coordinator_host=None, coordinator_pid=None, coordinator_heartbeat_at=None))
+        if connection.scalar(select(SweepCell.id).where(SweepCell.sweep_id == sweep_id)
+                             .limit(1)) is None:
+            connection.execute(delete(Sweep).where(Sweep.id == sweep_id))
+
+
+def register_cells(engine: Engine, sweep_id: int, spec: SweepSpec,
+                   tasks: Sequence[CellTask]) -> dict[str, CellState]:
+    """Store the spec and its cells in one transaction. Cells of an earlier version of the
+    spec that this one no longer has are dropped (their runs stay, as ordinary runs). A cell
+    keeps the name of the run it has (a renamed configuration keeps its runs' names)."""
+    with engine.begin() as connection:
+        connection.execute(update(Sweep).where(Sweep.id == sweep_id).values(
+            spec=_document(spec), baseline=spec.baseline, updated_at=_now(),
+            kaudit_version=__version__))
         existing = {row.key: row for row in connection.execute(
             select(SweepCell.id, SweepCell.key).where(SweepCell.sweep_id == sweep_id))}
         wanted = {task.key for task in tasks}
@@ -76,14 +146,15 @@ def register_sweep(engine: Engine, spec: SweepSpec, tasks: Sequence[CellTask]
             connection.execute(delete(SweepCell).where(SweepCell.id.in_(stale)))
         for task in tasks:
             labels = {"position": task.position, "trace": task.trace, "config": task.config,
-                      "seed": task.seed, "run_name": task.run_name}
+                      "seed": task.seed}
             if task.key in existing:
                 connection.execute(update(SweepCell).where(
                     SweepCell.id == existing[task.key].id).values(**labels))
             else:
                 connection.execute(insert(SweepCell).values(
-                    sweep_id=sweep_id, key=task.key, status=PENDING, attempts=0, **labels))
-    return sweep_id, cell_states(engine, sweep_id)
+                    sweep_id=sweep_id, key=task.key, status=PENDING, attempts=0,
+                    run_name=task.run_name, **labels))
+    return cell_states(engine, sweep_id)
 
 
 def cell_states(engine: Engine, sweep_id: int) -> dict[str, CellState]:
@@ -141,7 +212,7 @@ def fail(engine: Engine, cell_id: int, token: str, error: str, seconds: float) -
             seconds=round(seconds, 3)))
 
 
-def release_running(engine: Engine, sweep_id: int, reason: str,
+def release_running(engine: Engine, sweep_id: int, identity: str, reason: str,
                     cell_ids: Sequence[int] | None = None) -> int:
     """After the sweep stopped (interrupted, or a cell's worker lost for good): every cell
     still marked running (of ``cell_ids`` if given) is failed with ``reason``, and its run,
@@ -158,7 +229,7 @@ def release_running(engine: Engine, sweep_id: int, reason: str,
         connection.execute(update(SweepCell).where(
             SweepCell.id.in_([r.id for r in rows])).values(
             status=FAILED, claim=None, error=reason, finished_at=_now()))
-    fail_abandoned_runs(engine, [r.run_name for r in rows], reason)
+    fail_abandoned_runs(engine, [r.run_name for r in rows], identity, reason)
     return len(rows)
 
 
@@ -170,31 +241,26 @@ def fail_unfinished(engine: Engine, cell_id: int, error: str) -> None:
             status=FAILED, claim=None, error=error, finished_at=_now()))
 
 
-def fail_abandoned_runs(engine: Engine, names: Sequence[str], reason: str) -> None:
-    """Mark failed the runs among ``names`` still marked running whose replaying process is
-    gone (dead on this host, or silent past the heartbeat limit)."""
+def fail_abandoned_runs(engine: Engine, names: Sequence[str], identity: str,
+                        reason: str) -> None:
+    """Mark failed the runs among ``names`` that are this sweep's (their labels say so),
+    still marked running, and whose replaying process is gone (dead on this host, or silent
+    past the heartbeat limit)."""
     if not names:
         return
     with engine.connect() as connection:
         runs = connection.execute(select(Run.id, Run.status, Run.owner_host, Run.owner_pid,
-                                         Run.heartbeat_at)
+                                         Run.heartbeat_at, Run.options)
                                   .where(Run.name.in_(list(names)))).all()
-    gone = [r.id for r in runs if r.status == RunStatus.RUNNING and effective_status(
-        r.status, r.owner_host, r.owner_pid, r.heartbeat_at) == RunStatus.ABANDONED]
+    gone = [r.id for r in runs if r.status == RunStatus.RUNNING
+            and is_sweep_run(r.options, identity) and effective_status(
+                r.status, r.owner_host, r.owner_pid, r.heartbeat_at) == RunStatus.ABANDONED]
     if gone:
         with engine.begin() as connection:
             connection.execute(update(Run).where(Run.id.in_(gone),
                                                  Run.status == RunStatus.RUNNING).values(
                 status=RunStatus.FAILED, error=f"abandoned: {reason}",
                 finished_at=_now()))
-
-
-def sweep_identity(engine: Engine, sweep_id: int) -> str:
-    """What tells this sweep's runs from those of a removed sweep of the same name: its id
-    and creation time (an id alone may be reused once the sweep is removed)."""
-    with engine.connect() as connection:
-        created = connection.scalar(select(Sweep.created_at).where(Sweep.id == sweep_id))
-    return f"{sweep_id}@{created.isoformat() if created is not None else ''}"
 
 
 def run_name_for(engine: Engine, cell_id: int, token: str, wanted: str, identity: str) -> str:
@@ -205,8 +271,8 @@ def run_name_for(engine: Engine, cell_id: int, token: str, wanted: str, identity
     with engine.connect() as connection:
         rows = connection.execute(select(Run.id, Run.name, Run.options).where(
             Run.name.like(f"{wanted}%"))).all()
-    ours = [r.id for r in rows if r.name == wanted or r.name.startswith(f"{wanted}-")
-            if (orjson.loads(r.options).get("labels") or {}).get("cell") == identity]
+    ours = [r.id for r in rows if (r.name == wanted or r.name.startswith(f"{wanted}-"))
+            and cell_of(r.options) == identity]
     if ours:
         with engine.begin() as connection:
             connection.execute(delete(Run).where(Run.id.in_(ours)))

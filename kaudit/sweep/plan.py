@@ -64,6 +64,20 @@ class CellTask:
                 "tie_break": r["tieBreak"]}
 
 
+def _located(exc: KauditError, where: str) -> KauditError:
+    """``exc`` with ``where`` (the spec and its entry) before its message, of the same exit
+    code: an input error stays an input error, a database error a database error."""
+    located = InputError(f"{where}: {exc}")
+    located.exit_code = exc.exit_code
+    return located
+
+
+def _number(value: Any) -> Any:
+    """Numbers as floats, so that ``1`` and ``1.0`` in a spec key the same cell."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else value
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -90,7 +104,7 @@ def _alibaba(trace: TraceSpec, seed: int) -> AlibabaOptions | None:
         options["seed"] = seed
     kwargs: dict[str, Any] = {
         "shuffle": options.get("shuffle", False), "seed": options.get("seed", 42),
-        "gpu_load": options.get("gpuLoad"), "deletions": options.get("deletions", True),
+        "gpu_load": _number(options.get("gpuLoad")), "deletions": options.get("deletions", True),
         "gpu_sharing": options.get("gpuSharing", "whole")}
     if trace.step is not None:
         kwargs["step_us"] = round(trace.step * 1_000_000)
@@ -108,14 +122,17 @@ def _start_us(trace: TraceSpec) -> int | None:
     try:
         return parse_timestamp(raw)
     except ValueError as exc:
-        raise InputError(f"trace {trace.label}: start: {exc}") from None
+        raise InputError(f"start: {exc}") from None
 
 
 def ingest_for(engine: Engine, spec: SweepSpec, trace: TraceSpec, seed: int) -> TraceSummary:
     """The stored trace of ``trace`` for a cell of ``seed``: a stored trace by name, or the
     files ingested (a second ingest of identical content stores nothing)."""
     if trace.stored is not None:
-        return get_trace(engine, trace.stored)
+        try:
+            return get_trace(engine, trace.stored)
+        except KauditError as exc:
+            raise _located(exc, f"{spec.path}: trace {trace.label}") from None
     suffix = f"-{seed}" if trace.per_seed else ""
     wanted: str | None = f"{spec.name}.{trace.label}{suffix}"
     with engine.connect() as connection:
@@ -128,7 +145,7 @@ def ingest_for(engine: Engine, spec: SweepSpec, trace: TraceSpec, seed: int) -> 
             skip_invalid=trace.skip_invalid, alibaba=_alibaba(trace, seed),
             scheduler_config=trace.use_config)
     except KauditError as exc:
-        raise type(exc)(f"{spec.path}: trace {trace.label}: {exc}") from None
+        raise _located(exc, f"{spec.path}: trace {trace.label}") from None
     return get_trace(engine, result.trace_id)
 
 
@@ -147,7 +164,7 @@ def plan_cells(engine: Engine, spec: SweepSpec,
         try:
             configs[config.label] = (config_digest(config), config)
         except KauditError as exc:
-            raise type(exc)(f"{spec.path}: config {config.label}: {exc}") from None
+            raise _located(exc, f"{spec.path}: config {config.label}") from None
     traces: dict[tuple[str, int | None], tuple[TraceSummary, str | None]] = {}
     tasks = []
     for position, cell in enumerate(spec.cells):
@@ -161,7 +178,8 @@ def plan_cells(engine: Engine, spec: SweepSpec,
             traces[slot] = (ingested, stored_hash(engine, ingested))
         stored, content = traces[slot]
         digest, config = configs[cell.config]
-        replay = {**DEFAULT_REPLAY, **spec.replay, **config.replay}
+        replay = {key: _number(value) for key, value in
+                  {**DEFAULT_REPLAY, **spec.replay, **config.replay}.items()}
         key = _digest({"trace": content, "config": digest,
                        "seed": cell.seed, "replay": replay})
         tasks.append(CellTask(
@@ -169,7 +187,28 @@ def plan_cells(engine: Engine, spec: SweepSpec,
             run_name=_run_name(spec, cell.trace, cell.config, cell.seed), trace_id=stored.id,
             config_document=config.document, config_source=config.source,
             feature_gates=config.feature_gates, plugins=config.plugins, replay=replay))
+    _refuse_identical(spec, tasks)
     return tasks
+
+
+def _refuse_identical(spec: SweepSpec, tasks: list[CellTask]) -> None:
+    """Two cells with one key would be one replay under two labels: say which entries of the
+    spec are the same, rather than run one and report it twice (or lose one)."""
+    seen: dict[str, CellTask] = {}
+    for task in tasks:
+        first = seen.setdefault(task.key, task)
+        if first is task:
+            continue
+        if first.config != task.config:
+            what = (f"configs {first.config} and {task.config} are the same configuration "
+                    "(the same effective KubeSchedulerConfiguration, feature gates, plugins "
+                    "and replay options)")
+        elif first.trace != task.trace:
+            what = f"traces {first.trace} and {task.trace} are the same trace content"
+        else:
+            what = f"cells {first.position} and {task.position} are the same cell"
+        raise InputError(f"{spec.path}: {what}: their cells would be one replay; remove one "
+                         "or make them differ")
 
 
 def stored_hash(engine: Engine, trace: TraceSummary) -> str | None:

@@ -30,6 +30,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from kaudit.errors import InputError, KauditError
+from kaudit.eventlog.runs import HEARTBEAT_SECONDS
 from kaudit.store.engine import resolve_url
 from kaudit.sweep import cells
 from kaudit.sweep.plan import CellTask, plan_cells
@@ -158,9 +159,23 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
         raise InputError(f"--workers {workers}: expected at least 1")
     url = worker_url(db)
     _check_reachable(url, scheduler)
+    sweep_id, identity = cells.acquire_sweep(engine, spec)
+    try:
+        return _run_cells(engine, url, spec, sweep_id, identity, scheduler, workers, progress,
+                          planning, check_stop)
+    finally:
+        cells.release_sweep(engine, sweep_id)
+
+
+def _run_cells(engine: Engine, url: str, spec: SweepSpec, sweep_id: int, identity: str,
+               scheduler: str | None, workers: int | None,
+               progress: Callable[[SweepProgress], None] | None,
+               planning: Callable[[str], None] | None,
+               check_stop: Callable[[], None] | None) -> SweepProgress:
+    """Plan and register the cells, then run the unfinished ones (the caller coordinates the
+    sweep)."""
     tasks = plan_cells(engine, spec, planning)
-    sweep_id, states = cells.register_sweep(engine, spec, tasks)
-    identity = cells.sweep_identity(engine, sweep_id)
+    states = cells.register_cells(engine, sweep_id, spec, tasks)
     todo = [t for t in tasks if not states[t.key].done]
     tally = SweepProgress(sweep=spec.name, total=len(tasks), skipped=len(tasks) - len(todo),
                           pending=len(todo))
@@ -181,8 +196,8 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
                                    key=f"kaudit-cell-{task.key[:20]}-{time.time_ns()}")
             futures[future] = task
             by_key[task.key] = future
-        _wait(engine, client, sweep_id, futures, {k: s.id for k, s in states.items()}, tally,
-              began, progress, check_stop)
+        _wait(engine, client, sweep_id, identity, futures,
+              {k: s.id for k, s in states.items()}, tally, began, progress, check_stop)
     except BaseException as exc:
         for future in by_key.values():
             future.cancel()
@@ -192,13 +207,13 @@ def run_sweep(engine: Engine, db: str | None, spec: SweepSpec, *, scheduler: str
         client = cluster = None
         reason = ("interrupted: the sweep was stopped" if not isinstance(exc, KauditError)
                   else f"the sweep failed: {exc}")
-        cells.release_running(engine, sweep_id, reason)
+        cells.release_running(engine, sweep_id, identity, reason)
         raise
     finally:
         _close(client, cluster)
     # A cell whose worker was lost too often, or a task Dask gave up on, may still read
     # running: it is not, and its run must not look it.
-    cells.release_running(engine, sweep_id, "its worker was lost")
+    cells.release_running(engine, sweep_id, identity, "its worker was lost")
     _count(engine, sweep_id, tally, began)
     return tally
 
@@ -237,7 +252,8 @@ def _count(engine: Engine, sweep_id: int, tally: SweepProgress, began: float) ->
                          if finished and remaining else (0.0 if not remaining else None))
 
 
-def _wait(engine: Engine, client: Any, sweep_id: int, futures: dict[Any, CellTask],
+def _wait(engine: Engine, client: Any, sweep_id: int, identity: str,
+          futures: dict[Any, CellTask],
           cell_ids: dict[str, int],
           tally: SweepProgress, began: float,
           progress: Callable[[SweepProgress], None] | None,
@@ -245,9 +261,13 @@ def _wait(engine: Engine, client: Any, sweep_id: int, futures: dict[Any, CellTas
     from dask.distributed import wait
 
     pending = set(futures)
+    last_beat = time.monotonic()
     while pending:
         if check_stop is not None:
             check_stop()
+        if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+            cells.beat(engine, sweep_id)
+            last_beat = time.monotonic()
         try:
             done, pending = wait(pending, timeout=1.0, return_when="FIRST_COMPLETED")
         except TimeoutError:  # nothing finished within the second: report progress anyway
@@ -258,7 +278,8 @@ def _wait(engine: Engine, client: Any, sweep_id: int, futures: dict[Any, CellTas
                 result = future.result()
             except Exception as exc:  # Dask gave up on the cell (KilledWorker, lost data)
                 error = f"{type(exc).__name__}: {exc}"
-                cells.release_running(engine, sweep_id, error, [cell_ids[task.key]])
+                cells.release_running(engine, sweep_id, identity, error,
+                                      [cell_ids[task.key]])
                 cells.fail_unfinished(engine, cell_ids[task.key], error)
                 tally.failures.append(_failure(task, f"{type(exc).__name__}: {exc}"))
                 continue

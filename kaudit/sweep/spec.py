@@ -10,6 +10,7 @@ the seed of the replay). See ``docs/sweeps.md`` for the format.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from kaudit.readers.formats import AUTO, FAMILIES
 
 SEED_TOKEN = "{seed}"
 MAX_CELLS = 100_000
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+#: Seeds are stored as 64-bit integers.
+SEED_LIMIT = 2**63
 _VAR = re.compile(r"\$(\w+|\{[^}]*\})")
 
 #: Replay options a spec may set (``replay:`` and per-configuration), with their types.
@@ -136,7 +139,7 @@ class _Reader:
 
     def label(self, value: Any, where: str) -> str:
         text = str(self.typed(value, where, str))
-        if not _LABEL.match(text):
+        if not _LABEL.fullmatch(text):
             raise self.fail(where, f"{text!r} is not a label: 1 to 64 letters, digits, '_', "
                                    "'.', '+' or '-', starting with a letter or digit")
         return text
@@ -185,6 +188,13 @@ def _names(kinds: tuple[type, ...]) -> str:
     return " or ".join(dict.fromkeys(words.get(k, k.__name__) for k in kinds))
 
 
+def _seed(reader: _Reader, value: Any, where: str) -> int:
+    seed = int(reader.typed(value, where, int))
+    if not -SEED_LIMIT <= seed < SEED_LIMIT:
+        raise reader.fail(where, f"{seed} is beyond a 64-bit integer")
+    return seed
+
+
 def _seeds(reader: _Reader, value: Any) -> tuple[int, ...]:
     if value is None:
         return (0,)
@@ -196,13 +206,16 @@ def _seeds(reader: _Reader, value: Any) -> tuple[int, ...]:
         low, high = int(match.group(1)), int(match.group(2))
         if high < low:
             raise reader.fail("seeds", f"{value!r}: the range is empty")
+        if high - low >= MAX_CELLS:
+            raise reader.fail("seeds", f"{value!r}: {high - low + 1:,} seeds; at most "
+                                       f"{MAX_CELLS:,} cells in one sweep")
         value = list(range(low, high + 1))
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or not value:
         raise reader.fail("seeds", "expected a non-empty list of integers or a range such as "
                                    "42-51")
-    seeds = [reader.typed(s, f"seeds[{i}]", int) for i, s in enumerate(value)]
+    seeds = [_seed(reader, s, f"seeds[{i}]") for i, s in enumerate(value)]
     if len(set(seeds)) != len(seeds):
         raise reader.fail("seeds", "a seed is listed twice")
     return tuple(seeds)
@@ -215,7 +228,7 @@ def _trace(reader: _Reader, value: Any, where: str, index: int) -> TraceSpec:
                                           "alibaba", "start", "step", "sort", "skipInvalid",
                                           "noConfig"})
     stored = entry.get("trace")
-    files = entry.get("files")
+    files = entry.get("files") or None
     if (stored is None) == (files is None and not entry.get("snapshots")):
         raise reader.fail(where, "give either trace (a stored trace's name) or files "
                                  "(trace files to ingest)")
@@ -249,8 +262,8 @@ def _trace(reader: _Reader, value: Any, where: str, index: int) -> TraceSpec:
     step = entry.get("step")
     if step is not None:
         step = float(reader.typed(step, f"{where}.step", (int, float)))
-        if step < 0:
-            raise reader.fail(f"{where}.step", "must not be negative")
+        if not math.isfinite(step) or not 0 <= step <= 86_400:
+            raise reader.fail(f"{where}.step", f"{step} seconds: expected 0 to 86400")
     start = entry.get("start")
     if start is not None:
         start = str(reader.typed(start, f"{where}.start", (str, int, float)))
@@ -383,11 +396,19 @@ def read_spec(path: Path) -> SweepSpec:
             entry = reader.mapping(cell, where, {"trace", "config", "seed"})
             trace = entry.get("trace", traces[0].label if len(traces) == 1 else None)
             config = entry.get("config", labels[0] if len(labels) == 1 else None)
+            if not isinstance(trace, str):
+                raise reader.fail(f"{where}.trace", "expected a trace's name"
+                                  + (f", got {_kind(trace)}" if trace is not None else
+                                     " (the spec has several traces)"))
+            if not isinstance(config, str):
+                raise reader.fail(f"{where}.config", "expected a config's name"
+                                  + (f", got {_kind(config)}" if config is not None else
+                                     " (the spec has several configs)"))
             if trace not in {t.label for t in traces}:
                 raise reader.fail(f"{where}.trace", f"{trace!r} is not one of the traces")
             if config not in labels:
                 raise reader.fail(f"{where}.config", f"{config!r} is not one of the configs")
-            seed = reader.typed(entry.get("seed", seeds[0]), f"{where}.seed", int)
+            seed = _seed(reader, entry.get("seed", seeds[0]), f"{where}.seed")
             cells.append(CellSpec(trace, config, seed))
         if len(set(cells)) != len(cells):
             raise reader.fail("cells", "a cell is listed twice")

@@ -1,7 +1,8 @@
 """Sweeps: a product of traces × configurations × seeds, each cell one ordinary run.
 
 A cell is keyed by its content (trace, effective configuration, seed, replay options), so a
-sweep run again skips its finished cells; ``claim`` names the attempt that owns a running cell.
+sweep run again skips its finished cells; ``claim`` names the attempt that owns a running cell,
+and the sweep's ``coordinator_*`` the ``kaudit sweep`` process running it (one at a time).
 
 Revision ID: 0008
 Revises: 0007
@@ -31,6 +32,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("kaudit_version", sa.String(length=32), nullable=False),
+        sa.Column("coordinator_host", sa.String(length=255), nullable=True),
+        sa.Column("coordinator_pid", sa.Integer(), nullable=True),
+        sa.Column("coordinator_heartbeat_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sweeps")),
         sa.UniqueConstraint("name", name=op.f("uq_sweeps_name")),
     )

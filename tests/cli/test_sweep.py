@@ -83,12 +83,25 @@ def test_check_a_sweep(tmp_path: Path, sample_spec: Path) -> None:  # noqa: F811
             in worse.output)
     assert "FAILED beyond noise" in worse.output
     assert "p95_pending>+1000s on trace sample" in worse.output
-    fine = _kaudit("check", "--sweep", str(sample_spec), "--db", db,
-                   "--fail-on", "pending_at_end>+10", "--format", "json")
+    summary = tmp_path / "summary.md"
+    fine = CliRunner(env={"GITHUB_STEP_SUMMARY": str(summary)}).invoke(
+        cli, ["check", "--sweep", str(sample_spec), "--db", db, "--fail-on",
+              "pending_at_end>+10", "--format", "json"], catch_exceptions=False)
     assert fine.exit_code == 0, fine.output
-    document = orjson.loads(fine.output)
+    document = orjson.loads(fine.stdout)
     assert [v["failed"] for v in document["verdicts"]] == [False]
     assert document["report"]["cells"]["complete"] == 4
+    assert summary.read_text().startswith("# Sweep tuning: 4 of 4 cells complete")
+    junit = _kaudit("check", "--sweep", str(sample_spec), "--db", db, "--fail-on",
+                    "imbalance>baseline", "--fail-on", "pending_at_end>100", "--format",
+                    "junit")
+    assert junit.exit_code == 1
+    assert junit.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    assert 'tests="3" failures="1"' in junit.stdout  # one comparison, two absolute checks
+    assert 'name="imbalance&gt;baseline on sample"' in junit.stdout
+    # Options may come before the spec.
+    before = _kaudit("sweep", "--db", db, "--quiet", str(sample_spec))
+    assert "all 4 cells were already complete" in before.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

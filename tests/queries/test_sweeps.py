@@ -186,9 +186,14 @@ def test_unknown_sweep_baseline_and_metric_are_input_errors(three_seeds: Engine)
 ])
 def test_sweep_conditions_fail_only_beyond_noise(three_seeds: Engine, condition: str,
                                                  failed: bool) -> None:
-    (verdict,) = evaluate_sweep(parse_sweep_condition(condition), sweep_report(three_seeds, "s"))
+    verdicts = evaluate_sweep(parse_sweep_condition(condition), sweep_report(three_seeds, "s"))
+    # A comparison checks b against a; an absolute threshold checks both configurations.
+    assert [v.config for v in verdicts] == (["a", "b"] if ">b" not in condition
+                                            and "<b" not in condition
+                                            and "+" not in condition else ["b"])
+    verdict = verdicts[-1]
     assert verdict.failed is failed, verdict.message
-    assert verdict.config == "b" and "95 % interval" in verdict.message
+    assert "95 % interval" in verdict.message
 
 
 @pytest.mark.parametrize(("condition", "message"), [
@@ -200,3 +205,21 @@ def test_sweep_conditions_fail_only_beyond_noise(three_seeds: Engine, condition:
 def test_sweep_conditions_refused(condition: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_sweep_condition(condition)
+
+
+def test_a_condition_that_cannot_be_checked_is_an_error(engine: Engine) -> None:
+    _sweep(engine, [("t", "a", seed, "complete", _metrics(seed, 1, 1)) for seed in (1, 2)])
+    report = sweep_report(engine, "s")
+    with pytest.raises(InputError, match="no configuration to compare with its baseline"):
+        evaluate_sweep(parse_sweep_condition("pending_at_end>baseline"), report)
+    with pytest.raises(InputError, match="no cell of sweep s has GPU unallocated at 100 % "
+                                         "arrived \\(replay with gpuReport: true\\)"):
+        evaluate_sweep(parse_sweep_condition("gpu_unallocated>5"), report)
+    # An absolute threshold applies to the one configuration there is.
+    (verdict,) = evaluate_sweep(parse_sweep_condition("pending_at_end>-10"), report)
+    assert verdict.failed and verdict.config == "a"
+    assert "pending at end of a = -4.853 to 7.853 (95 % interval); threshold -10" in (
+        verdict.message)
+    (same,) = evaluate_sweep(parse_sweep_condition("scheduled>0"), report)
+    # Every seed gave 1: an interval of width 0, not "one seed".
+    assert "= 1 to 1 (95 % interval)" in same.message and same.failed

@@ -14,6 +14,7 @@ from kaudit.errors import InputError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.queries.runs import remove_runs
+from kaudit.queries.sweeps import remove_sweeps
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.models import Run, SweepCell
@@ -166,3 +167,33 @@ def test_a_cluster_that_cannot_run_these_cells_is_refused(
     # Nothing ran; the cells wait for a cluster that can run them.
     assert {c.status for c in _cells(engine)} == {"pending"}
     assert _runs(engine) == []
+
+
+def test_a_renamed_configuration_keeps_its_run_and_a_new_one_takes_its_old_name(
+        engine: Engine, db_url: str, tmp_path: Path) -> None:
+    def spec(configs: str) -> Any:
+        return read_spec(write_spec(tmp_path / "s.yaml", f"""
+name: rr
+traces: [{{name: t, files: [{SAMPLE}]}}]
+configs: {configs}
+seeds: [1]
+"""))
+
+    first = spec("[{name: default}, {name: bp, patch: {percentageOfNodesToScore: 50}}]")
+    assert run_sweep(engine, db_url, first, workers=1).complete == 2
+    renamed = spec("[{name: default}, {name: packing, patch: {percentageOfNodesToScore: 50}},"
+                   " {name: bp, patch: {percentageOfNodesToScore: 70}}]")
+    tally = run_sweep(engine, db_url, renamed, workers=1)
+    assert (tally.skipped, tally.complete) == (2, 1)
+    with engine.connect() as connection:
+        rows = connection.execute(select(SweepCell.config, SweepCell.run_name, Run.name)
+                                  .join(Run, Run.id == SweepCell.run_id)
+                                  .order_by(SweepCell.position)).all()
+    assert [tuple(r) for r in rows] == [("default", "rr.default.t.s1", "rr.default.t.s1"),
+                                        ("packing", "rr.bp.t.s1", "rr.bp.t.s1"),
+                                        ("bp", "rr.bp.t.s1-2", "rr.bp.t.s1-2")]
+    # Removing the sweep removes exactly its three runs, not a run that merely looks like one.
+    config, registry = load(None)
+    replay_trace(engine, get_trace(engine, "rr.t"), config, registry, name="rr.packing.t.s1")
+    assert remove_sweeps(engine, ["rr"]) == ["rr"]
+    assert [r.name for r in _runs(engine)] == ["rr.packing.t.s1"]

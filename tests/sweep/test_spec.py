@@ -95,6 +95,16 @@ cells:
     ("traces: [x]\nkind: Job\n", "kind: 'Job': expected Sweep"),
     ("traces: [x\n", "spec.yaml:"),
     ("- a\n", "spec.yaml: expected a mapping, got a list"),
+    ("traces: [{files: []}]\n", "traces[0]: give either trace"),
+    ("traces: [x]\ncells: [{trace: [a]}]\n", "cells[0].trace: expected a trace's name, got a "
+                                              "list"),
+    ("traces: [{name: a, trace: x}, {name: b, trace: y}]\ncells: [{seed: 1}]\n",
+     "cells[0].trace: expected a trace's name (the spec has several traces)"),
+    ("traces: [x]\nseeds: [9223372036854775808]\n",
+     "seeds[0]: 9223372036854775808 is beyond a 64-bit integer"),
+    ("traces: [x]\nseeds: 1-3000000000\n", "3,000,000,000 seeds; at most 100,000 cells"),
+    ("traces: [x]\nname: \"abc\\n\"\n", "name: 'abc\\n' is not a label"),
+    ("traces: [x]\nreplay: {apiLatency: .nan}\n", "replay.apiLatency: nan seconds"),
 ])
 def test_errors_name_the_file_and_the_field(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(InputError) as caught:
@@ -113,3 +123,10 @@ def test_merge_patch_follows_rfc_7386() -> None:
     assert merge_patch(base, {"a": {"b": None, "c": [3]}, "e": {"f": 1}}) == {
         "a": {"c": [3]}, "d": 1, "e": {"f": 1}}
     assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+
+
+@pytest.mark.parametrize("step", [".nan", ".inf", "-1"])
+def test_a_step_must_be_finite(tmp_path: Path, step: str) -> None:
+    (tmp_path / "t.jsonl").write_bytes(SAMPLE.read_bytes())
+    with pytest.raises(InputError, match=r"traces\[0\]\.step: .* seconds: expected 0 to 86400"):
+        read_spec(_spec(tmp_path, f"traces: [{{files: [t.jsonl], step: {step}}}]\n"))

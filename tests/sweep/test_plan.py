@@ -1,0 +1,98 @@
+"""Planning a sweep: identical cells refused, keys that ignore how numbers are written, bad
+trace files reported as `kaudit ingest` reports them with nothing stored, and one coordinator
+per sweep at a time."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select, update
+
+from kaudit.errors import InputError
+from kaudit.store.models import Sweep, SweepCell, Trace
+from kaudit.sweep import cells
+from kaudit.sweep.plan import plan_cells
+from kaudit.sweep.run import run_sweep
+from kaudit.sweep.spec import read_spec
+from tests.sweep.conftest import SAMPLE, write_spec
+
+
+def _spec(tmp_path: Path, body: str) -> Path:
+    return write_spec(tmp_path / "s.yaml", f"name: s\ntraces: [{{name: t, files: [{SAMPLE}]}}]\n"
+                                           + body)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("configs: [{name: a}, {name: b, patch: {percentageOfNodesToScore: 0}}]\n",
+     "configs a and b are the same configuration"),
+    ("configs: [{name: a}, {name: b, replay: {tieBreak: random}}]\n",
+     "configs a and b are the same configuration"),
+])
+def test_identical_configurations_are_refused(engine: Engine, tmp_path: Path, body: str,
+                                              message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        plan_cells(engine, read_spec(_spec(tmp_path, body)))
+
+
+def test_identical_traces_are_refused(engine: Engine, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path / "s.yaml", f"traces: [{{name: a, files: [{SAMPLE}]}}, "
+                                           f"{{name: b, files: [{SAMPLE}]}}]\n")
+    with pytest.raises(InputError, match="traces a and b are the same trace content"):
+        plan_cells(engine, read_spec(spec))
+
+
+def test_numbers_key_alike_however_written(engine: Engine, tmp_path: Path) -> None:
+    keys = []
+    for replay in ("", "replay: {victimTermination: 1, bindLatency: 0}\n",
+                   "replay: {victimTermination: 1.0, bindLatency: 0.0}\n"):
+        (task,) = plan_cells(engine, read_spec(_spec(tmp_path, replay)))
+        keys.append(task.key)
+    assert len(set(keys)) == 1
+    other = plan_cells(engine, read_spec(_spec(tmp_path, "replay: {victimTermination: 2}\n")))
+    assert other[0].key != keys[0]
+
+
+def test_a_bad_trace_file_is_named_and_nothing_is_stored(engine: Engine, tmp_path: Path
+                                                         ) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(SAMPLE.read_bytes().split(b"\n", 1)[0] + b"\n{not json\n")
+    spec = write_spec(tmp_path / "s.yaml", f"traces: [{{name: ok, files: [{SAMPLE}]}}, "
+                                           f"{{name: bad, files: [{bad}]}}]\n")
+    with pytest.raises(InputError) as caught:
+        run_sweep(engine, None, read_spec(spec), workers=1)
+    assert str(caught.value).startswith(f"{spec}: trace bad: {bad}:2: ")
+    with engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(SweepCell)) == 0
+        assert connection.scalar(select(func.count()).select_from(Sweep)) == 0
+        names = list(connection.scalars(select(Trace.name)))
+    assert names == ["s.ok"]  # the good trace before it is stored whole; the bad one not
+
+
+def test_a_missing_stored_trace_names_the_spec(engine: Engine, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path / "s.yaml", "traces: [{name: t, trace: nowhere}]\n")
+    with pytest.raises(InputError, match=f"{spec}: trace t: no trace named 'nowhere'"):
+        plan_cells(engine, read_spec(spec))
+
+
+def test_one_coordinator_at_a_time(engine: Engine, tmp_path: Path) -> None:
+    spec = read_spec(_spec(tmp_path, ""))
+    sweep_id, identity = cells.acquire_sweep(engine, spec)
+    assert identity.startswith(f"{sweep_id}@")
+    # Another live process holds it (the parent of this test process stands in for one).
+    with engine.begin() as connection:
+        connection.execute(update(Sweep).values(coordinator_pid=os.getppid()))
+    with pytest.raises(InputError, match=f"sweep s is being run by another `kaudit sweep` "
+                                         f"\\(pid {os.getppid()} on "):
+        cells.acquire_sweep(engine, spec)
+    # A holder whose heartbeat is old is gone: the sweep is taken over, with its identity.
+    with engine.begin() as connection:
+        connection.execute(update(Sweep).values(
+            coordinator_heartbeat_at=datetime(2020, 1, 1, tzinfo=UTC)))
+    assert cells.acquire_sweep(engine, spec) == (sweep_id, identity)
+    cells.register_cells(engine, sweep_id, spec, plan_cells(engine, spec))
+    cells.release_sweep(engine, sweep_id)
+    with engine.connect() as connection:
+        assert connection.execute(select(Sweep.coordinator_pid)).one() == (None,)
