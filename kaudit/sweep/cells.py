@@ -204,7 +204,13 @@ def finish(engine: Engine, cell_id: int, token: str, run_id: int, metrics: dict[
     return bool(done)
 
 
+#: A failed cell keeps the start of its error (a database error may quote kilobytes of SQL).
+MAX_ERROR = 2000
+
+
 def fail(engine: Engine, cell_id: int, token: str, error: str, seconds: float) -> None:
+    if len(error) > MAX_ERROR:
+        error = error[:MAX_ERROR] + " …"
     with engine.begin() as connection:
         connection.execute(update(SweepCell).where(
             SweepCell.id == cell_id, SweepCell.claim == token).values(
