@@ -25,7 +25,7 @@ from typing import Any
 
 from kaudit.errors import InputError
 from kaudit.queries.conditions import Condition, parse_condition
-from kaudit.queries.sweeps import ALL, BY_CONDITION
+from kaudit.queries.sweeps import ALL, BY_CONDITION, in_unit
 
 
 @dataclass(frozen=True)
@@ -115,13 +115,7 @@ def _verdict(condition: Condition, unit: str, stats: dict[str, Any], config: str
 
 def _show(unit: str, value: float) -> str:
     """Enough digits that a bound and a threshold never read equal when they differ."""
-    if unit == "ratio":
-        return f"{value * 100:.3f} %"
-    if unit == "percent":
-        return f"{value:.3f} %"
-    if unit == "seconds":
-        return f"{value:.3f} s"
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+    return in_unit(unit, value, digits=3)
 
 
 def as_junit(report: dict[str, Any], verdicts: list[SweepVerdict]) -> str:

@@ -321,15 +321,22 @@ def _mean_text(unit: str, stats: dict[str, Any], cells: int | None = None) -> st
     return text
 
 
-def _plain(unit: str, value: float) -> str:
-    """A spread in the metric's unit, without the unit's sign conventions."""
+def in_unit(unit: str, value: float, digits: int = 2, spread: bool = False) -> str:
+    """``value`` in the metric's unit with ``digits`` decimals: a ratio as percent (``pp``
+    for a ``spread``, a difference of percents), a percent metric with ``%`` (bare for a
+    spread), seconds with ``s``, counts bare."""
     if unit == "ratio":
-        return f"{value * 100:.2f} pp"
+        return f"{value * 100:.{digits}f} {'pp' if spread else '%'}"
     if unit == "percent":
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}" + ("" if spread else " %")
     if unit == "seconds":
-        return f"{value:.2f} s"
-    return f"{value:,.2f}".rstrip("0").rstrip(".") if value else "0"
+        return f"{value:.{digits}f} s"
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def _plain(unit: str, value: float) -> str:
+    """A spread in the metric's unit."""
+    return in_unit(unit, value, spread=True)
 
 
 def _delta_text(unit: str, stats: dict[str, Any]) -> str:

@@ -150,15 +150,22 @@ def serving(url: str) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def browser(server: dict[str, Any]) -> Iterator[Any]:
+@contextmanager
+def launched(chromium: str) -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (no browser download)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=server["chromium"],
+        browser = playwright.chromium.launch(executable_path=chromium,
                                              args=["--no-sandbox", "--disable-gpu"])
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server: dict[str, Any]) -> Iterator[Any]:
+    with launched(server["chromium"]) as browser:
+        yield browser
 
 
 class Visit:

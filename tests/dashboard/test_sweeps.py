@@ -18,7 +18,14 @@ from kaudit.queries.sweeps import sweep_report
 from kaudit.store.schema import open_database
 from kaudit.sweep.run import run_sweep
 from kaudit.sweep.spec import read_spec
-from tests.dashboard.test_browser import Visit, _chromium, _unavailable, _until, serving
+from tests.dashboard.test_browser import (
+    Visit,
+    _chromium,
+    _unavailable,
+    _until,
+    launched,
+    serving,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = ["default", "bin-packing"]
@@ -196,13 +203,8 @@ def sweep_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
 
 @pytest.fixture(scope="module")
 def sweep_browser(sweep_server: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=sweep_server["chromium"],
-                                             args=["--no-sandbox", "--disable-gpu"])
+    with launched(sweep_server["chromium"]) as browser:
         yield browser
-        browser.close()
 
 
 def _chart(page: Any, chart: str) -> list[dict[str, Any]]:
