@@ -165,10 +165,10 @@ def list_command(db: str | None, as_json: bool) -> None:
         click.echo("no sweeps yet: `kaudit sweep SPEC.yaml` runs one")
         return
     rows: list[tuple[Any, ...]] = [
-        (s["name"], s["cells"], s["complete"], s["failed"], s["running"], s["pending"],
-         len(s["configs"]), len(s["traces"]), len(s["seeds"])) for s in found]
-    click.echo(table(rows, ["SWEEP", "CELLS", "COMPLETE", "FAILED", "RUNNING", "PENDING",
-                            "CONFIGS", "TRACES", "SEEDS"]))
+        (s["name"], s["cells"], s["complete"], s["failed"], s["running"], s["abandoned"],
+         s["pending"], len(s["configs"]), len(s["traces"]), len(s["seeds"])) for s in found]
+    click.echo(table(rows, ["SWEEP", "CELLS", "COMPLETE", "FAILED", "RUNNING", "ABANDONED",
+                            "PENDING", "CONFIGS", "TRACES", "SEEDS"]))
 
 
 @sweep.command("rm")

@@ -26,6 +26,7 @@ import orjson
 from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
+from kaudit.eventlog.runs import RunStatus, effective_status
 from kaudit.queries.summary_rows import DIFF_METRICS, format_value
 from kaudit.store.models import Run, Sweep, SweepCell
 
@@ -136,7 +137,26 @@ def is_sweep_run(options: str | None, identity: str) -> bool:
     return (cell_of(options) or "").startswith(f"{identity}/")
 
 
-_SWEEP_COLUMNS = (Sweep.id, Sweep.name, Sweep.spec, Sweep.baseline, Sweep.updated_at)
+_SWEEP_COLUMNS = (Sweep.id, Sweep.name, Sweep.spec, Sweep.baseline, Sweep.updated_at,
+                  Sweep.coordinator_host, Sweep.coordinator_pid, Sweep.coordinator_heartbeat_at)
+#: A cell's states as the report and the list count them. ``abandoned``: marked running, but
+#: no ``kaudit sweep`` is running the sweep any more (killed); the next one retries it.
+STATES = ("complete", "failed", "running", "abandoned", "pending")
+
+
+def _coordinated(sweep: Any) -> bool:
+    """Whether a ``kaudit sweep`` process is running the sweep now."""
+    return sweep.coordinator_host is not None and effective_status(
+        RunStatus.RUNNING, sweep.coordinator_host, sweep.coordinator_pid,
+        sweep.coordinator_heartbeat_at) == RunStatus.RUNNING
+
+
+def _state(status: str, has_run: bool, coordinated: bool) -> str:
+    if status == "complete" and not has_run:
+        return "pending"  # its run was removed: the next sweep redoes it
+    if status == "running" and not coordinated:
+        return "abandoned"
+    return status
 
 
 def _sweep(engine: Engine, name: str) -> tuple[Any, dict[str, Any]]:
@@ -150,15 +170,14 @@ def _sweep(engine: Engine, name: str) -> tuple[Any, dict[str, Any]]:
         return row, orjson.loads(row.spec)
 
 
-def _cells(engine: Engine, sweep_id: int) -> list[_Cell]:
+def _cells(engine: Engine, sweep_id: int, coordinated: bool) -> list[_Cell]:
     with engine.connect() as connection:
         rows = connection.execute(
             select(SweepCell.trace, SweepCell.config, SweepCell.seed, SweepCell.status,
                    SweepCell.metrics, SweepCell.error, SweepCell.seconds, Run.name)
             .outerjoin(Run, Run.id == SweepCell.run_id)
             .where(SweepCell.sweep_id == sweep_id).order_by(SweepCell.position)).all()
-    return [_Cell(r.trace, r.config, r.seed,
-                  "pending" if r.status == "complete" and r.name is None else r.status,
+    return [_Cell(r.trace, r.config, r.seed, _state(r.status, r.name is not None, coordinated),
                   r.name, orjson.loads(r.metrics) if r.metrics and r.name else {}, r.error,
                   r.seconds) for r in rows]
 
@@ -169,18 +188,19 @@ def list_sweeps(engine: Engine) -> list[dict[str, Any]]:
         counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for sweep_id, status, run_id in connection.execute(
                 select(SweepCell.sweep_id, SweepCell.status, SweepCell.run_id)):
-            counts[sweep_id]["pending" if status == "complete" and run_id is None
-                             else status] += 1
+            counts[sweep_id][status if status != "complete" or run_id is not None
+                             else "pending"] += 1
     out = []
     for sweep in sweeps:
         spec = orjson.loads(sweep.spec)
         tally = counts[sweep.id]
+        if not _coordinated(sweep):
+            tally["abandoned"] = tally.pop("running", 0)
         out.append({"name": sweep.name, "description": spec.get("description") or "",
                     "configs": spec.get("configs", []), "traces": spec.get("traces", []),
                     "seeds": spec.get("seeds", []), "baseline": sweep.baseline,
                     "cells": sum(tally.values()),
-                    **{k: tally.get(k, 0) for k in ("complete", "failed", "running",
-                                                    "pending")},
+                    **{k: tally.get(k, 0) for k in STATES},
                     "updatedAt": sweep.updated_at.isoformat()})
     return out
 
@@ -223,7 +243,7 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
     """The report of sweep ``name``; ``baseline`` overrides the spec's, ``metrics`` limits
     the metrics (keys of :data:`METRICS`)."""
     sweep, spec = _sweep(engine, name)
-    cells = _cells(engine, sweep.id)
+    cells = _cells(engine, sweep.id, _coordinated(sweep))
     configs = list(dict.fromkeys(spec.get("configs") or [c.config for c in cells]))
     traces = list(dict.fromkeys(spec.get("traces") or [c.trace for c in cells]))
     baseline = baseline or sweep.baseline or (configs[0] if configs else "")
@@ -269,8 +289,7 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
         "sweep": sweep.name, "description": spec.get("description") or "",
         "spec": spec.get("path"), "baseline": baseline, "configs": configs,
         "traces": traces, "seeds": spec.get("seeds") or sorted({c.seed for c in cells}),
-        "cells": {"total": len(cells), **{k: counts.get(k, 0) for k in
-                                          ("complete", "failed", "running", "pending")}},
+        "cells": {"total": len(cells), **{k: counts.get(k, 0) for k in STATES}},
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit, "better": m.better,
                      "condition": m.condition} for m in present],
         "rows": rows, "comparisons": comparisons,
@@ -368,7 +387,7 @@ def as_text(report: dict[str, Any], markdown: bool = False) -> str:
     cells = report["cells"]
     out = [f"{'# ' if markdown else ''}Sweep {report['sweep']}: {cells['complete']} of "
            f"{cells['total']} cells complete"
-           + "".join(f", {cells[k]} {k}" for k in ("failed", "running", "pending")
+           + "".join(f", {cells[k]} {k}" for k in STATES[1:]
                      if cells[k]),
            "", f"configs: {', '.join(report['configs'])} (baseline {report['baseline']}); "
                f"traces: {', '.join(report['traces'])}; seeds: "

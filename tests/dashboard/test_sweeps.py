@@ -83,14 +83,15 @@ def _json(client: FlaskClient, url: str, status: int = 200) -> Any:
 def test_the_api_answers_the_sweep_report(sweep_client: FlaskClient, engine: Engine) -> None:
     listed = _json(sweep_client, "/api/v1/sweeps")["sweeps"]
     assert [s["name"] for s in listed] == ["tuning"]
-    assert {k: listed[0][k] for k in ("cells", "complete", "failed", "running", "pending",
-                                      "configs", "traces", "seeds", "baseline")} == {
-        "cells": 4, "complete": 4, "failed": 0, "running": 0, "pending": 0,
+    assert {k: listed[0][k] for k in ("cells", "complete", "failed", "running", "abandoned",
+                                      "pending", "configs", "traces", "seeds", "baseline")} == {
+        "cells": 4, "complete": 4, "failed": 0, "running": 0, "abandoned": 0, "pending": 0,
         "configs": CONFIGS, "traces": ["sample"], "seeds": [1, 2], "baseline": "default"}
 
     report = _json(sweep_client, "/api/v1/sweeps/tuning")
     assert report == json.loads(json.dumps(sweep_report(engine, "tuning")))
     assert report["cells"] == {"total": 4, "complete": 4, "failed": 0, "running": 0,
+                               "abandoned": 0,
                                "pending": 0}
     assert report["configs"] == CONFIGS and report["baseline"] == "default"
     assert [(r["config"], r["trace"], r["n"], r["seeds"]) for r in report["rows"]] == [

@@ -94,6 +94,7 @@ def test_interval_is_students_t() -> None:
 def test_report_values_and_paired_differences(three_seeds: Engine) -> None:
     report = sweep_report(three_seeds, "s")
     assert report["cells"] == {"total": 6, "complete": 6, "failed": 0, "running": 0,
+                               "abandoned": 0,
                                "pending": 0}
     keys = [m["key"] for m in report["metrics"]]
     assert keys == ["scheduled", "pendingAtEnd", "pendingP95", "gpuUnallocatedAt100"]
@@ -160,7 +161,7 @@ def test_failed_cells_are_listed_not_counted(engine: Engine) -> None:
     assert list_sweeps(engine)[0] | {"updatedAt": None} == {
         "name": "s", "description": "", "configs": ["a", "b"], "traces": ["t"],
         "seeds": [1, 2], "baseline": "a", "cells": 3, "complete": 2, "failed": 1,
-        "running": 0, "pending": 0, "updatedAt": None}
+        "running": 0, "abandoned": 0, "pending": 0, "updatedAt": None}
 
 
 def test_unknown_sweep_baseline_and_metric_are_input_errors(three_seeds: Engine) -> None:

@@ -122,7 +122,7 @@ def test_a_sweep_on_a_dask_cluster_into_postgresql(
     report = runner.invoke(cli, ["sweep", "report", "tuning", "--db", db_url, "--json"],
                            catch_exceptions=False)
     assert orjson.loads(report.output)["cells"] == {
-        "total": 4, "complete": 4, "failed": 0, "running": 0, "pending": 0}
+        "total": 4, "complete": 4, "failed": 0, "running": 0, "abandoned": 0, "pending": 0}
 
 
 def test_a_worker_killed_mid_cell_leaves_every_cell_stored_once(

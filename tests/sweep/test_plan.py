@@ -96,3 +96,19 @@ def test_one_coordinator_at_a_time(engine: Engine, tmp_path: Path) -> None:
     cells.release_sweep(engine, sweep_id)
     with engine.connect() as connection:
         assert connection.execute(select(Sweep.coordinator_pid)).one() == (None,)
+
+
+def test_cells_of_a_sweep_nobody_runs_read_abandoned(engine: Engine, tmp_path: Path) -> None:
+    from kaudit.queries.sweeps import list_sweeps, sweep_report
+
+    spec = read_spec(_spec(tmp_path, ""))
+    sweep_id, _ = cells.acquire_sweep(engine, spec)
+    (state,) = cells.register_cells(engine, sweep_id, spec, plan_cells(engine, spec)).values()
+    assert cells.claim(engine, state.id, "token", "somewhere")
+    assert list_sweeps(engine)[0]["running"] == 1  # this process coordinates it
+    # The coordinator was killed (kill -9): its lease stays, its process is gone.
+    with engine.begin() as connection:
+        connection.execute(update(Sweep).values(coordinator_pid=2**22 + 12345))
+    assert (list_sweeps(engine)[0]["running"], list_sweeps(engine)[0]["abandoned"]) == (0, 1)
+    assert sweep_report(engine, "s")["cells"]["abandoned"] == 1
+    assert sweep_report(engine, "s")["runs"][0]["status"] == "abandoned"

@@ -16,6 +16,7 @@ K.start(async () => {
     {label: "Complete", value: (s) => K.num(s.complete), class: "num"},
     {label: "Failed", value: (s) => K.num(s.failed), class: (s) => (s.failed ? "num failed" : "num"), headClass: "num"},
     {label: "Running", value: (s) => K.num(s.running), class: "num"},
+    {label: "Abandoned", value: (s) => K.num(s.abandoned), class: "num"},
     {label: "Pending", value: (s) => K.num(s.pending), class: "num"},
     // Stored in UTC (SQLite keeps no offset): to the second.
     {label: "Updated (UTC)", value: (s) => s.updatedAt.slice(0, 19).replace("T", " ")},
