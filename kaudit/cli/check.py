@@ -58,17 +58,23 @@ def _trace(engine: Any, reference: str) -> TraceSummary:
     return get_trace(engine, reference)
 
 
-def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str) -> int:
-    click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
+def _to_github(markdown: str, failed: list[tuple[str, str]]) -> None:
+    """On GitHub Actions: the report appended to the step summary, and each failed condition
+    (its text and message) an error annotation."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(as_markdown(report, verdicts))
-    failed = [v for v in verdicts if v.failed]
+            handle.write(markdown)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        for verdict in failed:
-            sys.stdout.write(f"::error title=kaudit {verdict.condition.text}::"
-                             f"{verdict.message}\n")
+        for condition, message in failed:
+            sys.stdout.write(f"::error title=kaudit {condition}::{message}\n")
+
+
+def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str) -> int:
+    click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
+    failed = [v for v in verdicts if v.failed]
+    _to_github(as_markdown(report, verdicts),
+               [(v.condition.text, v.message) for v in failed])
     return 1 if failed else 0
 
 
@@ -223,15 +229,10 @@ def check_sweep(spec_path: Path, fail_on: tuple[str, ...], output_format: str,
         lines = [f"- {v.message}" if output_format == "markdown" else v.message
                  for v in verdicts]
         click.echo(text + ("\n" + "\n".join(lines) + "\n" if lines else ""), nl=False)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(SWEEP_FORMATS["markdown"](report) + "\n"
-                         + "".join(f"- {v.message}\n" for v in verdicts))
     failed = [v for v in verdicts if v.failed]
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        for verdict in failed:
-            sys.stdout.write(f"::error title=kaudit {verdict.condition}::{verdict.message}\n")
+    _to_github(SWEEP_FORMATS["markdown"](report) + "\n"
+               + "".join(f"- {v.message}\n" for v in verdicts),
+               [(v.condition, v.message) for v in failed])
     if tally.failed:
         click.echo(f"kaudit: {tally.failed} cell(s) of the sweep failed: "
                    f"`kaudit sweep report {spec.name}` lists them", err=True)

@@ -293,7 +293,7 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit, "better": m.better,
                      "condition": m.condition} for m in present],
         "rows": rows, "comparisons": comparisons,
-        "reference": _reference(spec.get("reference"), rows, traces),
+        "reference": _reference(spec.get("reference"), rows),
         "failures": [{"config": c.config, "trace": c.trace, "seed": c.seed,
                       "error": c.error} for c in cells if c.status == "failed"],
         "runs": [{"config": c.config, "trace": c.trace, "seed": c.seed, "run": c.run,
@@ -301,8 +301,8 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
     }
 
 
-def _reference(reference: dict[str, Any] | None, rows: list[dict[str, Any]],
-               traces: list[str]) -> dict[str, Any] | None:
+def _reference(reference: dict[str, Any] | None, rows: list[dict[str, Any]]
+               ) -> dict[str, Any] | None:
     """The spec's published values beside the sweep's mean and interval of that metric."""
     if not reference or reference.get("metric") not in BY_KEY:
         return None

@@ -101,9 +101,6 @@ class SweepSpec:
     #: per configuration).
     reference: dict[str, Any] | None = None
 
-    def config(self, label: str) -> ConfigSpec:
-        return next(c for c in self.configs if c.label == label)
-
     def trace(self, label: str) -> TraceSpec:
         return next(t for t in self.traces if t.label == label)
 

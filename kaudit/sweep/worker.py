@@ -10,6 +10,7 @@ exactly one run.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -47,7 +48,7 @@ def _where() -> str:
 
         return str(get_worker().address)
     except (ImportError, ValueError):
-        return f"{socket.gethostname()} (pid in run)"
+        return f"{socket.gethostname()} pid {os.getpid()}"
 
 
 def worker_version() -> str:
@@ -61,7 +62,7 @@ def cell_metrics(engine: Engine, run_name: str, summary: ReplaySummary) -> dict[
     """The cell's summary metrics: ``kaudit diff``'s aggregates, and with a GPU report the
     FGD paper's values at 100 % arrived workload."""
     metrics = aggregates(run_outcomes(engine, run_name))
-    metrics["replaySeconds"] = summary.as_json().get("wallSeconds")
+    metrics["replaySeconds"] = round(summary.wall_seconds, 3)
     sharing = summary.gpu_sharing or {}
     curves = sharing.get("curves") or {}
     if curves:
