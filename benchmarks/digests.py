@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(__file__).with_name("digests.json")
 SIZES = {"SchedulingBasic": (300, 100, 600), "SchedulingPodAntiAffinity": (300, 100, 300),
          "SchedulingNodeAffinity": (300, 300, 600), "TopologySpreading": (300, 100, 600),
-         "PreemptionBasic": (100, 400, 100)}
+         "PreemptionBasic": (100, 400, 100), "PreemptionAsync": (200, 800, 200)}
 
 
 def _replay(engine: Any, trace_name: str, config_path: Path | None, seed: int) -> str:

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.replay import WORKLOADS, events
+from benchmarks.replay import events
 from kaudit.datadirs import sample_config, sample_trace
 from kaudit.eventlog.sink import MemorySink
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -62,7 +62,7 @@ def main() -> int:
     results = [retries(sample_trace(), None, "sample (defaults)"),
                retries(sample_trace(), sample_config(), "sample (bin packing)")]
     with tempfile.TemporaryDirectory(prefix="kaudit-retries-trace-") as tmp:
-        for workload in WORKLOADS:
+        for workload in SIZES:  # PreemptionAsync is PreemptionBasic at a larger size
             nodes, initial, measured = SIZES[workload]
             nodes = args.nodes or nodes
             print(f"{workload}: {nodes} nodes, {initial} + {measured} pods ...", file=sys.stderr)

@@ -19,6 +19,7 @@ Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 import zlib
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.framework.runtime import Framework
+from kaudit.framework.runtime import NOT_RUN, FilterRun, Framework
 from kaudit.framework.status import Code
 from kaudit.scheduler.schedule import Attempt
 
@@ -67,6 +68,30 @@ def _smallest_int(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int64)
 
 
+def _canonical_reasons(run: FilterRun) -> tuple[list[list[list[str]]], np.ndarray]:
+    """Each filter plugin's reasons table as stored: only the entries a node that ran uses,
+    each once, sorted; so the record depends on the verdicts alone and not on how the run
+    was assembled (in blocks, or with verdicts of the nominated-pods pass put in)."""
+    tables: list[list[list[str]]] = []
+    reason_ids = run.reason_ids
+    remapped: np.ndarray | None = None
+    for p, table in enumerate(run.reason_tables):
+        ran = run.codes[p] != NOT_RUN
+        ids = reason_ids[p][ran]
+        used = np.bincount(ids, minlength=len(table)) > 0 if len(ids) else np.zeros(0, bool)
+        if used.all() and all(a < b for a, b in itertools.pairwise(table)):
+            tables.append([list(r) for r in table] if len(ids) else [])
+            continue
+        kept = sorted({table[i] for i in np.flatnonzero(used).tolist()})
+        index = {reasons: i for i, reasons in enumerate(kept)}
+        lookup = np.asarray([index.get(reasons, 0) for reasons in table] or [0], np.int32)
+        if remapped is None:
+            remapped = reason_ids.copy()
+        remapped[p] = np.where(ran, lookup[reason_ids[p]], 0)
+        tables.append([list(r) for r in kept])
+    return tables, reason_ids if remapped is None else remapped
+
+
 def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
                  cycle: int, number: int) -> tuple[dict[str, Any], bytes]:
     """(JSON document, blob) for an attempt."""
@@ -97,9 +122,10 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     if run is not None:
         arrays["evaluated"] = run.slots.astype(np.int32)
         document["filterPlugins"] = run.plugins
-        document["reasonTables"] = [[list(r) for r in table] for table in run.reason_tables]
+        tables, reason_ids = _canonical_reasons(run)
+        document["reasonTables"] = tables
         arrays["filterCodes"] = run.codes.astype(np.int8)
-        arrays["filterReasons"] = _smallest_int(run.reason_ids)
+        arrays["filterReasons"] = _smallest_int(reason_ids)
     if attempt.scores is not None:
         scores = attempt.scores
         document["preScore"] = {n: s.as_json() for n, s in scores.pre_score.items()}
