@@ -89,6 +89,8 @@ class ClusterState:
         self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         #: Each node's GPUs as devices, and the devices GPU pods hold (``cluster/gpus.py``).
         self.gpus = GpuDevices(_INITIAL_CAPACITY)
+        #: A ``fork(nodes_only=True)``: cluster-wide pod indexes are shared, not kept.
+        self._nodes_only = False
         self.generation = 0
         #: Bumped when nodes are added, removed or changed.
         self.node_generation = 0
@@ -253,40 +255,68 @@ class ClusterState:
 
     def add_pod(self, pod: PodInfo) -> None:
         """Account an assigned (or assumed) pod on its node."""
+        self._account(self._enter(pod), pod, 1)
+        self.generation += 1
+
+    def add_pods(self, pods: Iterable[PodInfo]) -> None:
+        """``add_pod`` for many pods, their resources accounted in one vector operation."""
+        entered = [(self._enter(pod), pod) for pod in pods]
+        self._account_many(entered, 1)
+        self.generation += 1
+
+    def _enter(self, pod: PodInfo) -> int:
+        """Everything ``add_pod`` does but the resource accounting; the pod's slot."""
         slot = self._slot(pod.node_name)
         self.pods[pod.uid] = pod
         self.pods_on[slot][pod.uid] = pod
-        if pod.has_affinity:
-            self.affinity_pods[pod.uid] = pod
-            if pod.required_anti_affinity:
-                self.anti_affinity_pods[pod.uid] = pod
-        self._namespace_pods(pod.namespace)[pod.uid] = pod
-        self._add_pod_row(pod, slot)
-        self._account(slot, pod, 1)
-        self.ports_on[slot].extend(pod.host_ports)
+        if not self._nodes_only:
+            if pod.has_affinity:
+                self.affinity_pods[pod.uid] = pod
+                if pod.required_anti_affinity:
+                    self.anti_affinity_pods[pod.uid] = pod
+            self._namespace_pods(pod.namespace)[pod.uid] = pod
+            self._add_pod_row(pod, slot)
+        if pod.host_ports:
+            self.ports_on[slot].extend(pod.host_ports)
         if pod.gpu is not None:
             self._hold_gpus(slot, pod)
-        self.generation += 1
+        return slot
 
     def remove_pod(self, uid: str) -> PodInfo | None:
+        left = self._leave(uid)
+        if left is None:
+            return None
+        slot, pod = left
+        self._account(slot, pod, -1)
+        self.generation += 1
+        return pod
+
+    def remove_pods(self, uids: Iterable[str]) -> None:
+        """``remove_pod`` for many pods, their resources accounted in one vector operation."""
+        left = [entry for entry in map(self._leave, uids) if entry is not None]
+        self._account_many(left, -1)
+        self.generation += 1
+
+    def _leave(self, uid: str) -> tuple[int, PodInfo] | None:
+        """Everything ``remove_pod`` does but the resource accounting: (slot, pod)."""
         pod = self.pods.pop(uid, None)
         if pod is None:
             return None
         slot = self.slot_of[pod.node_name]
         self.pods_on[slot].pop(uid, None)
-        self.affinity_pods.pop(uid, None)
-        self.anti_affinity_pods.pop(uid, None)
-        self._namespace_pods(pod.namespace).pop(uid, None)
-        row = self.pod_row.pop(uid, None)
-        if row is not None:
-            self.pod_row_namespace[row] = -1
-        self._account(slot, pod, -1)
+        if not self._nodes_only:
+            self.affinity_pods.pop(uid, None)
+            self.anti_affinity_pods.pop(uid, None)
+            self._namespace_pods(pod.namespace).pop(uid, None)
+            row = self.pod_row.pop(uid, None)
+            if row is not None:
+                self.pod_row_namespace[row] = -1
         self.gpus.release(uid)
-        ports = self.ports_on[slot]
-        for port in pod.host_ports:
-            ports.remove(port)
-        self.generation += 1
-        return pod
+        if pod.host_ports:
+            ports = self.ports_on[slot]
+            for port in pod.host_ports:
+                ports.remove(port)
+        return slot, pod
 
     def _hold_gpus(self, slot: int, pod: PodInfo) -> None:
         """Give the pod its GPU devices: those a policy chose for it at Reserve
@@ -349,18 +379,59 @@ class ClusterState:
         return pods
 
     def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
+        resources = self.resources
+        requested = self.requested
         for resource, amount in pod.requests.items():
             # column() may widen the arrays: look the column up before indexing them. A pod
             # may request a resource no node advertises (bound with nodeName, or its node's
             # device plugin went away); upstream counts it on the node all the same.
-            column = self.column(resource)
-            self.requested[slot, column] += sign * amount
-        self.non_zero[slot, 0] += sign * pod.non_zero_cpu
-        self.non_zero[slot, 1] += sign * pod.non_zero_memory
+            column = resources.get(resource)
+            if column is None:
+                column = self.column(resource)
+                requested = self.requested
+            requested[slot, column] += sign * amount
+        non_zero = self.non_zero[slot]
+        non_zero[0] += sign * pod.non_zero_cpu
+        non_zero[1] += sign * pod.non_zero_memory
         self.pod_count[slot] += sign
 
-    def fork(self, slot: int) -> ClusterState:
-        """A copy whose node ``slot`` can take or lose pods without touching this state."""
+    def _account_many(self, entries: list[tuple[int, PodInfo]], sign: int) -> None:
+        if not entries:
+            return
+        resources = self.resources
+        slots: list[int] = []
+        columns: list[int] = []
+        amounts: list[int] = []
+        for slot, pod in entries:
+            for resource, amount in pod.requests.items():
+                column = resources.get(resource)
+                if column is None:
+                    column = self.column(resource)
+                slots.append(slot)
+                columns.append(column)
+                amounts.append(amount)
+        if slots:
+            np.add.at(self.requested, (slots, columns),
+                      sign * np.asarray(amounts, dtype=np.int64))
+        pod_slots = [slot for slot, _ in entries]
+        np.add.at(self.non_zero, (pod_slots, 0),
+                  sign * np.fromiter((pod.non_zero_cpu for _, pod in entries), np.int64,
+                                     count=len(entries)))
+        np.add.at(self.non_zero, (pod_slots, 1),
+                  sign * np.fromiter((pod.non_zero_memory for _, pod in entries), np.int64,
+                                     count=len(entries)))
+        np.add.at(self.pod_count, pod_slots, sign)
+
+    def fork(self, slots: int | Iterable[int], *, nodes_only: bool = False) -> ClusterState:
+        """A copy whose nodes ``slots`` can take or lose pods without touching this state.
+
+        ``nodes_only`` makes a cheaper copy for filters that read only their node (see
+        ``FilterPlugin.reads_only_its_node``): pods added or removed change the nodes' pods,
+        ports, devices and requested resources, and ``pods``, but not the cluster-wide
+        indexes (pods by namespace, pod columns, pods with affinity), which it shares.
+        """
+        if self._nodes_only and not nodes_only:
+            raise ValueError("a nodes-only fork cannot be forked in full")
         clone = copy.copy(self)
         # The clone may meet a resource this state has not seen (column() widens its arrays
         # and registers the name): it must not register it here too.
@@ -369,6 +440,15 @@ class ClusterState:
         clone.non_zero = self.non_zero.copy()
         clone.pod_count = self.pod_count.copy()
         clone.pods = dict(self.pods)
+        clone.pods_on = list(self.pods_on)
+        clone.ports_on = list(self.ports_on)
+        for slot in (slots,) if isinstance(slots, (int, np.integer)) else slots:
+            clone.pods_on[slot] = dict(self.pods_on[slot])
+            clone.ports_on[slot] = list(self.ports_on[slot])
+        clone.gpus = self.gpus.fork()
+        clone._nodes_only = nodes_only
+        if nodes_only:
+            return clone
         clone.affinity_pods = dict(self.affinity_pods)
         clone.anti_affinity_pods = dict(self.anti_affinity_pods)
         clone.pods_by_namespace = dict(self.pods_by_namespace)
@@ -381,11 +461,6 @@ class ClusterState:
         clone.namespace_codes = dict(self.namespace_codes)
         clone._label_columns = {key: (codes.copy(), dict(index))
                                 for key, (codes, index) in self._label_columns.items()}
-        clone.pods_on = list(self.pods_on)
-        clone.pods_on[slot] = dict(self.pods_on[slot])
-        clone.ports_on = list(self.ports_on)
-        clone.ports_on[slot] = list(self.ports_on[slot])
-        clone.gpus = self.gpus.fork()
         return clone
 
     # ------------------------------------------------------------------ other objects

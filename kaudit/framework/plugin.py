@@ -179,6 +179,12 @@ class PreFilterExtensions:
 
 
 class FilterPlugin(Plugin):
+    #: True when a node's verdict depends only on the cycle state and that node: its object,
+    #: its pods and what they hold (upstream's ``Filter(state, pod, nodeInfo)`` contract,
+    #: with no reads of other nodes). Preemption's dry run and the nominated-pods pass then
+    #: judge many nodes in one forked state instead of forking the cluster once per node.
+    reads_only_its_node: ClassVar[bool] = False
+
     def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                slots: np.ndarray) -> NodeVerdicts:
         raise NotImplementedError
@@ -207,6 +213,8 @@ def node_view(cluster: ClusterState, slot: int) -> NodeView:
 
 class NodeFilterPlugin(FilterPlugin):
     """A filter written one node at a time."""
+
+    reads_only_its_node = True  # it sees one NodeView and the cycle state
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeView) -> Status:
         raise NotImplementedError

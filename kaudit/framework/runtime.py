@@ -45,6 +45,8 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 
 NOT_RUN = -1
+#: Nominated pods whose placed copies are kept (the oldest are dropped beyond four times this).
+_PLACED_KEPT = 10_000
 _REJECTED = (int(Code.UNSCHEDULABLE), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
 
 #: Nominated pods by node name: pods that preemption placed there but are not bound yet. A
@@ -98,6 +100,12 @@ class FilterRun:
                          self.reason_ids[:, :count], self.reason_tables,
                          self.first_failure[:count])
 
+    def select(self, positions: np.ndarray) -> FilterRun:
+        """The verdicts of the nodes at ``positions`` (indices or a mask)."""
+        return FilterRun(self.slots[positions], self.plugins, self.codes[:, positions],
+                         self.reason_ids[:, positions], self.reason_tables,
+                         self.first_failure[positions])
+
 
 @dataclass
 class ScoreRun:
@@ -136,11 +144,12 @@ def concat_runs(runs: list[FilterRun]) -> FilterRun:
                      np.concatenate([r.first_failure for r in runs]))
 
 
-def _replace_position(run: FilterRun, position: int, single: FilterRun) -> FilterRun:
-    """``run`` with the verdicts at ``position`` taken from the one-node run ``single``."""
-    merged = concat_runs([run, single])
+def _replace_positions(run: FilterRun, positions: list[int], other: FilterRun) -> FilterRun:
+    """``run`` with the verdicts at ``positions`` taken from ``other``, whose i-th node is
+    the one at ``positions[i]``."""
+    merged = concat_runs([run, other])
     keep = np.arange(len(run.slots))
-    keep[position] = len(run.slots)
+    keep[positions] = len(run.slots) + np.arange(len(positions))
     return FilterRun(run.slots, run.plugins, merged.codes[:, keep], merged.reason_ids[:, keep],
                      merged.reason_tables, merged.first_failure[keep])
 
@@ -156,6 +165,7 @@ class Framework:
         self.instances: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
         self.weights: dict[str, int] = {}
+        self._placed_pods: dict[str, tuple[PodInfo, PodInfo]] = {}
         for point, refs in profile.plugins.items():
             plugins = []
             for ref in refs:
@@ -247,6 +257,19 @@ class Framework:
         if unschedulable is not None:
             outcome.status = unschedulable
         return outcome
+
+    def judges_nodes_independently(self, state: CycleState) -> bool:
+        """Whether this cycle's filters judge each node on its own: every filter that runs
+        reads only its node (and the cycle state), and no PreFilter extension changes the
+        cycle state when pods are added or removed. Then pods added to or removed from
+        several nodes of one forked state give each node the verdict it would get in a fork
+        of its own, as upstream's per-node ``NodeInfo`` clones do."""
+        for plugin in self.plugins("Filter"):
+            if plugin.name not in state.skip_filter and not plugin.reads_only_its_node:
+                return False
+        return not any(plugin.name not in state.skip_filter
+                       and isinstance(plugin, PreFilterExtensions)
+                       for plugin in self.plugins("PreFilter"))
 
     def _run_extensions(self, state: CycleState, action: str,
                         call: Callable[[PreFilterExtensions], Status]) -> Status:
@@ -347,24 +370,54 @@ class Framework:
             positions = np.flatnonzero(np.isin(slots, wanted)).tolist() if wanted else []
         else:
             positions = list(range(len(slots)))
+        passes: list[tuple[int, int, str, list[PodInfo]]] = []
         for position in positions:
             slot = int(slots[position])
             node_name = cluster.node(slot).name
             nominated = [p for p in nominator(node_name)
                          if p.uid != pod.uid and p.priority >= pod.priority]
-            if not nominated:
-                continue
+            if nominated:
+                passes.append((position, slot, node_name, nominated))
+        if not passes:
+            return run
+        if self.judges_nodes_independently(state):
+            # One fork holds every node's nominated pods: each node sees only its own.
+            forked = cluster.fork([slot for _, slot, _, _ in passes], nodes_only=True)
+            forked.add_pods(self._placed(other, node_name)
+                            for _, _, node_name, nominated in passes for other in nominated)
+            with_nominated = self.run_filter(
+                state.clone(), pod, forked, np.asarray([slot for _, slot, _, _ in passes]),
+                exhaustive=exhaustive)
+            failed = np.flatnonzero(~with_nominated.feasible)
+            if len(failed):
+                run = _replace_positions(run, [passes[i][0] for i in failed.tolist()],
+                                         with_nominated.select(failed))
+            return run
+        for position, slot, node_name, nominated in passes:
             forked = cluster.fork(slot)
             forked_state = state.clone()
             for other in nominated:
-                placed = replace(other, node_name=node_name)
+                placed = self._placed(other, node_name)
                 forked.add_pod(placed)
                 self.run_pre_filter_add_pod(forked_state, pod, placed, slot, forked)
             with_nominated = self.run_filter(forked_state, pod, forked, np.asarray([slot]),
                                              exhaustive=exhaustive)
             if not with_nominated.feasible.all():
-                run = _replace_position(run, position, with_nominated)
+                run = _replace_positions(run, [position], with_nominated)
         return run
+
+    def _placed(self, pod: PodInfo, node_name: str) -> PodInfo:
+        """A nominated pod as if assigned to ``node_name`` (kept while the pod is nominated
+        there: the same copy serves every cycle)."""
+        kept = self._placed_pods.get(pod.uid)
+        if kept is not None and kept[0] is pod and kept[1].node_name == node_name:
+            return kept[1]
+        placed = replace(pod, node_name=node_name)
+        self._placed_pods[pod.uid] = (pod, placed)
+        if len(self._placed_pods) > 4 * _PLACED_KEPT:
+            for uid in list(self._placed_pods)[:_PLACED_KEPT]:
+                del self._placed_pods[uid]
+        return placed
 
     # ------------------------------------------------------------------ PostFilter
 

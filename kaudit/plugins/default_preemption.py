@@ -12,6 +12,11 @@ Mirrors ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.g
 4. ``pickOneNodeForPreemption``: fewest PDB violations, lowest highest-victim priority,
    smallest sum of priorities, fewest victims, latest earliest start time, then the first.
 
+When the cycle's filters each read only their node and no PreFilter extension is in play
+(``Framework.judges_nodes_independently``), the dry run judges a block of nodes at once in
+one forked state, one filter run per reprieve round; otherwise node by node, each in its own
+fork. Both give every node the outcome of its own dry run.
+
 The random offset comes from the attempt's seeded RNG, so replays are reproducible. The plugin
 does not delete anything: its result names the node to nominate and the victims, and the
 replay engine applies them (deleting victims, clearing lower nominations) as upstream's
@@ -46,6 +51,9 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 MAX_INT32 = 2**31 - 1
+
+#: What one node's dry run found: (victims, PDB violations, status, victim ties).
+Outcome = tuple[list[PodInfo], int, Status, tuple[tuple[str, ...], ...]]
 
 
 @dataclass(frozen=True)
@@ -212,49 +220,65 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def _dry_run(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                  potential: list[int], offset: int, details: PreemptionDetails) -> None:
+        """Examine potential nodes from ``offset`` on, as upstream's ``DryRunPreemption``,
+        until a candidate without PodDisruptionBudget violations exists and ``wanted``
+        candidates are found. When the cycle's filters judge every node on its own, nodes
+        are evaluated a block at a time in one forked state (``select_victims_on_nodes``);
+        otherwise one at a time, each in a fork of its own."""
+        assert self.handle is not None, "DefaultPreemption runs inside a framework"
         wanted = self.num_candidates(len(potential))
         pdbs = list(cluster.objects["PodDisruptionBudget"].values())
+        batched = self.handle.framework.judges_nodes_independently(state)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        for i in range(len(potential)):
-            details.examined_nodes = i + 1
-            slot = potential[(offset + i) % len(potential)]
-            node_name = cluster.node(slot).name
-            if not any(p.priority < pod.priority for p in cluster.pods_on[slot].values()):
-                # What select_victims_on_node answers, without copying the state first: with
-                # a cluster of equal priorities this is every node of every failed attempt.
-                details.node_statuses[node_name] = Status.of(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-                continue
-            victims, violations, status, ties = self.select_victims_on_node(
-                state.clone(), pod, cluster, slot, pdbs)
-            if status.ok and victims:
-                candidate = Candidate(node_name, tuple(victims), violations, ties)
-                (non_violating if violations == 0 else violating).append(candidate)
-                if non_violating and len(non_violating) + len(violating) >= wanted:
-                    break
-                continue
-            if status.ok:
-                status = Status.of(Code.ERROR,
-                                   f"expected at least one victim pod on node {node_name!r}")
-            details.node_statuses[node_name] = status
+        position, block = 0, max(wanted, 1) if batched else 1
+        while position < len(potential):
+            slots = [potential[(offset + i) % len(potential)]
+                     for i in range(position, min(position + block, len(potential)))]
+            if batched:
+                outcomes = self.select_victims_on_nodes(state, pod, cluster, slots, pdbs)
+            else:
+                outcomes = [self.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
+                            for slot in slots]
+            for index, (slot, outcome) in enumerate(zip(slots, outcomes, strict=True)):
+                details.examined_nodes = position + index + 1
+                node_name = cluster.node(slot).name
+                victims, violations, status, ties = outcome
+                if status.ok and victims:
+                    candidate = Candidate(node_name, tuple(victims), violations, ties)
+                    (non_violating if violations == 0 else violating).append(candidate)
+                    if non_violating and len(non_violating) + len(violating) >= wanted:
+                        details.candidates = non_violating + violating
+                        return
+                    continue
+                if status.ok:
+                    status = Status.of(Code.ERROR,
+                                       f"expected at least one victim pod on node {node_name!r}")
+                details.node_statuses[node_name] = status
+            position += len(slots)
+            if batched:
+                block *= 2
         details.candidates = non_violating + violating
 
+    def _lower_priority_pods(self, pod: PodInfo, cluster: ClusterState, slot: int
+                             ) -> list[PodInfo]:
+        return [p for p in cluster.pods_on[slot].values() if p.priority < pod.priority]
+
     def select_victims_on_node(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-                               slot: int, pdbs: Sequence[dict[str, Any]]
-                               ) -> tuple[list[PodInfo], int, Status,
-                                          tuple[tuple[str, ...], ...]]:
+                               slot: int, pdbs: Sequence[dict[str, Any]]) -> Outcome:
         """``SelectVictimsOnNode``: (victims, PDB violations, status, victim ties)."""
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
         framework = self.handle.framework
         nominator = getattr(self.handle, "nominator", None)
+        potential = self._lower_priority_pods(pod, cluster, slot)
+        if not potential:
+            # Without copying the state first: with a cluster of equal priorities this is
+            # every node of every failed attempt.
+            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS), ()
         forked = cluster.fork(slot)
-        potential = [p for p in cluster.pods_on[slot].values() if p.priority < pod.priority]
         for victim in potential:
             forked.remove_pod(victim.uid)
             framework.run_pre_filter_remove_pod(state, pod, victim, slot, forked)
-        if not potential:
-            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS), ()
         run = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
                                                   nominator)
         if not run.feasible.all():
@@ -281,12 +305,75 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 violations += 1
         for candidate in non_violating_pods:
             reprieve(candidate)
+        return self._outcome(potential, violating_pods, non_violating_pods, victims, violations)
+
+    def select_victims_on_nodes(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                                slots: list[int], pdbs: Sequence[dict[str, Any]]
+                                ) -> list[Outcome]:
+        """``SelectVictimsOnNode`` for many nodes at once, when the cycle's filters judge
+        each node on its own: one fork loses every node's lower-priority pods, one filter run
+        checks the pod fits on all of them, then each reprieve round adds back every node's
+        next pod (in its own order) and one filter run judges them all. Each node's outcome
+        is the one its own dry run would give."""
+        assert self.handle is not None, "DefaultPreemption runs inside a framework"
+        framework = self.handle.framework
+        nominator = getattr(self.handle, "nominator", None)
+        lower = [self._lower_priority_pods(pod, cluster, slot) for slot in slots]
+        outcomes: list[Outcome | None] = [
+            None if pods else ([], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                                NO_VICTIMS), ())
+            for pods in lower]
+        work = [i for i, pods in enumerate(lower) if pods]
+        if work:
+            state = state.clone()
+            forked = cluster.fork([slots[i] for i in work], nodes_only=True)
+            forked.remove_pods(victim.uid for i in work for victim in lower[i])
+            run = framework.run_filter_with_nominated(
+                state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
+            plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
+            for position, i in enumerate(work):
+                if not run.feasible[position]:
+                    outcomes[i] = ([], 0, run.status(position), ())
+                    continue
+                lower[i].sort(key=self.more_important)
+                violating_pods, non_violating_pods = filter_pods_with_pdb_violation(lower[i],
+                                                                                    pdbs)
+                plans[i] = (violating_pods, non_violating_pods,
+                            violating_pods + non_violating_pods)
+            victims: dict[int, list[PodInfo]] = {i: [] for i in plans}
+            violations = dict.fromkeys(plans, 0)
+            round_ = 0
+            while True:
+                trying = [i for i, plan in plans.items() if round_ < len(plan[2])]
+                if not trying:
+                    break
+                forked.add_pods(plans[i][2][round_] for i in trying)
+                check = framework.run_filter_with_nominated(
+                    state, pod, forked, np.asarray([slots[i] for i in trying]), nominator)
+                evicted = []
+                for position in np.flatnonzero(~check.feasible).tolist():
+                    i = trying[position]
+                    candidate = plans[i][2][round_]
+                    evicted.append(candidate.uid)
+                    victims[i].append(candidate)
+                    if round_ < len(plans[i][0]):
+                        violations[i] += 1
+                forked.remove_pods(evicted)
+                round_ += 1
+            for i, (violating_pods, non_violating_pods, _) in plans.items():
+                outcomes[i] = self._outcome(lower[i], violating_pods, non_violating_pods,
+                                            victims[i], violations[i])
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _outcome(self, ranked: list[PodInfo], violating_pods: list[PodInfo],
+                 non_violating_pods: list[PodInfo], victims: list[PodInfo],
+                 violations: int) -> Outcome:
         if violating_pods and non_violating_pods:
             victims.sort(key=self.more_important)
         evicted = {v.uid for v in victims}
         violators = {v.uid for v in violating_pods}
-        fates = {p.uid: (p.uid in evicted, p.uid in violators) for p in potential}
-        return victims, violations, Status.success(), self._ties(potential, fates)
+        fates = {p.uid: (p.uid in evicted, p.uid in violators) for p in ranked}
+        return victims, violations, Status.success(), self._ties(ranked, fates)
 
     def _ties(self, ranked: list[PodInfo], fates: dict[str, tuple[bool, bool]]
               ) -> tuple[tuple[str, ...], ...]:

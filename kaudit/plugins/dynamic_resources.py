@@ -34,6 +34,7 @@ def _uses_claims(pod) -> bool:  # type: ignore[no-untyped-def]
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
                        ReservePlugin, PreBindPlugin):
     name = names.DYNAMIC_RESOURCES
+    reads_only_its_node = True
     args_spec = ArgsSpec(
         kind="DynamicResourcesArgs", schema=args_schema.DYNAMIC_RESOURCES_ARGS,
         set_defaults=args_defaults.set_defaults_dynamic_resources,

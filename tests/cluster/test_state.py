@@ -88,3 +88,51 @@ def test_no_nodes_is_an_answer_not_an_error() -> None:
     cluster.remove_node("n1")
     again = scheduler.schedule(cluster, pod_info(cluster, make_pod("p").req(cpu="1").obj()))
     assert again.message == NO_NODES_AVAILABLE and again.post_filter is None
+
+
+def _pods(cluster: ClusterState) -> list:
+    return [pod_info(cluster, make_pod(f"p{i}").node(f"n{i % 3}")
+                     .req(cpu=f"{100 * (i + 1)}m", memory=f"{i + 1}Gi")
+                     .extended(GPU if i == 4 else "example.com/dongle", "1")
+                     .host_port(9000 + i).obj())
+            for i in range(6)]
+
+
+def _accounts(cluster: ClusterState) -> tuple:
+    return (cluster.requested.tolist(), cluster.non_zero.tolist(), cluster.pod_count.tolist(),
+            [sorted(p) for p in cluster.pods_on], [sorted(map(str, p)) for p in cluster.ports_on],
+            sorted(cluster.pods))
+
+
+def test_adding_and_removing_pods_together_accounts_as_one_by_one() -> None:
+    one, many = ClusterState(), ClusterState()
+    for cluster in (one, many):
+        for i in range(3):
+            cluster.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi").obj())
+    pods = _pods(one)
+    for pod in pods:
+        one.add_pod(pod)
+    many.add_pods(pods)
+    assert _accounts(one) == _accounts(many)
+    for pod in pods[1::2]:
+        one.remove_pod(pod.uid)
+    many.remove_pods(pod.uid for pod in pods[1::2])
+    assert _accounts(one) == _accounts(many)
+
+
+def test_a_nodes_only_fork_changes_neither_the_original_nor_its_indexes() -> None:
+    cluster = ClusterState()
+    for i in range(3):
+        cluster.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi").obj())
+    pods = _pods(cluster)
+    cluster.add_pods(pods[:3])
+    before = _accounts(cluster)
+    rows, namespace_pods = dict(cluster.pod_row), dict(cluster.pods_by_namespace["default"])
+    forked = cluster.fork([0, 1, 2], nodes_only=True)
+    forked.remove_pods(pod.uid for pod in pods[:2])
+    forked.add_pods(pods[3:])
+    assert _accounts(cluster) == before
+    assert cluster.pod_row == rows and cluster.pods_by_namespace["default"] == namespace_pods
+    assert sorted(forked.pods) == sorted(p.uid for p in pods[2:])
+    with np.testing.assert_raises(ValueError):
+        forked.fork(0)

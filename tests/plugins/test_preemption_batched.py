@@ -1,0 +1,156 @@
+"""DefaultPreemption's batched dry run judges many nodes in one forked state: on random
+clusters (priorities, PodDisruptionBudgets, host ports, nominated pods) each node's outcome
+and the whole dry run must equal those of upstream's one-node-at-a-time dry run."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kaudit.cluster.objects import pod_info
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
+from kaudit.model.pod import PodInfo
+from kaudit.plugins.default_preemption import DefaultPreemption, PreemptionDetails
+from kaudit.scheduler.build import build_scheduler, load
+from kaudit.tracegen.builders import make_node, make_pod
+
+
+class Nominations:
+    """Nominated pods by node, as the replay's nominator answers."""
+
+    def __init__(self, pods: list[PodInfo]) -> None:
+        self.by_node: dict[str, list[PodInfo]] = {}
+        for pod in pods:
+            self.by_node.setdefault(pod.nominated_node_name, []).append(pod)
+
+    def __call__(self, node: str) -> list[PodInfo]:
+        return list(self.by_node.get(node, []))
+
+    def nodes(self) -> list[str]:
+        return list(self.by_node)
+
+
+def random_cluster(seed: int) -> tuple[ClusterState, list[PodInfo], PodInfo]:
+    rng = random.Random(seed)
+    cluster = ClusterState()
+    names = [f"n{i}" for i in range(rng.randint(8, 40))]
+    for name in names:
+        cluster.add_node(make_node(name).capacity(cpu=str(rng.choice([2, 4, 8])),
+                                                  memory="16Gi", pods=str(rng.randint(3, 9)))
+                         .obj())
+    for i in range(rng.randint(4, 3 * len(names))):
+        builder = (make_pod(f"p{i}").node(rng.choice(names))
+                   .req(cpu=rng.choice(["250m", "500m", "1", "1500m"]),
+                        memory=rng.choice(["256Mi", "1Gi", "4Gi"]))
+                   .priority(rng.choice([0, 5, 10, 20])).label("app", rng.choice("ab")))
+        if rng.random() < 0.1:
+            builder.host_port(8080)
+        obj = builder.obj()
+        obj["status"] = {"phase": "Running",
+                         "startTime": f"2026-01-05T08:{rng.randint(0, 3):02d}:00Z"}
+        cluster.add_pod(pod_info(cluster, obj))
+    for i, app in enumerate("ab"):
+        if rng.random() < 0.7:
+            cluster.set_object("PodDisruptionBudget", {
+                "metadata": {"name": f"pdb{i}", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": app}}},
+                "status": {"disruptionsAllowed": rng.randint(0, 2)}})
+    nominated = []
+    for i in range(rng.randint(0, 6)):
+        pod = pod_info(cluster, make_pod(f"nominated{i}").req(cpu=rng.choice(["500m", "2"]))
+                       .priority(rng.choice([5, 15, 30])).obj())
+        nominated.append(replace(pod, nominated_node_name=rng.choice(names)))
+    preemptor = make_pod("high").req(cpu=rng.choice(["1", "2", "3"]), memory="1Gi").priority(15)
+    if rng.random() < 0.2:
+        preemptor.host_port(8080)
+    return cluster, nominated, pod_info(cluster, preemptor.obj())
+
+
+def _after_pre_filter(cluster: ClusterState, pod: PodInfo, nominator: Nominations
+                      ) -> tuple[Any, DefaultPreemption, CycleState]:
+    config, registry = load()
+    scheduler = build_scheduler(config, registry, seed=3)
+    framework = scheduler.framework_for(pod)
+    assert framework is not None
+    plugin = framework.instances["DefaultPreemption"]
+    assert isinstance(plugin, DefaultPreemption)
+    plugin.handle.nominator = nominator
+    state = CycleState()
+    framework.run_pre_filter(state, pod, cluster)
+    return framework, plugin, state
+
+
+def _comparable(outcome: tuple[Any, ...]) -> tuple[Any, ...]:
+    victims, violations, status, ties = outcome
+    return [v.key for v in victims], violations, (status.code, status.reasons,
+                                                  status.plugin), ties
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_each_node_outcome_equals_its_own_dry_run(seed: int) -> None:
+    cluster, nominated, pod = random_cluster(seed)
+    nominator = Nominations(nominated)
+    framework, plugin, state = _after_pre_filter(cluster, pod, nominator)
+    assert framework.judges_nodes_independently(state)
+    pdbs = list(cluster.objects["PodDisruptionBudget"].values())
+    slots = list(cluster.order)
+    before = (cluster.requested.copy(), dict(cluster.pods), cluster.pod_count.copy())
+    batched = plugin.select_victims_on_nodes(state, pod, cluster, slots, pdbs)
+    one_by_one = [plugin.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
+                  for slot in slots]
+    assert [_comparable(o) for o in batched] == [_comparable(o) for o in one_by_one]
+    assert np.array_equal(before[0], cluster.requested) and before[1] == cluster.pods
+    assert np.array_equal(before[2], cluster.pod_count)
+
+
+def _details(cluster: ClusterState, pod: PodInfo, nominator: Nominations, *, batched: bool
+             ) -> PreemptionDetails:
+    framework, plugin, state = _after_pre_filter(cluster, pod, nominator)
+    if not batched:
+        framework.judges_nodes_independently = lambda state: False
+    potential = list(cluster.order)
+    details = PreemptionDetails()
+    plugin._dry_run(state, pod, cluster, potential, len(potential) // 3, details)
+    return details
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_dry_run_finds_what_the_one_node_dry_run_finds(seed: int) -> None:
+    cluster, nominated, pod = random_cluster(seed)
+    nominator = Nominations(nominated)
+    batched = _details(cluster, pod, nominator, batched=True)
+    one_by_one = _details(cluster, pod, nominator, batched=False)
+    assert batched.as_json() == one_by_one.as_json()
+    assert batched.examined_nodes == one_by_one.examined_nodes
+    assert {n: (s.code, s.reasons) for n, s in batched.node_statuses.items()} == \
+        {n: (s.code, s.reasons) for n, s in one_by_one.node_statuses.items()}
+
+
+def test_a_preemptor_with_pod_affinity_is_judged_node_by_node() -> None:
+    cluster, nominated, _ = random_cluster(1)
+    pod = pod_info(cluster, make_pod("high").req(cpu="2").priority(15)
+                   .pod_affinity("podAntiAffinity", "kubernetes.io/hostname", {"app": "a"})
+                   .obj())
+    framework, _, state = _after_pre_filter(cluster, pod, Nominations(nominated))
+    # InterPodAffinity's PreFilter extensions change the cycle state per added pod.
+    assert not framework.judges_nodes_independently(state)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_nominated_pods_pass_judges_each_node_as_in_a_fork_of_its_own(seed: int) -> None:
+    cluster, nominated, pod = random_cluster(seed)
+    nominator = Nominations(nominated)
+    verdicts = []
+    for independent in (True, False):
+        framework, _, state = _after_pre_filter(cluster, pod, nominator)
+        framework.judges_nodes_independently = lambda state, answer=independent: answer
+        run = framework.run_filter_with_nominated(state, pod, cluster, cluster.order_array,
+                                                  nominator)
+        verdicts.append([(s.code, s.reasons, s.plugin) for s in map(run.status,
+                                                                     range(len(run.slots)))])
+    assert verdicts[0] == verdicts[1]
