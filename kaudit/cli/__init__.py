@@ -6,6 +6,7 @@ directory). Input and usage errors exit with code 2, other failures with 1.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -14,9 +15,46 @@ import click
 from kaudit import KUBERNETES_VERSION, __version__
 from kaudit.errors import Interrupted, KauditError
 
+#: Each command and where it lives, imported only when it runs (or when help lists it): a
+#: command pays at start-up for its own dependencies alone (``kaudit whatif`` never loads
+#: SQLAlchemy, Flask or Dask).
+COMMANDS: dict[str, str] = {
+    "config": "kaudit.cli.config:config",
+    "whatif": "kaudit.cli.whatif:whatif",
+    "db": "kaudit.cli.db:db",
+    "record": "kaudit.cli.record:record",
+    "ingest": "kaudit.cli.ingest:ingest",
+    "traces": "kaudit.cli.traces:traces",
+    "demo": "kaudit.cli.demo:demo",
+    "replay": "kaudit.cli.replay:replay",
+    "runs": "kaudit.cli.replay:runs",
+    "explain": "kaudit.cli.replay:explain",
+    "events": "kaudit.cli.replay:events",
+    "gpu-report": "kaudit.cli.gpu_report:gpu_report_command",
+    "diff": "kaudit.cli.diff:diff",
+    "compare": "kaudit.cli.check:compare",
+    "check": "kaudit.cli.check:check",
+    "export": "kaudit.cli.export:export",
+    "sweep": "kaudit.cli.sweep:sweep",
+    "serve": "kaudit.cli.serve:serve",
+}
+
 
 class KauditGroup(click.Group):
-    """A click group that turns :class:`KauditError` into a one-line message and exit code."""
+    """A click group that loads its commands lazily (``COMMANDS``) and turns
+    :class:`KauditError` into a one-line message and exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,34 +89,6 @@ def cli() -> None:
       kaudit sweep SPEC.yaml           traces × configurations × seeds, on Dask
       kaudit serve                     the dashboard, in the browser
     """
-
-
-def _register() -> None:
-    from kaudit.cli import (
-        check,
-        config,
-        db,
-        demo,
-        diff,
-        export,
-        gpu_report,
-        ingest,
-        record,
-        replay,
-        serve,
-        sweep,
-        traces,
-        whatif,
-    )
-
-    for command in (config.config, whatif.whatif, db.db, record.record, ingest.ingest,
-                    traces.traces, demo.demo, replay.replay, replay.runs, replay.explain,
-                    replay.events, gpu_report.gpu_report_command, diff.diff, check.compare,
-                    check.check, export.export,
-                    sweep.sweep, serve.serve):
-        cli.add_command(command)
-
-_register()
 
 
 def main() -> None:

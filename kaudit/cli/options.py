@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 import orjson
-from sqlalchemy import Engine
 
 from kaudit.config import SchedulerConfiguration
-from kaudit.store.schema import open_database
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 db_option = click.option(
     "--db", "db", metavar="URL", envvar="KAUDIT_DB", show_envvar=True,
@@ -95,6 +96,8 @@ def remove_and_report(remover: Callable[[Engine, list[str], bool], list[str]],
                       names: tuple[str, ...], force: bool, db: str | None, as_json: bool,
                       what: str) -> None:
     """Run ``remover`` (one transaction) on the database and report what it removed."""
+    from kaudit.store.schema import open_database  # not at import: whatif needs no database
+
     engine = open_database(db)
     try:
         removed = remover(engine, list(names), force)

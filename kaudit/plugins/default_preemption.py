@@ -26,6 +26,8 @@ plugin's PreEnqueue holds the preemptor back (``SchedulerAsyncPreemption``).
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,6 +116,14 @@ class PreemptionDetails:
         }
 
 
+@functools.lru_cache(maxsize=65536)
+def _parsed_start_time(value: str) -> int | None:
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
 def _terminating_by_preemption(pod: PodInfo) -> bool:
     if not pod.terminating:
         return False
@@ -160,10 +170,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def _start_time(self, pod: PodInfo) -> int:
         if pod.start_time:
-            try:
-                return parse_timestamp(pod.start_time)
-            except ValueError:
-                pass
+            parsed = _parsed_start_time(pod.start_time)
+            if parsed is not None:
+                return parsed
         now = getattr(self.handle, "now_us", None)
         return now() if callable(now) else 2**62
 
@@ -257,8 +266,16 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 details.node_statuses[node_name] = status
             position += len(slots)
             if batched:
-                block *= 2
+                block = self._next_block(wanted, len(non_violating) + len(violating), position)
         details.candidates = non_violating + violating
+
+    @staticmethod
+    def _next_block(wanted: int, found: int, examined: int) -> int:
+        """How many more nodes to judge at once: enough for the candidates still wanted at
+        the yield so far (a quarter more), at least 16; twice as many when none was found."""
+        if not found:
+            return 2 * examined
+        return max(16, math.ceil(1.25 * max(wanted - found, 1) * examined / found))
 
     def _lower_priority_pods(self, pod: PodInfo, cluster: ClusterState, slot: int
                              ) -> list[PodInfo]:
@@ -327,7 +344,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if work:
             state = state.clone()
             forked = cluster.fork([slots[i] for i in work], nodes_only=True)
-            forked.remove_pods(victim.uid for i in work for victim in lower[i])
+            forked.remove_pods(victim for i in work for victim in lower[i])
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
@@ -354,7 +371,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 for position in np.flatnonzero(~check.feasible).tolist():
                     i = trying[position]
                     candidate = plans[i][2][round_]
-                    evicted.append(candidate.uid)
+                    evicted.append(candidate)
                     victims[i].append(candidate)
                     if round_ < len(plans[i][0]):
                         violations[i] += 1
@@ -370,20 +387,24 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  violations: int) -> Outcome:
         if violating_pods and non_violating_pods:
             victims.sort(key=self.more_important)
-        evicted = {v.uid for v in victims}
-        violators = {v.uid for v in violating_pods}
-        fates = {p.uid: (p.uid in evicted, p.uid in violators) for p in ranked}
-        return victims, violations, Status.success(), self._ties(ranked, fates)
+        return victims, violations, Status.success(), self._ties(ranked, victims,
+                                                                 violating_pods)
 
-    def _ties(self, ranked: list[PodInfo], fates: dict[str, tuple[bool, bool]]
-              ) -> tuple[tuple[str, ...], ...]:
+    def _ties(self, ranked: list[PodInfo], victims: list[PodInfo],
+              violating_pods: list[PodInfo]) -> tuple[tuple[str, ...], ...]:
         """Groups of equally ranked pods (``MoreImportantPod`` cannot order them) whose fates
         (evicted or not, counted against a PodDisruptionBudget or not) differ."""
+        keys = [self.more_important(p) for p in ranked]
+        if len(set(keys)) == len(keys):
+            return ()
+        evicted = {v.uid for v in victims}
+        violators = {v.uid for v in violating_pods}
         groups: dict[tuple[int, int], list[PodInfo]] = {}
-        for p in ranked:
-            groups.setdefault(self.more_important(p), []).append(p)
+        for key, p in zip(keys, ranked, strict=True):
+            groups.setdefault(key, []).append(p)
         return tuple(tuple(p.key for p in group) for group in groups.values()
-                     if len({fates[p.uid] for p in group}) > 1)
+                     if len(group) > 1
+                     and len({(p.uid in evicted, p.uid in violators) for p in group}) > 1)
 
     # ------------------------------------------------------------------ choosing
 

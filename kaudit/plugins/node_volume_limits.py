@@ -205,8 +205,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         if not limited.any():
             return verdicts.result()
         attachments = _attachments_by_node(cluster)
-        busy = self._busy_slots(cluster) | {
-            cluster.slot_of[name] for name in attachments if name in cluster.slot_of}
+        attached = {cluster.slot_of[name] for name in attachments if name in cluster.slot_of}
         variants: dict[bool, Volumes | Status] = {}
         for position in np.flatnonzero(limited).tolist():
             slot = int(slots[position])
@@ -217,17 +216,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             new = variants[portworx]
             if isinstance(new, Status):
                 verdicts.set(position, new)
-            elif slot in busy:
+            elif slot in attached or self._busy(cluster, slot):
                 verdicts.set(position, self._node_status(cluster, slot, csi_node, dict(new),
                                                          attachments))
             else:
                 verdicts.set(position, _within_limits(new, Counter(), volume_limits(csi_node)))
         return verdicts.result()
 
-    def _busy_slots(self, cluster: ClusterState) -> set[int]:
-        """Slots of the pods that have volumes this plugin may count."""
-        return {cluster.slot_of[other.node_name] for other in cluster.pods.values()
-                if self._may_count(other) and other.node_name in cluster.slot_of}
+    def _busy(self, cluster: ClusterState, slot: int) -> bool:
+        """Whether the node has pods with volumes this plugin may count."""
+        return any(self._may_count(other) for other in cluster.pods_on[slot].values())
 
     def _may_count(self, pod: PodInfo) -> bool:
         """Whether the pod has a PVC, ephemeral or in-tree volume (memoised per pod object)."""

@@ -182,18 +182,15 @@ def _claims_in_use(cluster: ClusterState) -> set[str]:
 
 
 def _disk_conflicts(pod: PodInfo, cluster: ClusterState, slots: np.ndarray) -> np.ndarray:
-    """``satisfyVolumeConflicts`` negated, per slot; only pods that mount in-line disks are
-    looked at (``cluster.pods`` and ``pods_on`` agree, in forked states too)."""
+    """``satisfyVolumeConflicts`` negated, per slot: only each node's own pods that mount
+    in-line disks are looked at."""
     volumes = [v for v in pod.volumes if needs_check(v)]
     if not volumes:
         return np.zeros(len(slots), dtype=bool)
-    conflicting = {cluster.slot_of[other.node_name] for other in cluster.pods.values()
-                   if other.node_name in cluster.slot_of
-                   and any(needs_check(v) for v in other.volumes)
-                   and pod_conflicts(volumes, other)}
-    if not conflicting:
-        return np.zeros(len(slots), dtype=bool)
-    return np.isin(slots, np.fromiter(conflicting, dtype=np.int64))
+    return np.fromiter(
+        (any(any(needs_check(v) for v in other.volumes) and pod_conflicts(volumes, other)
+             for other in cluster.pods_on[slot].values()) for slot in slots.tolist()),
+        dtype=bool, count=len(slots))
 
 
 

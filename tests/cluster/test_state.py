@@ -91,11 +91,14 @@ def test_no_nodes_is_an_answer_not_an_error() -> None:
 
 
 def _pods(cluster: ClusterState) -> list:
-    return [pod_info(cluster, make_pod(f"p{i}").node(f"n{i % 3}")
-                     .req(cpu=f"{100 * (i + 1)}m", memory=f"{i + 1}Gi")
-                     .extended(GPU if i == 4 else "example.com/dongle", "1")
-                     .host_port(9000 + i).obj())
-            for i in range(6)]
+    pods = []
+    for i in range(8):
+        builder = make_pod(f"p{i}").node(f"n{i % 3}").req(cpu=f"{100 * (i + 1)}m",
+                                                          memory=f"{i + 1}Gi")
+        if i % 3 == 0:
+            builder.extended("example.com/dongle", "1").host_port(9000 + i)
+        pods.append(pod_info(cluster, builder.obj()))
+    return pods
 
 
 def _accounts(cluster: ClusterState) -> tuple:
@@ -116,7 +119,7 @@ def test_adding_and_removing_pods_together_accounts_as_one_by_one() -> None:
     assert _accounts(one) == _accounts(many)
     for pod in pods[1::2]:
         one.remove_pod(pod.uid)
-    many.remove_pods(pod.uid for pod in pods[1::2])
+    many.remove_pods(pods[1::2])
     assert _accounts(one) == _accounts(many)
 
 
@@ -129,10 +132,12 @@ def test_a_nodes_only_fork_changes_neither_the_original_nor_its_indexes() -> Non
     before = _accounts(cluster)
     rows, namespace_pods = dict(cluster.pod_row), dict(cluster.pods_by_namespace["default"])
     forked = cluster.fork([0, 1, 2], nodes_only=True)
-    forked.remove_pods(pod.uid for pod in pods[:2])
+    forked.remove_pods(pods[:2])
     forked.add_pods(pods[3:])
     assert _accounts(cluster) == before
     assert cluster.pod_row == rows and cluster.pods_by_namespace["default"] == namespace_pods
-    assert sorted(forked.pods) == sorted(p.uid for p in pods[2:])
+    assert sorted(uid for on_node in forked.pods_on for uid in on_node) == \
+        sorted(p.uid for p in pods[2:])
+    assert forked.pods is cluster.pods  # shared, not kept
     with np.testing.assert_raises(ValueError):
         forked.fork(0)
