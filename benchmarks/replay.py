@@ -3,20 +3,25 @@
     python -m benchmarks.replay                          # SchedulingBasic on SQLite
     python -m benchmarks.replay --workload SchedulingPodAntiAffinity --nodes 500 --pods 1000
     python -m benchmarks.replay --postgres postgresql://postgres@127.0.0.1/test
+    python -m benchmarks.replay --baseline HEAD~1        # and the ratio against the parent
+    python -m benchmarks.replay --workload PreemptionAsync --full-log-only
 
 Workloads (``test/integration/scheduler_perf/config/performance-config.yaml`` upstream):
 SchedulingBasic (5,000 nodes, 1,000 initial and 10,000 measured pods, 100m CPU / 500Mi),
 SchedulingPodAntiAffinity (pods with required anti-affinity on hostname, per group),
 SchedulingNodeAffinity (nodes labelled by zone, pods with required node affinity),
-TopologySpreading (zone-labelled nodes, pods spread by zone with DoNotSchedule) and
+TopologySpreading (zone-labelled nodes, pods spread by zone with DoNotSchedule),
 PreemptionBasic (low-priority pods fill the cluster, high-priority pods preempt them) and
 PreemptionAsync (the same pods at 5,000 nodes, 20,000 initial and 5,000 measured pods, as
 upstream's ``PreemptionAsync/5000Nodes`` without its churn of extra preemptors; asynchronous
 preemption is kube-scheduler's default since v1.33).
 
-Each run ingests the generated trace and replays it twice: with the full event log, and with
-logging off; it reports pods/s, the audit overhead (full ÷ off), bytes of database per attempt
-and the peak memory of the process.
+Each run ingests the generated trace and replays it three times: logging off, the full event
+log, logging off again (``--full-log-only``: once, with the full log); it reports pods/s, the
+audit overhead (full ÷ the faster logging-off run), bytes of database per attempt and the
+peak memory of the process. ``--baseline GIT_REF`` first runs the same with kaudit at that
+revision and prints the ratios, so that a change is measured against its parent in one
+invocation.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select
 
+from benchmarks.baseline import checkout, ratio, run_there
 from benchmarks.ingest import fresh_postgres_database
 from kaudit.eventlog.sink import NullSink
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -102,7 +108,8 @@ def events(workload: str, nodes: int, initial: int, measured: int) -> Iterator[b
         yield orjson.dumps({"ts": 2, "type": "ADDED", "object": _pod(i, workload, True)})
 
 
-def run(workload: str, nodes: int, initial: int, measured: int, db: str) -> dict[str, Any]:
+def run(workload: str, nodes: int, initial: int, measured: int, db: str,
+        full_log_only: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kaudit-bench-") as tmp:
         path = Path(tmp) / f"{workload}.jsonl"
         with path.open("wb") as handle:
@@ -123,10 +130,14 @@ def run(workload: str, nodes: int, initial: int, measured: int, db: str) -> dict
         return time.perf_counter() - began, run_id, summary
 
     # Logging off before and after the full log, so warm-up does not bias the ratio.
-    first_off, _, off = timed(sink=NullSink())
-    full_seconds, run_id, full = timed()
-    second_off, _, _ = timed(sink=NullSink())
-    off_seconds = min(first_off, second_off)
+    if full_log_only:
+        full_seconds, run_id, full = timed()
+        off, off_seconds = None, None
+    else:
+        first_off, _, off = timed(sink=NullSink())
+        full_seconds, run_id, full = timed()
+        second_off, _, _ = timed(sink=NullSink())
+        off_seconds = min(first_off, second_off)
     with engine.connect() as connection:
         stored = connection.execute(
             select(func.count(), func.sum(func.length(RunEvent.data)),
@@ -139,9 +150,11 @@ def run(workload: str, nodes: int, initial: int, measured: int, db: str) -> dict
         "workload": workload, "nodes": nodes, "initialPods": initial, "measuredPods": measured,
         "database": db.split(":", 1)[0],
         "podsScheduled": pods, "attempts": full.attempts,
+        "fullLogSeconds": round(full_seconds, 2),
         "podsPerSecondFullLog": round(pods / full_seconds, 1),
-        "podsPerSecondLogOff": round(off.pods_scheduled / off_seconds, 1),
-        "auditOverhead": round(full_seconds / off_seconds, 2),
+        "podsPerSecondLogOff": (round(off.pods_scheduled / off_seconds, 1) if off_seconds
+                                else None),
+        "auditOverhead": round(full_seconds / off_seconds, 2) if off_seconds else None,
         "bytesPerAttempt": round(((json_bytes or 0) + (blob_bytes or 0)) / max(attempts, 1)),
         "recordedUtilisationSeconds": round(recorded_seconds, 2),
         "peakRSSMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -156,8 +169,21 @@ def main() -> int:
     parser.add_argument("--pods", type=int, help="measured pods")
     parser.add_argument("--postgres", metavar="SERVER_URL",
                         help="benchmark PostgreSQL (a database is created for the run)")
+    parser.add_argument("--full-log-only", action="store_true",
+                        help="replay once, with the full event log (no logging-off runs)")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="first run the same with kaudit at this revision, then print "
+                             "the ratios (current ÷ baseline)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    baseline: list[dict[str, Any]] | None = None
+    if args.baseline:
+        forwarded = [a for a in sys.argv[1:] if a != "--json"]
+        at = forwarded.index("--baseline")
+        del forwarded[at:at + 2]
+        print(f"baseline: kaudit at {args.baseline} ...", file=sys.stderr)
+        with checkout(args.baseline) as directory:
+            baseline = run_there(directory, "benchmarks.replay", forwarded)
     results = []
     for workload in args.workload or ["SchedulingBasic"]:
         nodes, initial, measured = DEFAULTS[workload]
@@ -166,20 +192,36 @@ def main() -> int:
         print(f"{workload}: {nodes} nodes, {initial} + {measured} pods ...", file=sys.stderr)
         if args.postgres:
             with fresh_postgres_database(args.postgres) as url:
-                results.append(run(workload, nodes, initial, measured, url))
+                results.append(run(workload, nodes, initial, measured, url,
+                                   args.full_log_only))
         else:
             with tempfile.TemporaryDirectory(prefix="kaudit-bench-db-") as tmp:
                 results.append(run(workload, nodes, initial, measured,
-                                   f"sqlite:///{os.path.join(tmp, 'bench.db')}"))
+                                   f"sqlite:///{os.path.join(tmp, 'bench.db')}",
+                                   args.full_log_only))
+    if baseline is not None:
+        for result, before in zip(results, baseline, strict=True):
+            result["baseline"] = {"ref": args.baseline, **before}
+            result["ratioFullLog"] = ratio(result["podsPerSecondFullLog"],
+                                           before["podsPerSecondFullLog"])
+            result["ratioLogOff"] = ratio(result["podsPerSecondLogOff"],
+                                          before["podsPerSecondLogOff"])
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         for r in results:
-            print(f"{r['workload']} ({r['database']}, {r['nodes']} nodes): "
-                  f"{r['podsPerSecondFullLog']:.0f} pods/s with the full event log, "
-                  f"{r['podsPerSecondLogOff']:.0f} with logging off (overhead "
-                  f"{r['auditOverhead']}x), {r['bytesPerAttempt']} bytes/attempt, "
-                  f"peak {r['peakRSSMiB']} MiB")
+            line = (f"{r['workload']} ({r['database']}, {r['nodes']} nodes): "
+                    f"{r['podsPerSecondFullLog']:.0f} pods/s with the full event log")
+            if r["podsPerSecondLogOff"] is not None:
+                line += (f", {r['podsPerSecondLogOff']:.0f} with logging off (overhead "
+                         f"{r['auditOverhead']}x)")
+            line += f", {r['bytesPerAttempt']} bytes/attempt, peak {r['peakRSSMiB']} MiB"
+            print(line)
+            if "baseline" in r:
+                before = r["baseline"]
+                print(f"  at {args.baseline}: {before['podsPerSecondFullLog']:.0f} pods/s with "
+                      f"the full event log; ratio {r['ratioFullLog']}x"
+                      + (f" (logging off: {r['ratioLogOff']}x)" if r["ratioLogOff"] else ""))
     return 0
 
 

@@ -48,12 +48,16 @@ class ClusterState:
     def __init__(self) -> None:
         self.nodes: list[NodeInfo | None] = []
         self.slot_of: dict[str, int] = {}
+        #: Each slot's node name (``slot_of`` inverted).
+        self.slot_names: list[str] = []
         self.live = np.zeros(_INITIAL_CAPACITY, dtype=bool)
         self.resources: dict[str, int] = {name: i for i, name in enumerate(BASE_RESOURCES)}
         self.allocatable = np.zeros((_INITIAL_CAPACITY, len(BASE_RESOURCES)), dtype=np.int64)
         self.requested = np.zeros_like(self.allocatable)
         self.non_zero = np.zeros((_INITIAL_CAPACITY, 2), dtype=np.int64)
         self.pod_count = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
+        #: Pods per slot by priority: which nodes hold pods a preemptor may evict.
+        self.priority_counts: dict[int, np.ndarray] = {}
         self.unschedulable = np.zeros(_INITIAL_CAPACITY, dtype=bool)
         #: Distinct taint lists, and each slot's index into them.
         self.taint_sets: list[tuple[Taint, ...]] = [()]
@@ -113,6 +117,8 @@ class ClusterState:
                                     np.zeros((extra, self.requested.shape[1]), np.int64)])
         self.non_zero = np.vstack([self.non_zero, np.zeros((extra, 2), np.int64)])
         self.pod_count = np.concatenate([self.pod_count, np.zeros(extra, np.int64)])
+        self.priority_counts = {priority: np.concatenate([counts, np.zeros(extra, np.int64)])
+                                for priority, counts in self.priority_counts.items()}
         self.unschedulable = np.concatenate([self.unschedulable, np.zeros(extra, bool)])
         self.taint_group = np.concatenate([self.taint_group, np.zeros(extra, np.int32)])
         self.gpus.grow(new)
@@ -137,6 +143,7 @@ class ClusterState:
             self.pods_on.append({})
             self.ports_on.append([])
             self.slot_of[name] = slot
+            self.slot_names.append(name)
         return slot
 
     def add_node(self, obj: dict[str, Any] | NodeInfo) -> int:
@@ -249,7 +256,8 @@ class ClusterState:
         return result
 
     def names(self, slots: Iterable[int]) -> list[str]:
-        return [self.node(s).name for s in slots]
+        slot_names = self.slot_names
+        return [slot_names[s] for s in slots]
 
     # ------------------------------------------------------------------ pods
 
@@ -347,6 +355,14 @@ class ClusterState:
                 ports.remove(port)
         return slot
 
+    def holds_lower_priority(self, slots: np.ndarray, priority: int) -> np.ndarray:
+        """Per slot, whether the node holds a pod of lower priority than ``priority``."""
+        found = np.zeros(len(slots), dtype=bool)
+        for other, counts in self.priority_counts.items():
+            if other < priority:
+                found |= counts[slots] > 0
+        return found
+
     def _hold_gpus(self, slot: int, pod: PodInfo) -> None:
         """Give the pod its GPU devices: those a policy chose for it at Reserve
         (``pod.extra["gpuDevices"]``), else the lowest-numbered that fit. A pod bound by the
@@ -423,6 +439,10 @@ class ClusterState:
         non_zero[0] += sign * pod.non_zero_cpu
         non_zero[1] += sign * pod.non_zero_memory
         self.pod_count[slot] += sign
+        counts = self.priority_counts.get(pod.priority)
+        if counts is None:
+            counts = self.priority_counts[pod.priority] = np.zeros(self.capacity, np.int64)
+        counts[slot] += sign
 
     def _account_many(self, entries: list[tuple[int, PodInfo]], sign: int) -> None:
         if not entries:
@@ -450,6 +470,14 @@ class ClusterState:
                   sign * np.fromiter((pod.non_zero_memory for _, pod in entries), np.int64,
                                      count=len(entries)))
         np.add.at(self.pod_count, pod_slots, sign)
+        by_priority: dict[int, list[int]] = defaultdict(list)
+        for slot, pod in entries:
+            by_priority[pod.priority].append(slot)
+        for priority, slots_of_priority in by_priority.items():
+            counts = self.priority_counts.get(priority)
+            if counts is None:
+                counts = self.priority_counts[priority] = np.zeros(self.capacity, np.int64)
+            np.add.at(counts, slots_of_priority, sign)
 
     def fork(self, slots: int | Iterable[int], *, nodes_only: bool = False) -> ClusterState:
         """A copy whose nodes ``slots`` can take or lose pods without touching this state.
@@ -469,6 +497,8 @@ class ClusterState:
         clone.requested = self.requested.copy()
         clone.non_zero = self.non_zero.copy()
         clone.pod_count = self.pod_count.copy()
+        clone.priority_counts = {priority: counts.copy()
+                                 for priority, counts in self.priority_counts.items()}
         clone.pods_on = list(self.pods_on)
         clone.ports_on = list(self.ports_on)
         for slot in (slots,) if isinstance(slots, (int, np.integer)) else slots:

@@ -39,9 +39,10 @@ from sqlalchemy import Engine, insert
 from kaudit.eventlog.records import Record, RecordKind
 from kaudit.eventlog.timeline import Timeline
 from kaudit.store.bulk import insert_rows
-from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunRejection, RunSeries
+from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunSeries
 
 _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
+_REJECTION_COLUMNS = ("run_id", "plugin", "seq", "nodes")
 
 
 class EventSink:
@@ -106,14 +107,13 @@ class SqlSink(EventSink):
         self.run_id = run_id
         self.batch_size = batch_size
         self.buffer: list[tuple[Any, ...]] = []
-        self.rejections: list[dict[str, Any]] = []
+        self.rejections: list[tuple[int, str, int, int]] = []
 
     def record(self, ts_us: int, kind: RecordKind, pod: str | None = None,
                node: str | None = None, data: dict[str, Any] | None = None,
                blob: bytes | None = None) -> None:
         if kind == RecordKind.ATTEMPT and data and data.get("rejectedBy"):
-            self.rejections.extend({"run_id": self.run_id, "plugin": plugin, "seq": self.seq,
-                                    "nodes": nodes}
+            self.rejections.extend((self.run_id, plugin, self.seq, nodes)
                                    for plugin, nodes in data["rejectedBy"].items())
         super().record(ts_us, kind, pod, node, data, blob)
 
@@ -127,8 +127,7 @@ class SqlSink(EventSink):
             return
         with self.engine.begin() as connection:
             insert_rows(connection, "run_events", _COLUMNS, self.buffer)
-            if self.rejections:
-                connection.execute(insert(RunRejection), self.rejections)
+            insert_rows(connection, "run_rejections", _REJECTION_COLUMNS, self.rejections)
         self.buffer = []
         self.rejections = []
 

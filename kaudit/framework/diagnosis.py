@@ -48,8 +48,11 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         message += f" {diagnosis.pre_filter_message}."
     else:
         reasons: Counter[str] = Counter()
-        for status, nodes in Counter(diagnosis.node_statuses.values()).items():
-            for reason in status.reasons:
+        statuses = diagnosis.node_statuses.values()
+        # Nodes share status objects: count them by identity (cheap), then by reason.
+        by_identity = dict(zip(map(id, statuses), statuses, strict=True))
+        for identity, nodes in Counter(map(id, statuses)).items():
+            for reason in by_identity[identity].reasons:
                 reasons[reason] += nodes
         absent = num_all_nodes - len(diagnosis.node_statuses)
         if absent > 0:

@@ -53,6 +53,7 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 MAX_INT32 = 2**31 - 1
+_NO_VICTIMS = Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
 
 #: What one node's dry run found: (victims, PDB violations, status, victim ties).
 Outcome = tuple[list[PodInfo], int, Status, tuple[tuple[str, ...], ...]]
@@ -208,8 +209,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not ok:
             return PostFilterResult(details=details), Status.of(Code.UNSCHEDULABLE,
                                                                  "preemption: " + message)
-        potential = [slot for slot in cluster.order
-                     if diagnosis.status_of(cluster.node(slot).name).code == Code.UNSCHEDULABLE]
+        order = cluster.order
+        statuses, absent = diagnosis.node_statuses, diagnosis.absent_status
+        potential = [slot for slot, name in zip(order, cluster.names(order), strict=True)
+                     if statuses.get(name, absent).code == Code.UNSCHEDULABLE]
         details.potential_nodes = len(potential)
         rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
@@ -240,18 +243,33 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         batched = self.handle.framework.judges_nodes_independently(state)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
+        order = potential[offset:] + potential[:offset]
+        holds = cluster.holds_lower_priority(np.asarray(order, dtype=np.int64),
+                                             pod.priority).tolist()
+        if not any(holds):
+            # No node offers a victim (a cluster of one priority): every node answers as
+            # SelectVictimsOnNode would, without a look at its pods.
+            details.examined_nodes = len(order)
+            details.node_statuses.update(dict.fromkeys(cluster.names(order), _NO_VICTIMS))
+            return
         position, block = 0, max(wanted, 1) if batched else 1
-        while position < len(potential):
-            slots = [potential[(offset + i) % len(potential)]
-                     for i in range(position, min(position + block, len(potential)))]
+        while position < len(order):
+            slots = order[position:position + block]
+            work = [slot for slot, held in zip(slots, holds[position:position + block],
+                                               strict=True) if held]
             if batched:
-                outcomes = self.select_victims_on_nodes(state, pod, cluster, slots, pdbs)
+                outcomes = self.select_victims_on_nodes(state, pod, cluster, work, pdbs)
             else:
                 outcomes = [self.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
-                            for slot in slots]
-            for index, (slot, outcome) in enumerate(zip(slots, outcomes, strict=True)):
+                            for slot in work]
+            by_slot = dict(zip(work, outcomes, strict=True))
+            for index, slot in enumerate(slots):
                 details.examined_nodes = position + index + 1
                 node_name = cluster.node(slot).name
+                outcome = by_slot.get(slot)
+                if outcome is None:
+                    details.node_statuses[node_name] = _NO_VICTIMS
+                    continue
                 victims, violations, status, ties = outcome
                 if status.ok and victims:
                     candidate = Candidate(node_name, tuple(victims), violations, ties)
@@ -291,7 +309,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not potential:
             # Without copying the state first: with a cluster of equal priorities this is
             # every node of every failed attempt.
-            return [], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS), ()
+            return [], 0, _NO_VICTIMS, ()
         forked = cluster.fork(slot)
         for victim in potential:
             forked.remove_pod(victim.uid)
@@ -337,8 +355,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         nominator = getattr(self.handle, "nominator", None)
         lower = [self._lower_priority_pods(pod, cluster, slot) for slot in slots]
         outcomes: list[Outcome | None] = [
-            None if pods else ([], 0, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                                                NO_VICTIMS), ())
+            None if pods else ([], 0, _NO_VICTIMS, ())
             for pods in lower]
         work = [i for i, pods in enumerate(lower) if pods]
         if work:

@@ -42,7 +42,7 @@ from kaudit.readers.simulator import SIMULATOR_RECORDS, read_records
 from kaudit.readers.snapshot import read_snapshot
 from kaudit.readers.watch import UntimedClock, read_watch_stream
 from kaudit.scheduler.build import load_object_config
-from kaudit.store.bulk import insert_sql
+from kaudit.store.bulk import insert_rows
 from kaudit.store.models import RejectedLine, Trace, TraceEvent
 
 EVENTS = "events"
@@ -122,7 +122,6 @@ class _Writer:
         self.trace_id = trace_id
         self.batch_size = batch_size
         self.events: list[tuple[Any, ...]] = []
-        self.event_sql = insert_sql(connection, "trace_events", _EVENT_COLUMNS)
         self.rejected: list[dict[str, Any]] = []
         self.seq = 0
         self.kinds: Counter[str] = Counter()
@@ -138,14 +137,6 @@ class _Writer:
         if len(self.events) >= self.batch_size:
             self.flush()
 
-    def _copy_events(self) -> None:
-        """PostgreSQL: COPY is several times faster than INSERT, in the same transaction."""
-        raw = self.connection.connection.driver_connection
-        with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
-                f"COPY trace_events ({', '.join(_EVENT_COLUMNS)}) FROM STDIN") as copy:
-            for row in self.events:
-                copy.write_row(row)
-
     def reject(self, source: str, line: int | None, reason: str, text: str | None) -> None:
         self.rejected.append({"trace_id": self.trace_id, "source": source, "line": line,
                               "reason": reason, "text": text})
@@ -155,10 +146,7 @@ class _Writer:
 
     def flush(self) -> None:
         if self.events:
-            if self.connection.dialect.name == "postgresql":
-                self._copy_events()
-            else:
-                self.connection.exec_driver_sql(self.event_sql, self.events)
+            insert_rows(self.connection, "trace_events", _EVENT_COLUMNS, self.events)
             self.events = []
         if self.rejected:
             self.connection.execute(insert(RejectedLine), self.rejected)

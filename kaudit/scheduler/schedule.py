@@ -264,18 +264,15 @@ class Scheduler:
         codes = run.codes[plugins, failed]
         names = cluster.names(run.slots[failed].tolist())
         # Nodes failing the same plugin for the same reasons share one (immutable) status.
-        shared: dict[tuple[int, int, int], Status] = {}
-        statuses = diagnosis.node_statuses
-        for name, plugin, reason, code in zip(names, plugins.tolist(), reasons.tolist(),
-                                              codes.tolist(), strict=True):
-            key = (plugin, reason, code)
-            status = shared.get(key)
-            if status is None:
-                status = Status(Code(code), run.reason_tables[plugin][reason],
-                                run.plugins[plugin])
-                shared[key] = status
-                diagnosis.add_plugin_status(status)
-            statuses[name] = status
+        keys = np.stack([plugins, reasons.astype(np.int64), codes.astype(np.int64)], axis=1)
+        distinct, which = np.unique(keys, axis=0, return_inverse=True)
+        shared = []
+        for plugin, reason, code in distinct.tolist():
+            status = Status(Code(code), run.reason_tables[plugin][reason], run.plugins[plugin])
+            shared.append(status)
+            diagnosis.add_plugin_status(status)
+        diagnosis.node_statuses.update(zip(names, map(shared.__getitem__,
+                                                      which.reshape(-1).tolist()), strict=True))
 
     # ------------------------------------------------------------------ scoring
 

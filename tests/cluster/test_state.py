@@ -141,3 +141,23 @@ def test_a_nodes_only_fork_changes_neither_the_original_nor_its_indexes() -> Non
     assert forked.pods is cluster.pods  # shared, not kept
     with np.testing.assert_raises(ValueError):
         forked.fork(0)
+
+
+def test_nodes_holding_lower_priority_pods_are_known_through_every_change() -> None:
+    cluster = ClusterState()
+    for i in range(3):
+        cluster.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi").obj())
+    low = [pod_info(cluster, make_pod(f"low{i}").node(f"n{i}").priority(1).obj())
+           for i in range(2)]
+    high = pod_info(cluster, make_pod("high").node("n2").priority(100).obj())
+    cluster.add_pods(low)
+    cluster.add_pod(high)
+    slots = np.asarray([cluster.slot_of[f"n{i}"] for i in range(3)])
+    assert cluster.holds_lower_priority(slots, 10).tolist() == [True, True, False]
+    assert cluster.holds_lower_priority(slots, 1).tolist() == [False, False, False]
+    forked = cluster.fork(slots.tolist(), nodes_only=True)
+    forked.remove_pods(low[:1])
+    assert forked.holds_lower_priority(slots, 10).tolist() == [False, True, False]
+    assert cluster.holds_lower_priority(slots, 10).tolist() == [True, True, False]
+    cluster.remove_pod(low[1].uid)
+    assert cluster.holds_lower_priority(slots, 1000).tolist() == [True, False, True]

@@ -14,6 +14,7 @@ import pytest
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.status import Code
 from kaudit.model.pod import PodInfo
 from kaudit.plugins.default_preemption import DefaultPreemption, PreemptionDetails
 from kaudit.scheduler.build import build_scheduler, load
@@ -154,3 +155,18 @@ def test_the_nominated_pods_pass_judges_each_node_as_in_a_fork_of_its_own(seed: 
         verdicts.append([(s.code, s.reasons, s.plugin) for s in map(run.status,
                                                                      range(len(run.slots)))])
     assert verdicts[0] == verdicts[1]
+
+
+def test_a_cluster_without_lower_priority_pods_offers_no_victims_anywhere() -> None:
+    cluster = ClusterState()
+    for i in range(5):
+        cluster.add_node(make_node(f"n{i}").capacity(cpu="1", memory="1Gi").obj())
+        cluster.add_pod(pod_info(cluster, make_pod(f"p{i}").node(f"n{i}").req(cpu="1")
+                                 .priority(15).obj()))
+    pod = pod_info(cluster, make_pod("high").req(cpu="1").priority(15).obj())
+    details = _details(cluster, pod, Nominations([]), batched=True)
+    assert details.candidates == [] and details.examined_nodes == 5
+    assert {(s.code, s.reasons) for s in details.node_statuses.values()} == {
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("No preemption victims found for incoming pod",))}
+    assert list(details.node_statuses) == [cluster.node(s).name for s in
+                                           cluster.order[5 // 3:] + cluster.order[:5 // 3]]
