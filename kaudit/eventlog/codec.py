@@ -77,6 +77,9 @@ def _canonical_reasons(run: FilterRun) -> tuple[list[list[list[str]]], np.ndarra
     remapped: np.ndarray | None = None
     for p, table in enumerate(run.reason_tables):
         ran = run.codes[p] != NOT_RUN
+        if len(table) == 1:  # the common case: one entry, used by every node that ran
+            tables.append([list(table[0])] if ran.any() else [])
+            continue
         ids = reason_ids[p][ran]
         used = np.bincount(ids, minlength=len(table)) > 0 if len(ids) else np.zeros(0, bool)
         if used.all() and all(a < b for a, b in itertools.pairwise(table)):

@@ -148,7 +148,7 @@ class _Nominator:
         return list(self.by_node.get(node, {}).values())
 
     def nodes(self) -> list[str]:
-        return [node for node, pods in self.by_node.items() if pods]
+        return list(self.by_node)  # a node leaves the map with its last nomination
 
 
 class Replay(TraceApplication):
@@ -187,6 +187,8 @@ class Replay(TraceApplication):
         self.preempting: set[str] = set()
         self._backoff_flushes: set[int] = set()
         self.nominated: dict[str, dict[str, PodInfo]] = {}
+        #: The node each nominated pod is nominated to.
+        self.nominated_at: dict[str, str] = {}
         #: Bumped whenever a nomination is made or cleared.
         self.nomination_version = 0
         self.kaudit_pods: set[str] = set()
@@ -384,9 +386,20 @@ class Replay(TraceApplication):
             self._move(EVENT_ASSIGNED_POD_DELETE, bound, None)  # ``deletePodFromCache``
 
     def _clear_nomination(self, uid: str) -> None:
-        for pods in self.nominated.values():
-            if pods.pop(uid, None) is not None:
-                self.nomination_version += 1
+        node = self.nominated_at.pop(uid, None)
+        if node is not None:
+            self._unnominate(node, uid)
+
+    def _unnominate(self, node: str, uid: str) -> PodInfo | None:
+        """Drop ``uid``'s nomination to ``node`` (and the node's entry once it has none)."""
+        pods = self.nominated.get(node)
+        other = pods.pop(uid, None) if pods is not None else None
+        if other is not None:
+            self.nomination_version += 1
+            self.nominated_at.pop(uid, None)
+            if not pods:
+                del self.nominated[node]
+        return other
 
     # ------------------------------------------------------------------ scheduling
 
@@ -506,6 +519,7 @@ class Replay(TraceApplication):
         if not node:
             return
         self.nominated.setdefault(node, {})[preemptor.uid] = preemptor
+        self.nominated_at[preemptor.uid] = node
         self.nomination_version += 1
         self.sink.record(now, RecordKind.NOMINATE, preemptor.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
@@ -544,10 +558,9 @@ class Replay(TraceApplication):
         """``ClearNominatedNodeName`` for lower-priority pods nominated to ``node``: each
         loses its nomination (an update of a pending pod whose nomination changed)."""
         for uid in uids:
-            other = self.nominated.get(node, {}).pop(uid, None)
+            other = self._unnominate(node, uid)
             if other is None:
                 continue
-            self.nomination_version += 1
             queued = self.queue.pods.get(uid)
             if queued is not None:
                 queued.pod = replace(queued.pod, nominated_node_name="")

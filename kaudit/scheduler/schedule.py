@@ -264,10 +264,11 @@ class Scheduler:
         codes = run.codes[plugins, failed]
         names = cluster.names(run.slots[failed].tolist())
         # Nodes failing the same plugin for the same reasons share one (immutable) status.
-        keys = np.stack([plugins, reasons.astype(np.int64), codes.astype(np.int64)], axis=1)
-        distinct, which = np.unique(keys, axis=0, return_inverse=True)
+        keys = (plugins.astype(np.int64) << 40) | (reasons.astype(np.int64) << 8) | codes
+        distinct, which = np.unique(keys, return_inverse=True)
         shared = []
-        for plugin, reason, code in distinct.tolist():
+        for key in distinct.tolist():
+            plugin, reason, code = key >> 40, (key >> 8) & (2**32 - 1), key & 255
             status = Status(Code(code), run.reason_tables[plugin][reason], run.plugins[plugin])
             shared.append(status)
             diagnosis.add_plugin_status(status)

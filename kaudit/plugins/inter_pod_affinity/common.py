@@ -122,6 +122,9 @@ class PodIndex:
 def _live_slots(cluster: ClusterState, pods: Iterable[PodInfo]
                 ) -> Iterator[tuple[int, PodInfo]]:
     """(slot, pod) for the pods bound to live nodes (removed nodes keep their pods' slots)."""
+    pods = list(pods)
+    if not pods:
+        return
     live = cluster.live.tolist()
     slot_of = cluster.slot_of
     for pod in pods:
