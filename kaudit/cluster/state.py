@@ -448,10 +448,21 @@ class ClusterState:
         if not entries:
             return
         resources = self.resources
+        row_slots: list[int] = []
+        rows: list[tuple[int, int, int, int, int]] = []
         slots: list[int] = []
         columns: list[int] = []
         amounts: list[int] = []
+        non_zero_slots: list[int] = []
+        non_zero: list[tuple[int, int]] = []
+        by_priority: dict[int, list[int]] = defaultdict(list)
         for slot, pod in entries:
+            by_priority[pod.priority].append(slot)
+            row = pod.base_row
+            if row is not None:
+                row_slots.append(slot)
+                rows.append(row)
+                continue
             for resource, amount in pod.requests.items():
                 column = resources.get(resource)
                 if column is None:
@@ -459,20 +470,22 @@ class ClusterState:
                 slots.append(slot)
                 columns.append(column)
                 amounts.append(amount)
+            non_zero_slots.append(slot)
+            non_zero.append((pod.non_zero_cpu, pod.non_zero_memory))
+        if rows:
+            # cpu, memory and ephemeral-storage are the first columns of every state.
+            matrix = np.asarray(rows, dtype=np.int64)
+            if sign < 0:
+                matrix = -matrix
+            np.add.at(self.requested, (np.asarray(row_slots)[:, None], np.arange(3)),
+                      matrix[:, :3])
+            np.add.at(self.non_zero, row_slots, matrix[:, 3:])
         if slots:
             np.add.at(self.requested, (slots, columns),
                       sign * np.asarray(amounts, dtype=np.int64))
-        pod_slots = [slot for slot, _ in entries]
-        np.add.at(self.non_zero, (pod_slots, 0),
-                  sign * np.fromiter((pod.non_zero_cpu for _, pod in entries), np.int64,
-                                     count=len(entries)))
-        np.add.at(self.non_zero, (pod_slots, 1),
-                  sign * np.fromiter((pod.non_zero_memory for _, pod in entries), np.int64,
-                                     count=len(entries)))
-        np.add.at(self.pod_count, pod_slots, sign)
-        by_priority: dict[int, list[int]] = defaultdict(list)
-        for slot, pod in entries:
-            by_priority[pod.priority].append(slot)
+        if non_zero_slots:
+            np.add.at(self.non_zero, non_zero_slots, sign * np.asarray(non_zero, np.int64))
+        np.add.at(self.pod_count, [slot for slot, _ in entries], sign)
         for priority, slots_of_priority in by_priority.items():
             counts = self.priority_counts.get(priority)
             if counts is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaudit.model.gpu import GpuDemand, gpu_demand
-from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
+from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, pod_requests, resource_units
 from kaudit.model.selectors import (
     LabelSelector,
     NodeSelector,
@@ -119,6 +119,9 @@ class HostPort:
     port: int
 
 
+_BASE_REQUESTS = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE))
+
+
 @dataclass(slots=True)
 class PodInfo:
     """Everything the scheduler needs from one Pod object."""
@@ -159,10 +162,11 @@ class PodInfo:
     #: What it asks of GPU devices (``model/gpu.py``); None for a pod that asks no GPU.
     gpu: GpuDemand | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    #: (cpu, memory, ephemeral-storage, non-zero cpu, non-zero memory) when the pod requests
+    #: nothing else, so the cluster state can account many such pods in one vector step.
+    base_row: tuple[int, int, int, int, int] | None = None
+    #: ``namespace/name``.
+    key: str = ""
 
     @property
     def has_affinity(self) -> bool:
@@ -259,10 +263,17 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
     volumes = tuple(v for v in spec.get("volumes") or [] if isinstance(v, dict))
     owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
     spec_priority = spec.get("priority")
+    base_row = None
+    if requests.keys() <= _BASE_REQUESTS:
+        base_row = (requests.get(CPU, 0), requests.get(MEMORY, 0),
+                    requests.get(EPHEMERAL_STORAGE, 0), non_zero.get(CPU, 0),
+                    non_zero.get(MEMORY, 0))
+    name = metadata.get("name") or ""
     return PodInfo(
         obj=obj,
         namespace=namespace,
-        name=metadata.get("name") or "",
+        name=name,
+        key=f"{namespace}/{name}",
         uid=metadata.get("uid") or f"{namespace}/{metadata.get('name')}",
         labels=labels,
         priority=int(spec_priority) if spec_priority is not None else (priority or 0),
@@ -272,6 +283,7 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         requests=requests,
         non_zero_cpu=non_zero.get(CPU, 0),
         non_zero_memory=non_zero.get(MEMORY, 0),
+        base_row=base_row,
         tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or []),
         node_selector=dict(spec.get("nodeSelector") or {}),
         required_node_affinity=(NodeSelector.parse(
