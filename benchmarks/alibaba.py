@@ -3,6 +3,7 @@
     python -m benchmarks.alibaba                      # paper protocol, both GPU modes
     python -m benchmarks.alibaba --protocol time      # creation and deletion times
     python -m benchmarks.alibaba --pods openb_pod_list_gpushare40.csv --seed 43
+    python -m benchmarks.alibaba --gpu-sharing whole --baseline HEAD~1   # and the speed-up
 
 The CSVs are read from ``--data`` (default: ``shared/traces/alibaba-gpu-v2023/csv`` beside
 the project). The paper protocol is ``--shuffle --gpu-load 1.3 --no-deletions``. For each
@@ -28,6 +29,7 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
+from benchmarks.baseline import checkout, ratio, run_there
 from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--gpu-sharing", choices=("whole", "milli", "both"), default="both")
     parser.add_argument("--db", help="database URL [default: a new SQLite file]")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="first run the same with kaudit at this revision, then print "
+                             "the ratios of the replay times (baseline ÷ current)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     nodes, pods = args.data / args.nodes, args.data / args.pods
@@ -118,6 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     gpus = sum(int(line.split(",")[3] or 0) for line in nodes.read_text().splitlines()[1:]
                if line.strip())
     modes = ("whole", "milli") if args.gpu_sharing == "both" else (args.gpu_sharing,)
+    baseline = None
+    if args.baseline:
+        forwarded = list(argv if argv is not None else sys.argv[1:])
+        forwarded = [a for a in forwarded if a != "--json"]
+        at = forwarded.index("--baseline")
+        del forwarded[at:at + 2]
+        if "--data" not in forwarded:
+            forwarded += ["--data", str(args.data.resolve())]
+        print(f"baseline: kaudit at {args.baseline} ...", file=sys.stderr)
+        with checkout(args.baseline) as directory:
+            baseline = run_there(directory, "benchmarks.alibaba", forwarded)["results"]
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         for mode in modes:
@@ -127,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                                      gpu_sharing=mode)
             db = args.db or f"sqlite:///{scratch}/{mode}.db"
             results.append(measure(db, nodes, pods, options, gpus))
+    if baseline is not None:
+        for result, before in zip(results, baseline, strict=True):
+            result["baseline"] = {"ref": args.baseline, **before}
+            result["replaySpeedup"] = ratio(before["replaySeconds"], result["replaySeconds"])
     report = {"nodes": args.nodes, "pods": args.pods, "protocol": args.protocol,
               "seed": args.seed, "clusterGpus": gpus, "results": results,
               "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
@@ -144,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * r['gpuAllocationAtEnd']:.2f} % at the end, "
               f"{100 * r['gpuAllocationPeak']:.2f} % at the peak "
               f"({100 * r['arrivedGpuShare']:.1f} % arrived)")
+        if "baseline" in r:
+            print(f"         at {args.baseline}: replay {r['baseline']['replaySeconds']} s; "
+                  f"{r['replaySpeedup']}x faster now")
     print(f"  peak RSS {report['peakRssMiB']} MiB")
     return 0
 

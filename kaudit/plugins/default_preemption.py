@@ -166,6 +166,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         super().__init__(args, handle)
         self.min_percentage = int(self.args.get("minCandidateNodesPercentage", 10))
         self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
+        self._ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -178,8 +179,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return now() if callable(now) else 2**62
 
     def more_important(self, pod: PodInfo) -> tuple[int, int]:
-        """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``)."""
-        return (-pod.priority, self._start_time(pod))
+        """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``).
+        Kept for the cycle (a pod without a start time counts as starting now)."""
+        key = self._ranks.get(pod.uid)
+        if key is None or key[0] is not pod:
+            key = self._ranks[pod.uid] = (pod, (-pod.priority, self._start_time(pod)))
+        return key[1]
 
     def num_candidates(self, potential: int) -> int:
         count = potential * self.min_percentage // 100
@@ -203,6 +208,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ------------------------------------------------------------------ PostFilter
 
     def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
+        self._ranks = {}
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
         details.eligible = ok
