@@ -50,7 +50,8 @@ _PLACED_KEPT = 10_000
 _REJECTED = (int(Code.UNSCHEDULABLE), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
 
 #: Nominated pods by node name: pods that preemption placed there but are not bound yet. A
-#: nominator may also have ``nodes()``, the names of nodes with nominations, to skip the rest.
+#: nominator may also have ``nodes()``, the names of nodes with nominations (a set-like
+#: collection is fastest), to skip the rest.
 Nominator = Callable[[str], list[PodInfo]]
 
 
@@ -366,18 +367,26 @@ class Framework:
             return run
         nominated_nodes = getattr(nominator, "nodes", None)
         if nominated_nodes is not None:  # only nodes that have nominated pods need pass 1
-            wanted = [cluster.slot_of[n] for n in nominated_nodes() if n in cluster.slot_of]
-            positions = np.flatnonzero(np.isin(slots, wanted)).tolist() if wanted else []
+            with_nominations = nominated_nodes()
+            if not with_nominations:
+                return run
+            if len(with_nominations) < len(slots):
+                wanted = [cluster.slot_of[n] for n in with_nominations if n in cluster.slot_of]
+                positions = np.flatnonzero(np.isin(slots, wanted)).tolist() if wanted else []
+            else:
+                positions = [i for i, name in enumerate(cluster.names(slots.tolist()))
+                             if name in with_nominations]
         else:
             positions = list(range(len(slots)))
         passes: list[tuple[int, int, str, list[PodInfo]]] = []
+        uid, priority = pod.uid, pod.priority
+        slot_names = cluster.slot_names
         for position in positions:
-            slot = int(slots[position])
-            node_name = cluster.node(slot).name
+            node_name = slot_names[int(slots[position])]
             nominated = [p for p in nominator(node_name)
-                         if p.uid != pod.uid and p.priority >= pod.priority]
+                         if p.uid != uid and p.priority >= priority]
             if nominated:
-                passes.append((position, slot, node_name, nominated))
+                passes.append((position, int(slots[position]), node_name, nominated))
         if not passes:
             return run
         if self.judges_nodes_independently(state):

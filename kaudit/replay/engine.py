@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -147,8 +147,8 @@ class _Nominator:
     def __call__(self, node: str) -> list[PodInfo]:
         return list(self.by_node.get(node, {}).values())
 
-    def nodes(self) -> list[str]:
-        return list(self.by_node)  # a node leaves the map with its last nomination
+    def nodes(self) -> Collection[str]:
+        return self.by_node.keys()  # a node leaves the map with its last nomination
 
 
 class Replay(TraceApplication):

@@ -170,7 +170,9 @@ class SchedulingQueue:
         self._error_backoff: list[tuple[int, int, str, int]] = []
         self._seq = itertools.count()
         #: Per hint table and incoming event: the (plugin, hint) registrations that match.
-        self._matching_cache: dict[tuple[int, ClusterEvent], list[tuple[str, Any]]] = {}
+        #: Per event, per hint table (by id: the tables live as long as the queue), the
+        #: (plugin, hint) pairs registered for the event.
+        self._matching_cache: dict[ClusterEvent, dict[int, list[tuple[str, Any]]]] = {}
         self.scheduling_cycle = 0
         #: Pods popped from backoffQ before their backoff ended (activeQ was empty).
         self.popped_from_backoff = 0
@@ -292,19 +294,22 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ hints
 
-    def _matching(self, queued: QueuedPod, event: ClusterEvent) -> list[tuple[str, Any]]:
-        table = self.hints(queued.pod)
-        if table is None:
-            return []
-        key = (id(table), event)
-        found = self._matching_cache.get(key)
+    def _matching(self, table: Any, event: ClusterEvent,
+                  by_table: dict[int, list[tuple[str, Any]]] | None = None
+                  ) -> list[tuple[str, Any]]:
+        """The (plugin, hint) pairs of ``table`` registered for ``event``; ``by_table`` is
+        the event's cache when the caller looked it up already (one lookup per event)."""
+        if by_table is None:
+            by_table = self._matching_cache.setdefault(event, {})
+        found = by_table.get(id(table))
         if found is None:
             found = [(plugin, fn) for registered, plugin, fn in table
                      if match_cluster_events(registered, event)]
-            self._matching_cache[key] = found
+            by_table[id(table)] = found
         return found
 
-    def worth_requeuing(self, queued: QueuedPod, event: ClusterEvent, old: Any, new: Any
+    def worth_requeuing(self, queued: QueuedPod, event: ClusterEvent, old: Any, new: Any,
+                        by_table: dict[int, list[tuple[str, Any]]] | None = None
                         ) -> Strategy:
         """``isPodWorthRequeuing``."""
         rejectors = queued.rejectors
@@ -314,10 +319,11 @@ class SchedulingQueue:
             if new is not None and (not isinstance(new, PodInfo) or new.uid != queued.pod.uid):
                 return Strategy.SKIP
             return Strategy.AFTER_BACKOFF
-        if self.hints(queued.pod) is None:
+        table = self.hints(queued.pod)
+        if table is None:
             return Strategy.AFTER_BACKOFF
         strategy = Strategy.SKIP
-        for plugin, fn in self._matching(queued, event):
+        for plugin, fn in self._matching(table, event, by_table):
             if plugin not in rejectors:
                 continue
             if fn is not None:
@@ -539,13 +545,14 @@ class SchedulingQueue:
         if not event.wildcard and not self.of_interest(event):
             return
         self._record_in_flight(event, old, new)
+        by_table = self._matching_cache.setdefault(event, {})
         for queued in list(self.unschedulable.values()):
             if pre_check is not None and not pre_check(queued):
                 continue
             if queued.gated and not any(match_cluster_events(registered, event)
                                         for registered in queued.gating_events):
                 continue
-            strategy = self.worth_requeuing(queued, event, old, new)
+            strategy = self.worth_requeuing(queued, event, old, new, by_table)
             if strategy == Strategy.SKIP:
                 continue
             self._leave_unschedulable(queued)
