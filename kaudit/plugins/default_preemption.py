@@ -41,6 +41,7 @@ from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
+from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import LabelSelector, SelectorError
@@ -264,7 +265,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             work = [slot for slot, held in zip(slots, holds[position:position + block],
                                                strict=True) if held]
             if batched:
-                outcomes = self.select_victims_on_nodes(state, pod, cluster, work, pdbs)
+                try:
+                    outcomes = self.select_victims_on_nodes(state, pod, cluster, work, pdbs)
+                except PluginError:
+                    # A filter errs on some node of the block: judge from here node by node,
+                    # so the error surfaces only if the walk reaches that node, as it would.
+                    batched, block = False, 1
+                    continue
             else:
                 outcomes = [self.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
                             for slot in work]

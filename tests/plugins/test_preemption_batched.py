@@ -170,3 +170,35 @@ def test_a_cluster_without_lower_priority_pods_offers_no_victims_anywhere() -> N
         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("No preemption victims found for incoming pod",))}
     assert list(details.node_statuses) == [cluster.node(s).name for s in
                                            cluster.order[5 // 3:] + cluster.order[:5 // 3]]
+
+
+def test_a_filter_error_past_the_stopping_node_does_not_fail_the_dry_run() -> None:
+    """The walk stops at n1; n2, where NodeVolumeLimits errs (an ephemeral claim its pod does
+    not own), is never reached node by node, so judging blocks must not reach it either."""
+    cluster = ClusterState()
+    for name in ("n0", "n1", "n2"):
+        cluster.add_node(make_node(name).capacity(cpu="2", memory="16Gi", pods="10").obj())
+    cluster.set_object("CSINode", {"metadata": {"name": "n2"}, "spec": {"drivers": [
+        {"name": "disk.csi.azure.com", "nodeID": "n2", "allocatable": {"count": 8}}]}})
+    for builder in (make_pod("a0").node("n0").req(cpu="1").priority(0),
+                    make_pod("h0").node("n0").req(cpu="1").priority(100),
+                    make_pod("a1").node("n1").req(cpu="2").priority(0),
+                    make_pod("a2").node("n2").req(cpu="1900m").priority(0)):
+        cluster.add_pod(pod_info(cluster, builder.obj()))
+    h2 = make_pod("h2").node("n2").req(cpu="100m").priority(100).obj()
+    h2["spec"]["volumes"] = [{"name": "data", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
+    cluster.add_pod(pod_info(cluster, h2))
+    cluster.set_object("PersistentVolumeClaim", {
+        "metadata": {"name": "h2-data", "namespace": "default"}, "spec": {"volumeName": ""}})
+    preemptor = make_pod("high").req(cpu="1500m").priority(10).obj()
+    preemptor["spec"]["volumes"] = [{"name": "az",
+                                     "azureDisk": {"diskName": "d", "diskURI": "uri-d"}}]
+    pod = pod_info(cluster, preemptor)
+    framework, plugin, state = _after_pre_filter(cluster, pod, Nominations([]))
+    assert framework.judges_nodes_independently(state)
+    plugin.min_absolute = 1
+    details = PreemptionDetails()
+    plugin._dry_run(state, pod, cluster, list(cluster.order), 0, details)
+    assert [(c.node, [v.key for v in c.victims]) for c in details.candidates] == [
+        ("n1", ["default/a1"])]
+    assert details.examined_nodes == 2
