@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from benchmarks.baseline import checkout, ratio, run_there
+from benchmarks.baseline import checkout, ratio, run_there, without_baseline
 from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
@@ -125,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     modes = ("whole", "milli") if args.gpu_sharing == "both" else (args.gpu_sharing,)
     baseline = None
     if args.baseline:
-        forwarded = list(argv if argv is not None else sys.argv[1:])
-        forwarded = [a for a in forwarded if a != "--json"]
-        at = forwarded.index("--baseline")
-        del forwarded[at:at + 2]
+        forwarded = without_baseline(list(argv if argv is not None else sys.argv[1:]))
         if "--data" not in forwarded:
             forwarded += ["--data", str(args.data.resolve())]
         print(f"baseline: kaudit at {args.baseline} ...", file=sys.stderr)

@@ -44,6 +44,21 @@ def checkout(ref: str) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def without_baseline(argv: list[str]) -> list[str]:
+    """A benchmark's arguments to run again at the baseline: without ``--baseline REF`` and
+    ``--json`` (``run_there`` asks for JSON itself)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--baseline":
+            skip = True
+        elif arg != "--json" and not arg.startswith("--baseline="):
+            kept.append(arg)
+    return kept
+
+
 def run_there(directory: Path, module: str, args: list[str]) -> Any:
     """``python -m module args --json`` with ``directory``'s kaudit; its parsed output."""
     env = dict(os.environ, PYTHONPATH=str(directory))

@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select
 
-from benchmarks.baseline import checkout, ratio, run_there
+from benchmarks.baseline import checkout, ratio, run_there, without_baseline
 from benchmarks.ingest import fresh_postgres_database
 from kaudit.eventlog.sink import NullSink
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -178,9 +178,7 @@ def main() -> int:
     args = parser.parse_args()
     baseline: list[dict[str, Any]] | None = None
     if args.baseline:
-        forwarded = [a for a in sys.argv[1:] if a != "--json"]
-        at = forwarded.index("--baseline")
-        del forwarded[at:at + 2]
+        forwarded = without_baseline(sys.argv[1:])
         print(f"baseline: kaudit at {args.baseline} ...", file=sys.stderr)
         with checkout(args.baseline) as directory:
             baseline = run_there(directory, "benchmarks.replay", forwarded)

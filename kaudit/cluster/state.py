@@ -439,10 +439,7 @@ class ClusterState:
         non_zero[0] += sign * pod.non_zero_cpu
         non_zero[1] += sign * pod.non_zero_memory
         self.pod_count[slot] += sign
-        counts = self.priority_counts.get(pod.priority)
-        if counts is None:
-            counts = self.priority_counts[pod.priority] = np.zeros(self.capacity, np.int64)
-        counts[slot] += sign
+        self._priority_column(pod.priority)[slot] += sign
 
     def _account_many(self, entries: list[tuple[int, PodInfo]], sign: int) -> None:
         if not entries:
@@ -487,10 +484,14 @@ class ClusterState:
             np.add.at(self.non_zero, non_zero_slots, sign * np.asarray(non_zero, np.int64))
         np.add.at(self.pod_count, [slot for slot, _ in entries], sign)
         for priority, slots_of_priority in by_priority.items():
-            counts = self.priority_counts.get(priority)
-            if counts is None:
-                counts = self.priority_counts[priority] = np.zeros(self.capacity, np.int64)
-            np.add.at(counts, slots_of_priority, sign)
+            np.add.at(self._priority_column(priority), slots_of_priority, sign)
+
+    def _priority_column(self, priority: int) -> np.ndarray:
+        """Pods of ``priority`` per slot (all zero when first seen)."""
+        counts = self.priority_counts.get(priority)
+        if counts is None:
+            counts = self.priority_counts[priority] = np.zeros(self.capacity, np.int64)
+        return counts
 
     def fork(self, slots: int | Iterable[int], *, nodes_only: bool = False) -> ClusterState:
         """A copy whose nodes ``slots`` can take or lose pods without touching this state.

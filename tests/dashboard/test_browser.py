@@ -49,8 +49,13 @@ def _unavailable(reason: str) -> None:
 
 
 def _chromium() -> str:
+    """The Chromium binary the browser tests drive, once Playwright is importable too."""
     for candidate in (os.environ.get("KAUDIT_CHROMIUM"), "chromium", "chromium-browser"):
         if candidate and shutil.which(candidate):
+            try:
+                import playwright.sync_api  # noqa: F401
+            except ImportError:
+                _unavailable("playwright is not installed (pip install -e '.[test]')")
             return str(shutil.which(candidate))
     _unavailable("no chromium binary (apt-get install chromium)")
     raise AssertionError  # unreachable
@@ -100,10 +105,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     """A live ``kaudit serve`` on an SQLite database with the sample replayed twice and a
     hostile trace replayed once."""
     chromium = _chromium()
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _unavailable("playwright is not installed (pip install -e '.[test]')")
     directory = tmp_path_factory.mktemp("dashboard")
     url = f"sqlite:///{directory / 'kaudit.db'}"
     engine = open_database(url)

@@ -21,7 +21,6 @@ from kaudit.sweep.spec import read_spec
 from tests.dashboard.test_browser import (
     Visit,
     _chromium,
-    _unavailable,
     _until,
     launched,
     serving,
@@ -187,10 +186,6 @@ def sweep_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     """A live ``kaudit serve`` on an SQLite database holding sweep ``tuning`` with a third
     configuration replayed with one seed."""
     chromium = _chromium()
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _unavailable("playwright is not installed (pip install -e '.[test]')")
     directory = tmp_path_factory.mktemp("sweep")
     url = f"sqlite:///{directory / 'kaudit.db'}"
     engine = open_database(url)
