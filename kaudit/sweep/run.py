@@ -38,6 +38,7 @@ from kaudit.sweep.spec import SweepSpec
 from kaudit.sweep.worker import execute_cell, worker_version
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
+WORKER_LOG_LEVEL = "DASK_LOGGING__DISTRIBUTED"  # Dask's config key logging.distributed
 
 
 @dataclass
@@ -99,6 +100,23 @@ def _client(scheduler: str | None, workers: int | None) -> tuple[Any, Any, str]:
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
                                dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster), cluster, f"local Dask cluster of {count} worker(s)"
+
+
+@contextlib.contextmanager
+def _quiet_worker_logs() -> Iterator[None]:
+    """Run the local workers with Dask's own logging off. A worker process reads its log
+    levels from the environment when it imports Dask (``silence_logs`` reaches only its
+    nanny's logger), and a worker whose scheduler goes away mid-write (Ctrl-C) would print a
+    traceback for a stop the sweep itself reports. Cells' failures are in the database."""
+    previous = os.environ.get(WORKER_LOG_LEVEL)
+    os.environ[WORKER_LOG_LEVEL] = "critical"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[WORKER_LOG_LEVEL]
+        else:
+            os.environ[WORKER_LOG_LEVEL] = previous
 
 
 @contextlib.contextmanager
@@ -181,36 +199,38 @@ def _run_cells(engine: Engine, url: str, spec: SweepSpec, sweep_id: int, identit
                           pending=len(todo))
     if not todo:
         return tally
-    began = time.monotonic()
-    client, cluster, tally.where = _client(scheduler, workers)
-    by_key: dict[str, Any] = {}
-    try:
-        if scheduler is not None:
-            check_workers(client, f"--scheduler {scheduler}")
-        tally.workers = _worker_count(client)
-        futures = {}
-        for task in todo:
-            data = {**asdict(task), "cellId": states[task.key].id, "sweep": spec.name,
-                    "sweepIdentity": identity}
-            future = client.submit(execute_cell, url, data, pure=False,
-                                   key=f"kaudit-cell-{task.key[:20]}-{time.time_ns()}")
-            futures[future] = task
-            by_key[task.key] = future
-        _wait(engine, client, sweep_id, identity, futures,
-              {k: s.id for k, s in states.items()}, tally, began, progress, check_stop)
-    except BaseException as exc:
-        for future in by_key.values():
-            future.cancel()
-        if cluster is not None:
-            _stop_local_workers(client)
-        _close(client, cluster)
-        client = cluster = None
-        reason = ("interrupted: the sweep was stopped" if not isinstance(exc, KauditError)
-                  else f"the sweep failed: {exc}")
-        cells.release_running(engine, sweep_id, identity, reason)
-        raise
-    finally:
-        _close(client, cluster)
+    # Kept for the cluster's life: a worker the nanny restarts starts from it too.
+    with _quiet_worker_logs():
+        began = time.monotonic()
+        client, cluster, tally.where = _client(scheduler, workers)
+        by_key: dict[str, Any] = {}
+        try:
+            if scheduler is not None:
+                check_workers(client, f"--scheduler {scheduler}")
+            tally.workers = _worker_count(client)
+            futures = {}
+            for task in todo:
+                data = {**asdict(task), "cellId": states[task.key].id, "sweep": spec.name,
+                        "sweepIdentity": identity}
+                future = client.submit(execute_cell, url, data, pure=False,
+                                       key=f"kaudit-cell-{task.key[:20]}-{time.time_ns()}")
+                futures[future] = task
+                by_key[task.key] = future
+            _wait(engine, client, sweep_id, identity, futures,
+                  {k: s.id for k, s in states.items()}, tally, began, progress, check_stop)
+        except BaseException as exc:
+            for future in by_key.values():
+                future.cancel()
+            if cluster is not None:
+                _stop_local_workers(client)
+            _close(client, cluster)
+            client = cluster = None
+            reason = ("interrupted: the sweep was stopped" if not isinstance(exc, KauditError)
+                      else f"the sweep failed: {exc}")
+            cells.release_running(engine, sweep_id, identity, reason)
+            raise
+        finally:
+            _close(client, cluster)
     # A cell whose worker was lost too often, or a task Dask gave up on, may still read
     # running: it is not, and its run must not look it.
     cells.release_running(engine, sweep_id, identity, "its worker was lost")
