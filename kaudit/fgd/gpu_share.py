@@ -88,6 +88,7 @@ def choose_devices(free: np.ndarray, demand: GpuDemand, method: str,
 class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = NAME
     reads_only_its_node = True
+    added_pods_only_hinder = True
     args_spec = ArgsSpec(kind="OpenGpuShareArgs", schema=Obj({"gpuSelMethod": "string"}),
                          set_defaults=_defaults, validate=_validate)
 

@@ -184,6 +184,12 @@ class FilterPlugin(Plugin):
     #: with no reads of other nodes). Preemption's dry run and the nominated-pods pass then
     #: judge many nodes in one forked state instead of forking the cluster once per node.
     reads_only_its_node: ClassVar[bool] = False
+    #: True when pods added to a node can turn its pass into a failure but never a failure
+    #: into a pass (they only use up what the node offers: resources, ports, volumes,
+    #: devices). When every filter of a cycle declares this and ``reads_only_its_node``, a
+    #: node's verdict with its nominated pods added is its verdict (upstream's second pass,
+    #: without them, can only agree), so the nominated-pods pass is one filter run.
+    added_pods_only_hinder: ClassVar[bool] = False
 
     def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                slots: np.ndarray) -> NodeVerdicts:

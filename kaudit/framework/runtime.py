@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from kaudit.cluster.nominated import NominatedLoad
 from kaudit.cluster.state import ClusterState
 from kaudit.errors import ConfigError
 from kaudit.framework.cycle_state import CycleState
@@ -167,6 +168,8 @@ class Framework:
         self.points: dict[str, list[Plugin]] = {}
         self.weights: dict[str, int] = {}
         self._placed_pods: dict[str, tuple[PodInfo, PodInfo]] = {}
+        self._view_kept: tuple[ClusterState, NominatedLoad, tuple[object, ...],
+                               ClusterState | None] | None = None
         for point, refs in profile.plugins.items():
             plugins = []
             for ref in refs:
@@ -362,9 +365,14 @@ class Framework:
         (through the PreFilter extensions) and its failure is the node's verdict; if it passes,
         the verdict is that of pass 2, the ordinary run without them.
         """
-        run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
         if nominator is None:
-            return run
+            return self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
+        load = getattr(nominator, "load", None)
+        if load is not None and self.nominated_pods_settle_verdicts(state):
+            view = self._nominated_view(load, cluster, pod)
+            if view is not None:
+                return self.run_filter(state, pod, view, slots, exhaustive=exhaustive)
+        run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
         nominated_nodes = getattr(nominator, "nodes", None)
         if nominated_nodes is not None:  # only nodes that have nominated pods need pass 1
             with_nominations = nominated_nodes()
@@ -414,6 +422,28 @@ class Framework:
             if not with_nominated.feasible.all():
                 run = _replace_positions(run, [position], with_nominated)
         return run
+
+    def nominated_pods_settle_verdicts(self, state: CycleState) -> bool:
+        """Whether a node's verdict with its nominated pods added is its final verdict: the
+        cycle's filters judge each node on its own and pods added to a node only hinder
+        (``FilterPlugin.added_pods_only_hinder``). Upstream's second pass, without the
+        nominated pods, runs only when the first passed, and then passes too."""
+        return self.judges_nodes_independently(state) and all(
+            plugin.added_pods_only_hinder for plugin in self.plugins("Filter")
+            if plugin.name not in state.skip_filter)
+
+    def _nominated_view(self, load: NominatedLoad, cluster: ClusterState,
+                        pod: PodInfo) -> ClusterState | None:
+        """``load.view(cluster, pod)``, kept while neither changes (a cycle filters its nodes
+        in chunks)."""
+        key: tuple[object, ...] = (cluster.generation, cluster.node_generation, load.version,
+                                   pod.uid, pod.priority)
+        kept = self._view_kept
+        if kept is not None and kept[0] is cluster and kept[1] is load and kept[2] == key:
+            return kept[3]
+        view = load.view(cluster, pod)
+        self._view_kept = (cluster, load, key, view)
+        return view
 
     def _placed(self, pod: PodInfo, node_name: str) -> PodInfo:
         """A nominated pod as if assigned to ``node_name`` (kept while the pod is nominated

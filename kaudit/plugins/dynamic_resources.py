@@ -35,6 +35,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                        ReservePlugin, PreBindPlugin):
     name = names.DYNAMIC_RESOURCES
     reads_only_its_node = True
+    added_pods_only_hinder = True
     args_spec = ArgsSpec(
         kind="DynamicResourcesArgs", schema=args_schema.DYNAMIC_RESOURCES_ARGS,
         set_defaults=args_defaults.set_defaults_dynamic_resources,

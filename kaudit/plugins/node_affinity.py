@@ -39,6 +39,7 @@ REASON_CONFLICT = "pod affinity terms conflict"
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
     reads_only_its_node = True
+    added_pods_only_hinder = True
     args_spec = ArgsSpec(
         kind="NodeAffinityArgs", schema=args_schema.NODE_AFFINITY_ARGS,
         set_defaults=args_defaults.set_defaults_node_affinity,

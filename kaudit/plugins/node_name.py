@@ -18,6 +18,7 @@ REASON = "node(s) didn't match the requested node name"
 class NodeName(FilterPlugin):
     name = names.NODE_NAME
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

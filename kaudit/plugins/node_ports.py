@@ -34,6 +34,7 @@ def conflicts(used: list[HostPort], wanted: HostPort) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = names.NODE_PORTS
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

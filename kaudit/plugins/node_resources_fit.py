@@ -110,6 +110,7 @@ def broken_linear(shape: list[tuple[int, int]]) -> Callable[[np.ndarray], np.nda
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_FIT
     reads_only_its_node = True
+    added_pods_only_hinder = True
     args_spec = ArgsSpec(
         kind="NodeResourcesFitArgs", schema=args_schema.NODE_RESOURCES_FIT_ARGS,
         set_defaults=args_defaults.set_defaults_node_resources_fit,

@@ -169,6 +169,7 @@ def translated_handle(plugin: str, source: Mapping[str, Any],
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = names.NODE_VOLUME_LIMITS
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister``."""

@@ -47,6 +47,7 @@ def count_intolerable_prefer(taints: tuple[Taint, ...], tolerations: tuple[Toler
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.TAINT_TOLERATION
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

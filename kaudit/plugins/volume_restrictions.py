@@ -110,6 +110,7 @@ def pod_conflicts(volumes: Sequence[Mapping[str, Any]], existing: PodInfo) -> bo
 class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     name = names.VOLUME_RESTRICTIONS
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

@@ -102,6 +102,7 @@ def label_zones(value: str) -> frozenset[str] | None:
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = names.VOLUME_ZONE
     reads_only_its_node = True
+    added_pods_only_hinder = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaudit.cluster.gpu_frag import FragMeasure, PodShape, pod_shape, typical_pods
+from kaudit.cluster.nominated import NominatedLoad
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
@@ -143,6 +144,8 @@ class _Nominator:
     """Nominated pods by node, for the nominated-pods filter pass."""
 
     by_node: dict[str, dict[str, PodInfo]]
+    #: The same pods summed per node, for a cycle's nominated-pods pass.
+    load: NominatedLoad
 
     def __call__(self, node: str) -> list[PodInfo]:
         return list(self.by_node.get(node, {}).values())
@@ -187,6 +190,7 @@ class Replay(TraceApplication):
         self.preempting: set[str] = set()
         self._backoff_flushes: set[int] = set()
         self.nominated: dict[str, dict[str, PodInfo]] = {}
+        self.nominated_load = NominatedLoad()
         #: The node each nominated pod is nominated to.
         self.nominated_at: dict[str, str] = {}
         #: Bumped whenever a nomination is made or cleared.
@@ -235,7 +239,7 @@ class Replay(TraceApplication):
 
     @property
     def nominated_for(self) -> _Nominator:
-        return _Nominator(self.nominated)
+        return _Nominator(self.nominated, self.nominated_load)
 
     # ------------------------------------------------------------------ the run
 
@@ -397,6 +401,7 @@ class Replay(TraceApplication):
         if other is not None:
             self.nomination_version += 1
             self.nominated_at.pop(uid, None)
+            self.nominated_load.remove(uid)
             if not pods:
                 del self.nominated[node]
         return other
@@ -519,6 +524,7 @@ class Replay(TraceApplication):
         if not node:
             return
         self.nominated.setdefault(node, {})[preemptor.uid] = preemptor
+        self.nominated_load.add(preemptor, node, self.cluster)
         self.nominated_at[preemptor.uid] = node
         self.nomination_version += 1
         self.sink.record(now, RecordKind.NOMINATE, preemptor.key, node, _nomination_ties(details))
