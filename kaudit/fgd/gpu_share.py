@@ -89,6 +89,9 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = NAME
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return pod.gpu is not None  # the GPU devices the node's pods hold, for a GPU pod
     args_spec = ArgsSpec(kind="OpenGpuShareArgs", schema=Obj({"gpuSelMethod": "string"}),
                          set_defaults=_defaults, validate=_validate)
 

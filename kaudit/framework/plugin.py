@@ -191,6 +191,13 @@ class FilterPlugin(Plugin):
     #: without them, can only agree), so the nominated-pods pass is one filter run.
     added_pods_only_hinder: ClassVar[bool] = False
 
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        """Whether judging ``pod`` reads the pods on a node (their objects, host ports or
+        devices) beyond the node's summed requests and pod count. Preemption's dry run moves
+        only those sums when no filter of the cycle reads the pods; True unless a plugin
+        knows better."""
+        return True
+
     def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                slots: np.ndarray) -> NodeVerdicts:
         raise NotImplementedError

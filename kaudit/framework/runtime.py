@@ -432,6 +432,12 @@ class Framework:
             plugin.added_pods_only_hinder for plugin in self.plugins("Filter")
             if plugin.name not in state.skip_filter)
 
+    def filters_read_node_pods(self, state: CycleState, pod: PodInfo) -> bool:
+        """Whether some filter of the cycle reads the pods on a node to judge ``pod``
+        (``FilterPlugin.reads_node_pods``), not only the node's sums."""
+        return any(plugin.reads_node_pods(pod) for plugin in self.plugins("Filter")
+                   if plugin.name not in state.skip_filter)
+
     def _nominated_view(self, load: NominatedLoad, cluster: ClusterState,
                         pod: PodInfo) -> ClusterState | None:
         """``load.view(cluster, pod)``, kept while neither changes (a cycle filters its nodes

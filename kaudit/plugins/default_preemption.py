@@ -373,8 +373,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         work = [i for i, pods in enumerate(lower) if pods]
         if work:
             state = state.clone()
-            forked = cluster.fork([slots[i] for i in work], nodes_only=True)
-            forked.remove_pods(victim for i in work for victim in lower[i])
+            if framework.filters_read_node_pods(state, pod):
+                forked = cluster.fork([slots[i] for i in work], nodes_only=True)
+                take, give = forked.remove_pods, forked.add_pods
+            else:  # the filters read only the nodes' sums: move those, not the pods
+                forked = cluster.fork((), nodes_only=True)
+                take = functools.partial(forked.move_sums, sign=-1)
+                give = functools.partial(forked.move_sums, sign=1)
+            take(victim for i in work for victim in lower[i])
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
@@ -394,7 +400,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 trying = [i for i, plan in plans.items() if round_ < len(plan[2])]
                 if not trying:
                     break
-                forked.add_pods(plans[i][2][round_] for i in trying)
+                give(plans[i][2][round_] for i in trying)
                 check = framework.run_filter_with_nominated(
                     state, pod, forked, np.asarray([slots[i] for i in trying]), nominator)
                 evicted = []
@@ -405,7 +411,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     victims[i].append(candidate)
                     if round_ < len(plans[i][0]):
                         violations[i] += 1
-                forked.remove_pods(evicted)
+                take(evicted)
                 round_ += 1
             for i, (violating_pods, non_violating_pods, _) in plans.items():
                 outcomes[i] = self._outcome(lower[i], violating_pods, non_violating_pods,

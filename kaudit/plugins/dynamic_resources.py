@@ -21,6 +21,7 @@ from kaudit.framework.plugin import (
     ReservePlugin,
 )
 from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
@@ -36,6 +37,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     name = names.DYNAMIC_RESOURCES
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return False  # it reads the node and the sums only
     args_spec = ArgsSpec(
         kind="DynamicResourcesArgs", schema=args_schema.DYNAMIC_RESOURCES_ARGS,
         set_defaults=args_defaults.set_defaults_dynamic_resources,

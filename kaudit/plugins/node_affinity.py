@@ -40,6 +40,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return False  # it reads the node and the sums only
     args_spec = ArgsSpec(
         kind="NodeAffinityArgs", schema=args_schema.NODE_AFFINITY_ARGS,
         set_defaults=args_defaults.set_defaults_node_affinity,

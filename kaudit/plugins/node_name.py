@@ -10,6 +10,7 @@ import numpy as np
 from kaudit.framework.events import NODE, ClusterEventWithHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
 from kaudit.framework.status import Code
+from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 
 REASON = "node(s) didn't match the requested node name"
@@ -19,6 +20,9 @@ class NodeName(FilterPlugin):
     name = names.NODE_NAME
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return False  # it reads the node and the sums only
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

@@ -36,6 +36,9 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     reads_only_its_node = True
     added_pods_only_hinder = True
 
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return bool(pod.host_ports)  # the node's pods' ports, for a pod that wants some
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(POD, "Delete", _after_pod_deleted), register(NODE, "Add")]

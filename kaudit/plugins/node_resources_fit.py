@@ -111,6 +111,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = names.NODE_RESOURCES_FIT
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return False  # it reads the node and the sums only
     args_spec = ArgsSpec(
         kind="NodeResourcesFitArgs", schema=args_schema.NODE_RESOURCES_FIT_ARGS,
         set_defaults=args_defaults.set_defaults_node_resources_fit,

@@ -24,6 +24,9 @@ class NodeUnschedulable(FilterPlugin):
     reads_only_its_node = True
     added_pods_only_hinder = True
 
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return False  # it reads the node and the sums only
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),

@@ -171,6 +171,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     reads_only_its_node = True
     added_pods_only_hinder = True
 
+    def reads_node_pods(self, pod: PodInfo) -> bool:
+        return bool(pod.volumes)  # the node's pods' volumes, for a pod with volumes
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister``."""
         return [register(CSI_NODE, "Add"),

@@ -546,12 +546,32 @@ class SchedulingQueue:
             return
         self._record_in_flight(event, old, new)
         by_table = self._matching_cache.setdefault(event, {})
+        # Per event, by object identity (the tables and gating lists are shared by the pods
+        # of a profile and plugin): whether a gating list registered the event, and which
+        # plugins' hints it reaches. A pod none of whose rejectors is among them skips it.
+        gating_hit: dict[int, bool] = {}
+        hinted: dict[int, frozenset[str]] = {}
         for queued in list(self.unschedulable.values()):
             if pre_check is not None and not pre_check(queued):
                 continue
-            if queued.gated and not any(match_cluster_events(registered, event)
-                                        for registered in queued.gating_events):
-                continue
+            if queued.gated:
+                gating = queued.gating_events
+                hit = gating_hit.get(id(gating))
+                if hit is None:
+                    hit = gating_hit[id(gating)] = any(
+                        match_cluster_events(registered, event) for registered in gating)
+                if not hit:
+                    continue
+            if not event.wildcard:
+                rejectors = queued.rejectors
+                table = self.hints(queued.pod) if rejectors else None
+                if table is not None:
+                    plugins = hinted.get(id(table))
+                    if plugins is None:
+                        plugins = hinted[id(table)] = frozenset(
+                            plugin for plugin, _ in self._matching(table, event, by_table))
+                    if plugins.isdisjoint(rejectors):
+                        continue  # what worth_requeuing answers: no rejector hears it
             strategy = self.worth_requeuing(queued, event, old, new, by_table)
             if strategy == Strategy.SKIP:
                 continue
