@@ -79,6 +79,9 @@ class FilterRun:
     reason_ids: np.ndarray
     reason_tables: list[list[tuple[str, ...]]]
     first_failure: np.ndarray
+    #: Statuses made so far, by (plugin, code, reason): nodes that failed alike share one.
+    _made: dict[tuple[int, int, int], Status] = field(default_factory=dict, repr=False,
+                                                      compare=False)
 
     @property
     def feasible(self) -> np.ndarray:
@@ -94,8 +97,13 @@ class FilterRun:
 
     def plugin_status(self, plugin: int, position: int) -> Status:
         code = int(self.codes[plugin, position])
-        reasons = self.reason_tables[plugin][int(self.reason_ids[plugin, position])]
-        return Status(Code(code), reasons, self.plugins[plugin])
+        reason = int(self.reason_ids[plugin, position])
+        key = (plugin, code, reason)
+        status = self._made.get(key)
+        if status is None:
+            status = self._made[key] = Status(Code(code), self.reason_tables[plugin][reason],
+                                              self.plugins[plugin])
+        return status
 
     def take(self, count: int) -> FilterRun:
         return FilterRun(self.slots[:count], self.plugins, self.codes[:, :count],

@@ -384,8 +384,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
+            feasible = run.feasible.tolist()
             for position, i in enumerate(work):
-                if not run.feasible[position]:
+                if not feasible[position]:
                     outcomes[i] = ([], 0, run.status(position), ())
                     continue
                 lower[i].sort(key=self.more_important)

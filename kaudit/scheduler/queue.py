@@ -551,10 +551,11 @@ class SchedulingQueue:
         # plugins' hints it reaches. A pod none of whose rejectors is among them skips it.
         gating_hit: dict[int, bool] = {}
         hinted: dict[int, frozenset[str]] = {}
+        wildcard = event.wildcard
         for queued in list(self.unschedulable.values()):
             if pre_check is not None and not pre_check(queued):
                 continue
-            if queued.gated:
+            if queued.gating_plugin:
                 gating = queued.gating_events
                 hit = gating_hit.get(id(gating))
                 if hit is None:
@@ -562,15 +563,15 @@ class SchedulingQueue:
                         match_cluster_events(registered, event) for registered in gating)
                 if not hit:
                     continue
-            if not event.wildcard:
-                rejectors = queued.rejectors
-                table = self.hints(queued.pod) if rejectors else None
+            if not wildcard and (queued.unschedulable_plugins or queued.pending_plugins):
+                table = self.hints(queued.pod)
                 if table is not None:
                     plugins = hinted.get(id(table))
                     if plugins is None:
                         plugins = hinted[id(table)] = frozenset(
                             plugin for plugin, _ in self._matching(table, event, by_table))
-                    if plugins.isdisjoint(rejectors):
+                    if plugins.isdisjoint(queued.unschedulable_plugins) and \
+                            plugins.isdisjoint(queued.pending_plugins):
                         continue  # what worth_requeuing answers: no rejector hears it
             strategy = self.worth_requeuing(queued, event, old, new, by_table)
             if strategy == Strategy.SKIP:
