@@ -335,15 +335,14 @@ class ClusterState:
         self._account_many(left, -1)
         self.generation += 1
 
-    def move_sums(self, pods: Iterable[PodInfo], sign: int) -> None:
+    def move_sums(self, pods: Iterable[tuple[int, PodInfo]], sign: int) -> None:
         """Change only the per-node sums (requested and non-zero resources, pod counts, pods
-        by priority) as if the assigned ``pods`` came (+1) or went (-1), leaving the pods on
-        the nodes as they are: for a nodes-only fork whose filters read no node's pods
+        by priority) as if each (slot, assigned pod) came (+1) or went (-1), leaving the pods
+        on the nodes as they are: for a nodes-only fork whose filters read no node's pods
         (``FilterPlugin.reads_node_pods``), as preemption's dry run has."""
         if not self._nodes_only:
             raise ValueError("only a nodes-only fork moves sums without pods")
-        slot_of = self.slot_of
-        self._account_many([(slot_of[pod.node_name], pod) for pod in pods], sign)
+        self._account_many(list(pods), sign)
         self.generation += 1
 
     def _leave(self, pod: PodInfo) -> int:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,8 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 MAX_INT32 = 2**31 - 1
+#: Pods whose rank is kept between cycles, at most (then the memo starts again).
+_RANKS_KEPT = 1 << 18
 _NO_VICTIMS = Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
 
 #: What one node's dry run found: (victims, PDB violations, status, victim ties).
@@ -168,6 +170,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self.min_percentage = int(self.args.get("minCandidateNodesPercentage", 10))
         self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
         self._ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
+        self._cycle_ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -181,10 +184,20 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def more_important(self, pod: PodInfo) -> tuple[int, int]:
         """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``).
-        Kept for the cycle (a pod without a start time counts as starting now)."""
+        Kept while the pod object stands, or for the cycle when the pod has no start time
+        (it counts as starting now)."""
         key = self._ranks.get(pod.uid)
         if key is None or key[0] is not pod:
-            key = self._ranks[pod.uid] = (pod, (-pod.priority, self._start_time(pod)))
+            started = _parsed_start_time(pod.start_time) if pod.start_time else None
+            if started is None:
+                key = self._cycle_ranks.get(pod.uid)
+                if key is None or key[0] is not pod:
+                    key = self._cycle_ranks[pod.uid] = (pod, (-pod.priority,
+                                                              self._start_time(pod)))
+                return key[1]
+            if len(self._ranks) > _RANKS_KEPT:
+                self._ranks.clear()
+            key = self._ranks[pod.uid] = (pod, (-pod.priority, started))
         return key[1]
 
     def num_candidates(self, potential: int) -> int:
@@ -209,7 +222,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ------------------------------------------------------------------ PostFilter
 
     def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
-        self._ranks = {}
+        self._cycle_ranks = {}
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
         details.eligible = ok
@@ -375,12 +388,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             state = state.clone()
             if framework.filters_read_node_pods(state, pod):
                 forked = cluster.fork([slots[i] for i in work], nodes_only=True)
-                take, give = forked.remove_pods, forked.add_pods
+                take = _pods_only(forked.remove_pods)
+                give = _pods_only(forked.add_pods)
             else:  # the filters read only the nodes' sums: move those, not the pods
                 forked = cluster.fork((), nodes_only=True)
                 take = functools.partial(forked.move_sums, sign=-1)
                 give = functools.partial(forked.move_sums, sign=1)
-            take(victim for i in work for victim in lower[i])
+            take((slots[i], victim) for i in work for victim in lower[i])
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
@@ -401,14 +415,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 trying = [i for i, plan in plans.items() if round_ < len(plan[2])]
                 if not trying:
                     break
-                give(plans[i][2][round_] for i in trying)
+                give((slots[i], plans[i][2][round_]) for i in trying)
                 check = framework.run_filter_with_nominated(
                     state, pod, forked, np.asarray([slots[i] for i in trying]), nominator)
                 evicted = []
                 for position in np.flatnonzero(~check.feasible).tolist():
                     i = trying[position]
                     candidate = plans[i][2][round_]
-                    evicted.append(candidate)
+                    evicted.append((slots[i], candidate))
                     victims[i].append(candidate)
                     if round_ < len(plans[i][0]):
                         violations[i] += 1
@@ -480,6 +494,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             elif victim.priority > top:
                 top, earliest = victim.priority, self._start_time(victim)
         return earliest
+
+
+def _pods_only(change: Callable[[Iterable[PodInfo]], None]
+               ) -> Callable[[Iterable[tuple[int, PodInfo]]], None]:
+    """``change`` (a fork's add_pods or remove_pods) for (slot, pod) pairs."""
+    return lambda pairs: change(pod for _, pod in pairs)
 
 
 def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]]
