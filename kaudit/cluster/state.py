@@ -345,6 +345,23 @@ class ClusterState:
         self._account_many(list(pods), sign)
         self.generation += 1
 
+    def move_rows(self, slots: np.ndarray, rows: np.ndarray, priorities: np.ndarray,
+                  sign: int) -> None:
+        """``move_sums`` for pods given as their ``PodInfo.base_row`` (cpu, memory and
+        ephemeral-storage requests, non-zero cpu and memory) and priorities, on ``slots``:
+        one vector step whatever their number."""
+        if not self._nodes_only:
+            raise ValueError("only a nodes-only fork moves sums without pods")
+        if len(slots):
+            signed = rows if sign > 0 else -rows
+            # cpu, memory and ephemeral-storage are the first columns of every state.
+            np.add.at(self.requested, (slots[:, None], np.arange(3)), signed[:, :3])
+            np.add.at(self.non_zero, slots, signed[:, 3:])
+            np.add.at(self.pod_count, slots, sign)
+            for priority in np.unique(priorities).tolist():
+                np.add.at(self._priority_column(priority), slots[priorities == priority], sign)
+        self.generation += 1
+
     def _leave(self, pod: PodInfo) -> int:
         """Everything ``remove_pod`` does but the resource accounting; the pod's slot."""
         uid = pod.uid

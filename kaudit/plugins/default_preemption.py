@@ -170,7 +170,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self.min_percentage = int(self.args.get("minCandidateNodesPercentage", 10))
         self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
         self._ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
-        self._cycle_ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
+        self._cycle_now: int | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -179,26 +179,30 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             parsed = _parsed_start_time(pod.start_time)
             if parsed is not None:
                 return parsed
-        now = getattr(self.handle, "now_us", None)
-        return now() if callable(now) else 2**62
+        return self._now()
+
+    def _now(self) -> int:
+        """The virtual now, read once per cycle (a pod without a start time starts now)."""
+        if self._cycle_now is None:
+            now = getattr(self.handle, "now_us", None)
+            self._cycle_now = now() if callable(now) else 2**62
+        return self._cycle_now
 
     def more_important(self, pod: PodInfo) -> tuple[int, int]:
-        """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``).
-        Kept while the pod object stands, or for the cycle when the pod has no start time
-        (it counts as starting now)."""
+        """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``);
+        a pod without a start time counts as starting now. Kept while the pod object
+        stands."""
         key = self._ranks.get(pod.uid)
-        if key is None or key[0] is not pod:
-            started = _parsed_start_time(pod.start_time) if pod.start_time else None
-            if started is None:
-                key = self._cycle_ranks.get(pod.uid)
-                if key is None or key[0] is not pod:
-                    key = self._cycle_ranks[pod.uid] = (pod, (-pod.priority,
-                                                              self._start_time(pod)))
-                return key[1]
-            if len(self._ranks) > _RANKS_KEPT:
-                self._ranks.clear()
-            key = self._ranks[pod.uid] = (pod, (-pod.priority, started))
-        return key[1]
+        if key is not None and key[0] is pod:
+            return key[1]
+        started = _parsed_start_time(pod.start_time) if pod.start_time else None
+        if started is None:
+            return -pod.priority, self._now()
+        if len(self._ranks) > _RANKS_KEPT:
+            self._ranks.clear()
+        rank = -pod.priority, started
+        self._ranks[pod.uid] = (pod, rank)
+        return rank
 
     def num_candidates(self, potential: int) -> int:
         count = potential * self.min_percentage // 100
@@ -222,7 +226,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ------------------------------------------------------------------ PostFilter
 
     def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
-        self._cycle_ranks = {}
+        self._cycle_now = None
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
         details.eligible = ok
@@ -386,6 +390,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         work = [i for i, pods in enumerate(lower) if pods]
         if work:
             state = state.clone()
+            by_rows = False
             if framework.filters_read_node_pods(state, pod):
                 forked = cluster.fork([slots[i] for i in work], nodes_only=True)
                 take = _pods_only(forked.remove_pods)
@@ -394,7 +399,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 forked = cluster.fork((), nodes_only=True)
                 take = functools.partial(forked.move_sums, sign=-1)
                 give = functools.partial(forked.move_sums, sign=1)
-            take((slots[i], victim) for i in work for victim in lower[i])
+                by_rows = all(p.base_row is not None for i in work for p in lower[i])
+            if by_rows:  # every pod is its base row: one vector step per move
+                leaving = [p for i in work for p in lower[i]]
+                forked.move_rows(np.repeat([slots[i] for i in work], [len(lower[i]) for i in work]),
+                                 _rows(leaving), _priorities(leaving), -1)
+            else:
+                take((slots[i], victim) for i in work for victim in lower[i])
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
@@ -410,23 +421,43 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                             violating_pods + non_violating_pods)
             victims: dict[int, list[PodInfo]] = {i: [] for i in plans}
             violations = dict.fromkeys(plans, 0)
+            # Every plan's pods in one list: node k's r-th pod is at starts[k] + r.
+            keys = list(plans)
+            ordered = [p for i in keys for p in plans[i][2]]
+            lengths = np.asarray([len(plans[i][2]) for i in keys], dtype=np.int64)
+            starts = np.cumsum(lengths) - lengths
+            node_slots = np.asarray([slots[i] for i in keys], dtype=np.int64)
+            if by_rows:
+                rows, priorities = _rows(ordered), _priorities(ordered)
             round_ = 0
             while True:
-                trying = [i for i, plan in plans.items() if round_ < len(plan[2])]
-                if not trying:
+                at = np.flatnonzero(lengths > round_)
+                if not len(at):
                     break
-                give((slots[i], plans[i][2][round_]) for i in trying)
-                check = framework.run_filter_with_nominated(
-                    state, pod, forked, np.asarray([slots[i] for i in trying]), nominator)
-                evicted = []
-                for position in np.flatnonzero(~check.feasible).tolist():
-                    i = trying[position]
-                    candidate = plans[i][2][round_]
-                    evicted.append((slots[i], candidate))
-                    victims[i].append(candidate)
+                index = starts[at] + round_
+                if by_rows:
+                    forked.move_rows(node_slots[at], rows[index], priorities[index], 1)
+                else:
+                    give(zip(node_slots[at].tolist(), map(ordered.__getitem__, index.tolist()),
+                             strict=True))
+                check = framework.run_filter_with_nominated(state, pod, forked, node_slots[at],
+                                                            nominator)
+                failed = np.flatnonzero(~check.feasible)
+                if not len(failed):
+                    round_ += 1
+                    continue
+                out_nodes, out_pods = at[failed], index[failed]
+                if by_rows:
+                    forked.move_rows(node_slots[out_nodes], rows[out_pods],
+                                     priorities[out_pods], -1)
+                else:
+                    take(zip(node_slots[out_nodes].tolist(),
+                             map(ordered.__getitem__, out_pods.tolist()), strict=True))
+                for k, j in zip(out_nodes.tolist(), out_pods.tolist(), strict=True):
+                    i = keys[k]
+                    victims[i].append(ordered[j])
                     if round_ < len(plans[i][0]):
                         violations[i] += 1
-                take(evicted)
                 round_ += 1
             for i, (violating_pods, non_violating_pods, _) in plans.items():
                 outcomes[i] = self._outcome(lower[i], violating_pods, non_violating_pods,
@@ -494,6 +525,15 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             elif victim.priority > top:
                 top, earliest = victim.priority, self._start_time(victim)
         return earliest
+
+
+def _rows(pods: list[PodInfo]) -> np.ndarray:
+    """The pods' base rows (``PodInfo.base_row``) as one matrix."""
+    return np.asarray([pod.base_row for pod in pods], dtype=np.int64).reshape(len(pods), 5)
+
+
+def _priorities(pods: list[PodInfo]) -> np.ndarray:
+    return np.fromiter((pod.priority for pod in pods), dtype=np.int64, count=len(pods))
 
 
 def _pods_only(change: Callable[[Iterable[PodInfo]], None]

@@ -161,3 +161,31 @@ def test_nodes_holding_lower_priority_pods_are_known_through_every_change() -> N
     assert cluster.holds_lower_priority(slots, 10).tolist() == [True, True, False]
     cluster.remove_pod(low[1].uid)
     assert cluster.holds_lower_priority(slots, 1000).tolist() == [True, False, True]
+
+
+def test_moving_sums_by_pod_or_by_row_matches_removing_the_pods() -> None:
+    cluster = ClusterState()
+    for i in range(3):
+        cluster.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi").obj())
+    plain = [pod_info(cluster, make_pod(f"q{i}").node(f"n{i % 3}").priority(i % 2)
+                      .req(cpu=f"{100 * (i + 1)}m", memory=f"{i + 1}Gi").obj())
+             for i in range(7)]
+    cluster.add_pods(plain)
+    removed = cluster.fork([0, 1, 2], nodes_only=True)
+    removed.remove_pods(plain[::2])
+    by_pod, by_row = (cluster.fork((), nodes_only=True) for _ in range(2))
+    by_pod.move_sums([(cluster.slot_of[p.node_name], p) for p in plain[::2]], -1)
+    leaving = plain[::2]
+    assert all(p.base_row is not None for p in leaving)
+    by_row.move_rows(np.asarray([cluster.slot_of[p.node_name] for p in leaving]),
+                     np.asarray([p.base_row for p in leaving]),
+                     np.asarray([p.priority for p in leaving]), -1)
+    for moved in (by_pod, by_row):
+        assert moved.requested.tolist() == removed.requested.tolist()
+        assert moved.non_zero.tolist() == removed.non_zero.tolist()
+        assert moved.pod_count.tolist() == removed.pod_count.tolist()
+        assert {p: c.tolist() for p, c in moved.priority_counts.items()} == \
+            {p: c.tolist() for p, c in removed.priority_counts.items()}
+        assert moved.pods_on[0] == cluster.pods_on[0]  # the pods stay; only the sums move
+    with np.testing.assert_raises(ValueError):
+        cluster.move_sums([], 1)
