@@ -27,11 +27,12 @@ plugin's PreEnqueue holds the preemptor back (``SchedulerAsyncPreemption``).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -529,7 +530,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
 def _rows(pods: list[PodInfo]) -> np.ndarray:
     """The pods' base rows (``PodInfo.base_row``) as one matrix."""
-    return np.asarray([pod.base_row for pod in pods], dtype=np.int64).reshape(len(pods), 5)
+    flat = itertools.chain.from_iterable(cast(tuple[int, ...], pod.base_row) for pod in pods)
+    return np.fromiter(flat, dtype=np.int64, count=5 * len(pods)).reshape(len(pods), 5)
 
 
 def _priorities(pods: list[PodInfo]) -> np.ndarray:

@@ -151,6 +151,8 @@ class SchedulingQueue:
                  pop_from_backoff: bool = True,
                  on_backoff: Callable[[int], None] = lambda free_at: None,
                  of_interest: Callable[[ClusterEvent], bool] = lambda event: True) -> None:
+        """``hints`` gives a pod's profile's hint table: it may depend on the pod's scheduler
+        name only (the queue asks once per name when an event meets many pods)."""
         self.sort_key = sort_key
         self.initial_backoff_us = initial_backoff_us
         self.max_backoff_us = max_backoff_us
@@ -551,6 +553,7 @@ class SchedulingQueue:
         # plugins' hints it reaches. A pod none of whose rejectors is among them skips it.
         gating_hit: dict[int, bool] = {}
         hinted: dict[int, frozenset[str]] = {}
+        tables: dict[str, HintTable | None] = {}
         wildcard = event.wildcard
         for queued in list(self.unschedulable.values()):
             if pre_check is not None and not pre_check(queued):
@@ -564,7 +567,11 @@ class SchedulingQueue:
                 if not hit:
                     continue
             if not wildcard and (queued.unschedulable_plugins or queued.pending_plugins):
-                table = self.hints(queued.pod)
+                name = queued.pod.scheduler_name
+                if name in tables:
+                    table = tables[name]
+                else:
+                    table = tables[name] = self.hints(queued.pod)
                 if table is not None:
                     plugins = hinted.get(id(table))
                     if plugins is None:
