@@ -169,8 +169,7 @@ class NominatedLoad:
             view.pod_count += bucket.count
             view.priority_counts[priority] = (view.priority_counts.get(priority, 0)
                                               + bucket.count)
-        if own is not None:
-            assert own.amounts is not None
+        if own is not None and own.amounts is not None:  # an irregular one was never summed
             slot = own.slot
             for column, amount in own.amounts:
                 view.requested[slot, column] -= amount

@@ -108,6 +108,8 @@ def _quiet_worker_logs() -> Iterator[None]:
     levels from the environment when it imports Dask (``silence_logs`` reaches only its
     nanny's logger), and a worker whose scheduler goes away mid-write (Ctrl-C) would print a
     traceback for a stop the sweep itself reports. Cells' failures are in the database."""
+    import distributed  # noqa: F401 - this process reads its own log levels first, unquieted
+
     previous = os.environ.get(WORKER_LOG_LEVEL)
     os.environ[WORKER_LOG_LEVEL] = "critical"
     try:
@@ -200,7 +202,7 @@ def _run_cells(engine: Engine, url: str, spec: SweepSpec, sweep_id: int, identit
     if not todo:
         return tally
     # Kept for the cluster's life: a worker the nanny restarts starts from it too.
-    with _quiet_worker_logs():
+    with _quiet_worker_logs() if scheduler is None else contextlib.nullcontext():
         began = time.monotonic()
         client, cluster, tally.where = _client(scheduler, workers)
         by_key: dict[str, Any] = {}

@@ -207,3 +207,56 @@ def test_a_pod_nominated_again_counts_once_on_its_new_node() -> None:
     assert view is not None
     assert view.requested[[cluster.slot_of["a"], cluster.slot_of["b"]], 0].tolist() == [0, 3000]
     assert view.pod_count[[cluster.slot_of["a"], cluster.slot_of["b"]]].tolist() == [0, 1]
+
+
+def test_the_pod_s_own_nomination_with_a_host_port_is_left_out() -> None:
+    cluster = ClusterState()
+    for name in "ab":
+        cluster.add_node(make_node(name).capacity(cpu="4", memory="8Gi", pods="10").obj())
+    pod = replace(pod_info(cluster, make_pod("p").req(cpu="1").host_port(8080).priority(10)
+                           .obj()), nominated_node_name="a")  # the preemptor, tried again
+    other = replace(pod_info(cluster, make_pod("q").req(cpu="1").priority(10).obj()),
+                    nominated_node_name="b")
+    one_by_one, summed = _both(cluster, [pod, other], pod)
+    assert _verdicts(summed) == _verdicts(one_by_one)
+    assert all(feasible for feasible, *_ in _verdicts(summed))
+
+
+def test_node_volume_limits_is_judged_with_the_nominated_pods_one_by_one() -> None:
+    """A VolumeAttachment of the pod's own volume counts on top of the pod's use of it unless
+    a pod on the node mounts it: a nominated pod with that volume turns the failure into a
+    pass, so the filter is not only hindered by added pods and the two passes stay."""
+    uri = "/subscriptions/x/disk-1"
+    cluster = ClusterState()
+    cluster.add_node(make_node("n").capacity(cpu="8", memory="8Gi", pods="10").obj())
+    cluster.set_object("CSINode", {"kind": "CSINode", "metadata": {"name": "n"}, "spec": {
+        "drivers": [{"name": "disk.csi.azure.com", "nodeID": "n",
+                     "allocatable": {"count": 1}}]}})
+    cluster.set_object("PersistentVolume", {"kind": "PersistentVolume",
+                                            "metadata": {"name": "pv1"}, "spec": {"csi": {
+                                                "driver": "disk.csi.azure.com",
+                                                "volumeHandle": uri}}})
+    cluster.set_object("VolumeAttachment", {"kind": "VolumeAttachment",
+                                            "metadata": {"name": "va"}, "spec": {
+                                                "nodeName": "n",
+                                                "attacher": "disk.csi.azure.com",
+                                                "source": {"persistentVolumeName": "pv1"}}})
+
+    def with_disk(name: str, priority: int) -> PodInfo:
+        obj = make_pod(name).req(cpu="100m").priority(priority).obj()
+        obj["spec"]["volumes"] = [{"name": "d", "azureDisk": {"diskName": "d1",
+                                                              "diskURI": uri}}]
+        return pod_info(cluster, obj)
+
+    nominated = [replace(with_disk("q", 10), nominated_node_name="n")]
+    pod = with_disk("r", 5)
+    framework = _framework(pod)
+    state = CycleState()
+    framework.run_pre_filter(state, pod, cluster)
+    assert not framework.nominated_pods_settle_verdicts(state)
+    slots = cluster.order_array
+    runs = [framework.run_filter_with_nominated(
+        state, pod, cluster, slots, Nominations(nominated, cluster, summed=summed))
+        for summed in (False, True)]
+    assert _verdicts(runs[0]) == _verdicts(runs[1])
+    assert not runs[1].feasible.any()  # upstream's pass 1 fails: too many volumes

@@ -197,3 +197,23 @@ seeds: [1]
     replay_trace(engine, get_trace(engine, "rr.t"), config, registry, name="rr.packing.t.s1")
     assert remove_sweeps(engine, ["rr"]) == ["rr"]
     assert [r.name for r in _runs(engine)] == ["rr.packing.t.s1"]
+
+
+def test_quieting_the_local_workers_leaves_the_sweep_s_own_logging_alone() -> None:
+    """The workers start with Dask's logging at critical (no traceback per worker on
+    Ctrl-C); the sweep's process imports Dask first, so its own warnings still show."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import logging, os\n"
+              "from kaudit.sweep.run import WORKER_LOG_LEVEL, _quiet_worker_logs\n"
+              "with _quiet_worker_logs():\n"
+              "    import distributed  # noqa: F401\n"
+              "    inside = os.environ[WORKER_LOG_LEVEL]\n"
+              "print(inside, logging.getLogger('distributed').level,"
+              " WORKER_LOG_LEVEL in os.environ)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={k: v for k, v in os.environ.items()
+                                          if not k.startswith("DASK_")})
+    assert out.stdout.split() == ["critical", str(20), "False"]  # info, as Dask's default
