@@ -353,10 +353,7 @@ class ClusterState:
         if not self._nodes_only:
             raise ValueError("only a nodes-only fork moves sums without pods")
         if len(slots):
-            signed = rows if sign > 0 else -rows
-            # cpu, memory and ephemeral-storage are the first columns of every state.
-            np.add.at(self.requested, (slots[:, None], np.arange(3)), signed[:, :3])
-            np.add.at(self.non_zero, slots, signed[:, 3:])
+            self._account_rows(slots, rows, sign)
             np.add.at(self.pod_count, slots, sign)
             for priority in np.unique(priorities).tolist():
                 np.add.at(self._priority_column(priority), slots[priorities == priority], sign)
@@ -497,13 +494,7 @@ class ClusterState:
             non_zero_slots.append(slot)
             non_zero.append((pod.non_zero_cpu, pod.non_zero_memory))
         if rows:
-            # cpu, memory and ephemeral-storage are the first columns of every state.
-            matrix = np.asarray(rows, dtype=np.int64)
-            if sign < 0:
-                matrix = -matrix
-            np.add.at(self.requested, (np.asarray(row_slots)[:, None], np.arange(3)),
-                      matrix[:, :3])
-            np.add.at(self.non_zero, row_slots, matrix[:, 3:])
+            self._account_rows(np.asarray(row_slots), np.asarray(rows, dtype=np.int64), sign)
         if slots:
             np.add.at(self.requested, (slots, columns),
                       sign * np.asarray(amounts, dtype=np.int64))
@@ -512,6 +503,13 @@ class ClusterState:
         np.add.at(self.pod_count, [slot for slot, _ in entries], sign)
         for priority, slots_of_priority in by_priority.items():
             np.add.at(self._priority_column(priority), slots_of_priority, sign)
+
+    def _account_rows(self, slots: np.ndarray, rows: np.ndarray, sign: int) -> None:
+        """Add (or take away) pods given as ``PodInfo.base_row`` rows on ``slots``."""
+        signed = rows if sign > 0 else -rows
+        # cpu, memory and ephemeral-storage are the first columns of every state.
+        np.add.at(self.requested, (slots[:, None], np.arange(3)), signed[:, :3])
+        np.add.at(self.non_zero, slots, signed[:, 3:])
 
     def _priority_column(self, priority: int) -> np.ndarray:
         """Pods of ``priority`` per slot (all zero when first seen)."""
