@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -82,3 +83,17 @@ def format_rfc3339(ts_us: int) -> str:
     if moment.microsecond:
         text += f".{moment.microsecond:06d}".rstrip("0")
     return text + "Z"
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_start_time(value: str) -> int | None:
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def start_time_us(value: str | None) -> int | None:
+    """A pod's ``status.startTime`` in microseconds; None when absent or not a time (the
+    scheduler then treats the pod as starting now)."""
+    return _cached_start_time(value) if value else None

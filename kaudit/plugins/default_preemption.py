@@ -46,8 +46,15 @@ from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import LabelSelector, SelectorError
-from kaudit.model.timestamps import parse_timestamp
+from kaudit.model.timestamps import start_time_us
 from kaudit.plugins import names
+from kaudit.plugins.preemption_columns import (
+    Outcome,
+    TieFinder,
+    no_ties,
+    select_victims_by_columns,
+    tie_groups,
+)
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -59,19 +66,21 @@ MAX_INT32 = 2**31 - 1
 _RANKS_KEPT = 1 << 18
 _NO_VICTIMS = Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
 
-#: What one node's dry run found: (victims, PDB violations, status, victim ties).
-Outcome = tuple[list[PodInfo], int, Status, tuple[tuple[str, ...], ...]]
-
 
 @dataclass(frozen=True)
 class Candidate:
     node: str
     victims: tuple[PodInfo, ...]
     pdb_violations: int
-    #: Groups of equally ranked potential victims (same priority and start time) whose fates
-    #: differed: upstream orders them with an unstable sort, so which of them are evicted (or
-    #: count against a PodDisruptionBudget) is a coin flip.
-    victim_ties: tuple[tuple[str, ...], ...] = ()
+    #: Works out ``victim_ties`` when first asked: only the chosen node's are ever read.
+    find_ties: TieFinder = field(default=no_ties, repr=False, compare=False)
+
+    @functools.cached_property
+    def victim_ties(self) -> tuple[tuple[str, ...], ...]:
+        """Groups of equally ranked potential victims (same priority and start time) whose
+        fates differed: upstream orders them with an unstable sort, so which of them are
+        evicted (or count against a PodDisruptionBudget) is a coin flip."""
+        return self.find_ties()
 
 
 @dataclass
@@ -121,14 +130,6 @@ class PreemptionDetails:
         }
 
 
-@functools.lru_cache(maxsize=65536)
-def _parsed_start_time(value: str) -> int | None:
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
-
-
 def _terminating_by_preemption(pod: PodInfo) -> bool:
     if not pod.terminating:
         return False
@@ -176,11 +177,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ------------------------------------------------------------------ helpers
 
     def _start_time(self, pod: PodInfo) -> int:
-        if pod.start_time:
-            parsed = _parsed_start_time(pod.start_time)
-            if parsed is not None:
-                return parsed
-        return self._now()
+        parsed = start_time_us(pod.start_time)
+        return self._now() if parsed is None else parsed
 
     def _now(self) -> int:
         """The virtual now, read once per cycle (a pod without a start time starts now)."""
@@ -196,7 +194,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         key = self._ranks.get(pod.uid)
         if key is not None and key[0] is pod:
             return key[1]
-        started = _parsed_start_time(pod.start_time) if pod.start_time else None
+        started = start_time_us(pod.start_time)
         if started is None:
             return -pod.priority, self._now()
         if len(self._ranks) > _RANKS_KEPT:
@@ -301,9 +299,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 if outcome is None:
                     details.node_statuses[node_name] = _NO_VICTIMS
                     continue
-                victims, violations, status, ties = outcome
+                victims, violations, status, find_ties = outcome
                 if status.ok and victims:
-                    candidate = Candidate(node_name, tuple(victims), violations, ties)
+                    candidate = Candidate(node_name, tuple(victims), violations, find_ties)
                     (non_violating if violations == 0 else violating).append(candidate)
                     if non_violating and len(non_violating) + len(violating) >= wanted:
                         details.candidates = non_violating + violating
@@ -340,7 +338,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not potential:
             # Without copying the state first: with a cluster of equal priorities this is
             # every node of every failed attempt.
-            return [], 0, _NO_VICTIMS, ()
+            return [], 0, _NO_VICTIMS, no_ties
         forked = cluster.fork(slot)
         for victim in potential:
             forked.remove_pod(victim.uid)
@@ -348,7 +346,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         run = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
                                                   nominator)
         if not run.feasible.all():
-            return [], 0, run.status(0), ()
+            return [], 0, run.status(0), no_ties
         potential.sort(key=self.more_important)
         violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
@@ -384,9 +382,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
         framework = self.handle.framework
         nominator = getattr(self.handle, "nominator", None)
+        by_columns = select_victims_by_columns(state, pod, cluster, slots, pdbs, framework,
+                                               nominator, self._now(), _NO_VICTIMS)
+        if by_columns is not None:
+            return by_columns
         lower = [self._lower_priority_pods(pod, cluster, slot) for slot in slots]
         outcomes: list[Outcome | None] = [
-            None if pods else ([], 0, _NO_VICTIMS, ())
+            None if pods else ([], 0, _NO_VICTIMS, no_ties)
             for pods in lower]
         work = [i for i, pods in enumerate(lower) if pods]
         if work:
@@ -413,7 +415,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             feasible = run.feasible.tolist()
             for position, i in enumerate(work):
                 if not feasible[position]:
-                    outcomes[i] = ([], 0, run.status(position), ())
+                    outcomes[i] = ([], 0, run.status(position), no_ties)
                     continue
                 lower[i].sort(key=self.more_important)
                 violating_pods, non_violating_pods = filter_pods_with_pdb_violation(lower[i],
@@ -470,24 +472,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  violations: int) -> Outcome:
         if violating_pods and non_violating_pods:
             victims.sort(key=self.more_important)
-        return victims, violations, Status.success(), self._ties(ranked, victims,
-                                                                 violating_pods)
-
-    def _ties(self, ranked: list[PodInfo], victims: list[PodInfo],
-              violating_pods: list[PodInfo]) -> tuple[tuple[str, ...], ...]:
-        """Groups of equally ranked pods (``MoreImportantPod`` cannot order them) whose fates
-        (evicted or not, counted against a PodDisruptionBudget or not) differ."""
         keys = [self.more_important(p) for p in ranked]
-        if len(set(keys)) == len(keys):
-            return ()
-        evicted = {v.uid for v in victims}
-        violators = {v.uid for v in violating_pods}
-        groups: dict[tuple[int, int], list[PodInfo]] = {}
-        for key, p in zip(keys, ranked, strict=True):
-            groups.setdefault(key, []).append(p)
-        return tuple(tuple(p.key for p in group) for group in groups.values()
-                     if len(group) > 1
-                     and len({(p.uid in evicted, p.uid in violators) for p in group}) > 1)
+
+        def find_ties() -> tuple[tuple[str, ...], ...]:
+            evicted = {v.uid for v in victims}
+            violators = {v.uid for v in violating_pods}
+            return tie_groups(keys, ranked, [p.uid in evicted for p in ranked],
+                              [p.uid in violators for p in ranked])
+        return victims, violations, Status.success(), find_ties
 
     # ------------------------------------------------------------------ choosing
 
@@ -547,6 +539,8 @@ def _pods_only(change: Callable[[Iterable[PodInfo]], None]
 def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]]
                                    ) -> tuple[list[PodInfo], list[PodInfo]]:
     """Split pods into (violating, non-violating) against copies of the PDBs' budgets."""
+    if not pdbs:
+        return [], list(pods)
     allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
     selectors: list[LabelSelector | None] = []
     for pdb in pdbs:

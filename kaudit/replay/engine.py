@@ -51,6 +51,7 @@ from kaudit.model.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.apply import DATA_ERRORS, TraceApplication
 from kaudit.replay.clock import EventLoop, Priority
+from kaudit.replay.collector import replay_pace
 from kaudit.replay.gpu_sharing import GpuSharingTracker
 from kaudit.scheduler.binding import bind, finish_binding
 from kaudit.scheduler.queue import ACTIVE, BACKOFF, QueuedPod, SchedulingQueue, hint_table
@@ -249,6 +250,11 @@ class Replay(TraceApplication):
         """Replay ``events``; ``tick`` is called every few hundred units of work (an event
         applied, a timer, a scheduling attempt): a heartbeat, and where a stop request may
         raise, between writes."""
+        with replay_pace():
+            return self._run(events, progress, tick)
+
+    def _run(self, events: Iterable[StoredEvent], progress: Callable[[int], None] | None,
+             tick: Callable[[], None] | None) -> ReplaySummary:
         self._tick = tick
         began = time.perf_counter()
         iterator = iter(events)

@@ -52,9 +52,15 @@ def random_cluster(seed: int) -> tuple[ClusterState, list[PodInfo], PodInfo]:
         if rng.random() < 0.1:
             builder.host_port(8080)
         obj = builder.obj()
-        obj["status"] = {"phase": "Running",
-                         "startTime": f"2026-01-05T08:{rng.randint(0, 3):02d}:00Z"}
+        obj["status"] = {"phase": "Running"}
+        if rng.random() < 0.85:  # else it counts as starting now
+            obj["status"]["startTime"] = f"2026-01-05T08:{rng.randint(0, 3):02d}:00Z"
         cluster.add_pod(pod_info(cluster, obj))
+    # Updated pods leave their node and join it again: equals keep the order they joined in.
+    for uid in rng.sample(sorted(cluster.pods), len(cluster.pods) // 4):
+        pod = cluster.pods[uid]
+        cluster.remove_pod(uid)
+        cluster.add_pod(pod)
     for i, app in enumerate("ab"):
         if rng.random() < 0.7:
             cluster.set_object("PodDisruptionBudget", {
@@ -87,9 +93,9 @@ def _after_pre_filter(cluster: ClusterState, pod: PodInfo, nominator: Nomination
 
 
 def _comparable(outcome: tuple[Any, ...]) -> tuple[Any, ...]:
-    victims, violations, status, ties = outcome
+    victims, violations, status, find_ties = outcome
     return [v.key for v in victims], violations, (status.code, status.reasons,
-                                                  status.plugin), ties
+                                                  status.plugin), find_ties()
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -202,3 +208,26 @@ def test_a_filter_error_past_the_stopping_node_does_not_fail_the_dry_run() -> No
     assert [(c.node, [v.key for v in c.victims]) for c in details.candidates] == [
         ("n1", ["default/a1"])]
     assert details.examined_nodes == 2
+
+
+def test_equal_victims_list_budget_violators_first_in_both_dry_runs() -> None:
+    """b (no budget) joined the node before a (its budget allows no disruption), both equally
+    ranked and both evicted: upstream lists the violating victim first."""
+    cluster = ClusterState()
+    cluster.add_node(make_node("n0").capacity(cpu="2", memory="16Gi", pods="10").obj())
+    for name, app in (("b", "other"), ("a", "guarded")):
+        obj = make_pod(name).node("n0").req(cpu="1").priority(0).label("app", app).obj()
+        obj["status"] = {"phase": "Running", "startTime": "2026-01-05T08:00:00Z"}
+        cluster.add_pod(pod_info(cluster, obj))
+    cluster.set_object("PodDisruptionBudget", {
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "guarded"}}},
+        "status": {"disruptionsAllowed": 0}})
+    pod = pod_info(cluster, make_pod("high").req(cpu="2").priority(15).obj())
+    framework, plugin, state = _after_pre_filter(cluster, pod, Nominations([]))
+    pdbs = list(cluster.objects["PodDisruptionBudget"].values())
+    for outcome in (plugin.select_victims_on_nodes(state, pod, cluster, [0], pdbs)[0],
+                    plugin.select_victims_on_node(state.clone(), pod, cluster, 0, pdbs)):
+        victims, violations, status, find_ties = outcome
+        assert status.ok and [v.name for v in victims] == ["a", "b"] and violations == 1
+        assert find_ties() == (("default/b", "default/a"),)

@@ -204,3 +204,17 @@ def test_gated_pods_wait_until_their_gates_are_lifted(sample: Engine) -> None:
     assert ("gated", "active", "UnschedulablePodUpdatePodSchedulingGatesEliminated") in steps
     assert story["queue"][1]["time"] == "2026-01-05T09:03:20Z"  # when the trace lifts the gate
     assert story["boundNode"] is not None
+
+
+def test_the_collector_runs_at_the_replay_pace_only_while_replaying(sample: Engine) -> None:
+    import gc
+
+    from kaudit.replay.collector import REPLAY_THRESHOLDS
+    config, registry = load()
+    trace = get_trace(sample, "sample")
+    seen: list[tuple[int, ...]] = []
+    before = gc.get_threshold()
+    Replay(build_scheduler(config, registry), MemorySink(), options_for(config)).run(
+        iter_events(sample, trace.id), tick=lambda: seen.append(gc.get_threshold()))
+    assert seen and all(t[0] >= REPLAY_THRESHOLDS[0] for t in seen)
+    assert gc.get_threshold() == before

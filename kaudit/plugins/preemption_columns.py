@@ -1,0 +1,203 @@
+"""Preemption's dry run held column-wise: every candidate node's victims at once, in arrays.
+
+``SelectVictimsOnNode`` (``pkg/scheduler/framework/preemption/preemption.go`` and
+``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, Kubernetes
+v1.34) for a block of nodes, with the potential victims taken from the cluster state's pod
+columns instead of each node's pod map:
+
+1. the lower-priority pods of every node, ordered most important first (higher priority,
+   then earlier start; equal pods keep the order they joined the node, as Python's stable
+   sort of the node's pods would);
+2. split against copies of the PodDisruptionBudgets' budgets, node by node, in that order;
+3. all of them taken off their nodes' sums at once, one filter run over the nodes;
+4. reprieve rounds, violating pods first: round *r* gives every node its *r*-th pod back and
+   one filter run judges them all; a node where the pod no longer fits loses that pod again;
+5. each node's victims, most important first (violating before non-violating among equals).
+
+It applies when the cluster state keeps pod columns, no filter reads the pods on a node for
+this preemptor (``FilterPlugin.reads_node_pods``) and every potential victim requests only
+cpu, memory and ephemeral storage; otherwise the caller takes the pod-by-pod path. Both give
+every node the outcome of its own dry run (``tests/plugins/test_preemption_batched.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kaudit.cluster.state import NO_START_TIME, ClusterState
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.status import Status
+from kaudit.model.pod import PodInfo
+from kaudit.model.selectors import LabelSelector, SelectorError
+
+TieFinder = Callable[[], tuple[tuple[str, ...], ...]]
+#: What one node's dry run found: (victims, PDB violations, status, victim ties).
+Outcome = tuple[list[PodInfo], int, Status, TieFinder]
+
+
+def no_ties() -> tuple[tuple[str, ...], ...]:
+    return ()
+
+
+def tie_groups(keys: Sequence[tuple[int, int]], ranked: Sequence[PodInfo],
+               evicted: Sequence[bool], violating: Sequence[bool]
+               ) -> tuple[tuple[str, ...], ...]:
+    """Groups of equally ranked pods (``MoreImportantPod`` cannot order them) whose fates
+    (evicted or not, counted against a PodDisruptionBudget or not) differ. ``ranked`` is in
+    order of ``keys``; the other sequences run beside it."""
+    if len(set(keys)) == len(keys):
+        return ()
+    groups: dict[tuple[int, int], list[int]] = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    return tuple(tuple(ranked[i].key for i in members) for members in groups.values()
+                 if len(members) > 1
+                 and len({(evicted[i], violating[i]) for i in members}) > 1)
+
+
+def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterState,
+                              slots: list[int], pdbs: Sequence[dict[str, Any]],
+                              framework: Any, nominator: Any, now: int, no_victims: Status
+                              ) -> list[Outcome] | None:
+    """One outcome per slot of ``slots`` (``no_victims`` for a node without lower-priority
+    pods), or None when the column-wise path does not apply. ``now`` is the start time of a
+    pod without one."""
+    if not cluster.tracks_pod_rows or framework.filters_read_node_pods(state, pod):
+        return None
+    node_slots = np.asarray(slots, dtype=np.int64)
+    count = cluster.pod_rows
+    position = np.full(cluster.capacity, -1, dtype=np.int64)
+    position[node_slots] = np.arange(len(slots))
+    positions = position[cluster.pod_row_slot[:count]]
+    rows = np.flatnonzero(cluster.pod_row_live[:count]
+                          & (cluster.pod_row_priority[:count] < pod.priority)
+                          & (positions >= 0))
+    if not cluster.pod_row_plain[rows].all():
+        return None
+    node = positions[rows]
+    priority = cluster.pod_row_priority[rows]
+    start = cluster.pod_row_start[rows]
+    start = np.where(start == NO_START_TIME, now, start)
+    ranked = np.lexsort((rows, start, -priority, node))
+    rows, node, priority, start = rows[ranked], node[ranked], priority[ranked], start[ranked]
+    pods = cluster.pod_row_pods
+    sizes = np.bincount(node, minlength=len(slots))
+    firsts = np.cumsum(sizes) - sizes
+    violating = (_pdb_violators([pods[r] for r in rows.tolist()], node, firsts, pdbs)
+                 if pdbs else np.zeros(len(rows), dtype=bool))
+    base = cluster.pod_row_base[rows]
+
+    state = state.clone()
+    forked = cluster.fork((), nodes_only=True)
+    forked.move_rows(node_slots[node], base, priority, -1)
+    holding = np.flatnonzero(sizes)
+    fits_without = framework.run_filter_with_nominated(state, pod, forked, node_slots[holding],
+                                                       nominator)
+    feasible = np.zeros(len(slots), dtype=bool)
+    feasible[holding] = fits_without.feasible
+    evicted = _reprieve(state, pod, forked, node_slots, node, base, priority, violating,
+                        firsts, feasible, framework, nominator)
+
+    # Victims most important first; among equals, PodDisruptionBudget violators first.
+    new_key = np.ones(len(rows), dtype=bool)
+    new_key[1:] = ((node[1:] != node[:-1]) | (priority[1:] != priority[:-1])
+                   | (start[1:] != start[:-1]))
+    key_group = np.cumsum(new_key)
+    chosen = np.flatnonzero(evicted)
+    chosen = chosen[np.lexsort((chosen, ~violating[chosen], key_group[chosen]))]
+    victim_counts = np.bincount(node[chosen], minlength=len(slots)).tolist()
+    violation_counts = np.bincount(node[evicted & violating], minlength=len(slots)).tolist()
+    victim_rows = rows[chosen].tolist()
+
+    outcomes: list[Outcome] = []
+    statuses = dict(zip(holding.tolist(), range(len(holding)), strict=True))
+    at = 0
+    for k, (size, first) in enumerate(zip(sizes.tolist(), firsts.tolist(), strict=True)):
+        if not size:
+            outcomes.append(([], 0, no_victims, no_ties))
+            continue
+        if not feasible[k]:
+            outcomes.append(([], 0, fits_without.status(statuses[k]), no_ties))
+            continue
+        taken = victim_counts[k]
+        victims = [pods[r] for r in victim_rows[at:at + taken]]
+        at += taken
+        outcomes.append((victims, violation_counts[k], Status.success(),
+                         _tie_finder(pods, rows, priority, start, evicted, violating,
+                                     first, first + size)))
+    return outcomes
+
+
+def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots: np.ndarray,
+              node: np.ndarray, base: np.ndarray, priority: np.ndarray,
+              violating: np.ndarray, firsts: np.ndarray, feasible: np.ndarray,
+              framework: Any, nominator: Any) -> np.ndarray:
+    """Give each feasible node its potential victims back one round at a time, violators
+    first; whether each pod (in ranked order) stays evicted."""
+    evicted = np.zeros(len(node), dtype=bool)
+    planned = np.flatnonzero(feasible[node])
+    if not len(planned):
+        return evicted
+    # Reprieve order within a node: violators first, each group in ranked order.
+    planned = planned[np.lexsort((planned, ~violating[planned], node[planned]))]
+    plan_node = node[planned]
+    per_node = np.bincount(plan_node, minlength=len(firsts))
+    turn = np.arange(len(planned)) - (np.cumsum(per_node) - per_node)[plan_node]
+    by_round = np.lexsort((plan_node, turn))
+    planned, plan_node, turn = planned[by_round], plan_node[by_round], turn[by_round]
+    bounds = np.searchsorted(turn, np.arange(int(turn[-1]) + 2)).tolist()
+    for lo, hi in itertools.pairwise(bounds):
+        pods_back = planned[lo:hi]
+        slots_back = node_slots[plan_node[lo:hi]]
+        forked.move_rows(slots_back, base[pods_back], priority[pods_back], 1)
+        check = framework.run_filter_with_nominated(state, pod, forked, slots_back, nominator)
+        failed = np.flatnonzero(~check.feasible)
+        if len(failed):
+            out = pods_back[failed]
+            forked.move_rows(slots_back[failed], base[out], priority[out], -1)
+            evicted[out] = True
+    return evicted
+
+
+def _tie_finder(pods: list[PodInfo], rows: np.ndarray, priority: np.ndarray,
+                start: np.ndarray, evicted: np.ndarray, violating: np.ndarray, lo: int,
+                hi: int) -> TieFinder:
+    """The node's victim ties, worked out only when asked (for the chosen node)."""
+    def find() -> tuple[tuple[str, ...], ...]:
+        keys = list(zip((-priority[lo:hi]).tolist(), start[lo:hi].tolist(), strict=True))
+        return tie_groups(keys, [pods[r] for r in rows[lo:hi].tolist()],
+                          evicted[lo:hi].tolist(), violating[lo:hi].tolist())
+    return find
+
+
+def _pdb_violators(ranked: list[PodInfo], node: np.ndarray, firsts: np.ndarray,
+                   pdbs: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``filterPodsWithPDBViolation`` node by node over pods in ranked order: a pod violates
+    when some budget it counts against (its namespace, a matching selector, not already
+    disrupted) is exhausted by it and the node's more important pods."""
+    violating = np.zeros(len(ranked), dtype=bool)
+    for pdb in pdbs:
+        metadata = pdb.get("metadata") or {}
+        status = pdb.get("status") or {}
+        try:
+            selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
+        except SelectorError:
+            continue
+        if selector.nothing or selector.empty:
+            continue
+        namespace = metadata.get("namespace")
+        disrupted = status.get("disruptedPods") or {}
+        counts = np.fromiter(
+            (bool(p.labels) and p.namespace == namespace and p.name not in disrupted
+             and selector.matches(p.labels) for p in ranked), dtype=bool, count=len(ranked))
+        if not counts.any():
+            continue
+        running = np.cumsum(counts)
+        before = np.concatenate(([0], running))[firsts[node]]
+        allowed = int(status.get("disruptionsAllowed") or 0)
+        violating |= counts & (running - before > allowed)
+    return violating

@@ -1,0 +1,32 @@
+"""The replay raises the garbage collector's thresholds while it runs, and only then."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from kaudit.replay.collector import REPLAY_THRESHOLDS, replay_pace
+
+
+def test_thresholds_are_raised_inside_and_restored_after() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with replay_pace():
+            assert gc.get_threshold() == REPLAY_THRESHOLDS
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_higher_thresholds_are_kept_and_restored_after_an_error() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(500_000, 10, 1_000)
+        with pytest.raises(RuntimeError), replay_pace():
+            assert gc.get_threshold() == (500_000, 50, 1_000)
+            raise RuntimeError("stop")
+        assert gc.get_threshold() == (500_000, 10, 1_000)
+    finally:
+        gc.set_threshold(*before)
