@@ -348,8 +348,8 @@ class Framework:
                 continue
             verdicts = plugin.filter(state, pod, cluster, slots[positions])
             plugin_codes = verdicts.codes
-            unexpected = (plugin_codes != 0) & (plugin_codes != Code.UNSCHEDULABLE) & (
-                plugin_codes != Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            unexpected = (plugin_codes != 0) & (plugin_codes != _REJECTED[0]) & (
+                plugin_codes != _REJECTED[1])
             if unexpected.any():
                 where = int(np.flatnonzero(unexpected)[0])
                 status = verdicts.status(where)

@@ -232,10 +232,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not ok:
             return PostFilterResult(details=details), Status.of(Code.UNSCHEDULABLE,
                                                                  "preemption: " + message)
-        order = cluster.order
-        statuses, absent = diagnosis.node_statuses, diagnosis.absent_status
-        potential = [slot for slot, name in zip(order, cluster.names(order), strict=True)
-                     if statuses.get(name, absent).code == Code.UNSCHEDULABLE]
+        potential = self._potential_nodes(cluster, diagnosis)
         details.potential_nodes = len(potential)
         rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
@@ -252,6 +249,31 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         details.chosen = details.tied[0]
         return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
                 Status.success())
+
+    @staticmethod
+    def _potential_nodes(cluster: ClusterState, diagnosis: Diagnosis) -> list[int]:
+        """``nodesWherePreemptionMightHelp``: the slots, in node order, whose filter status
+        is Unschedulable (UnschedulableAndUnresolvable and absent nodes are left out)."""
+        unschedulable = Code.UNSCHEDULABLE
+        order = cluster.order
+        if diagnosis.absent_status.code == unschedulable:
+            statuses, absent = diagnosis.node_statuses, diagnosis.absent_status
+            return [slot for slot, name in zip(order, cluster.names(order), strict=True)
+                    if statuses.get(name, absent).code == unschedulable]
+        # Only nodes with an explicit status can qualify: look those up, not every node.
+        slot_of = cluster.slot_of
+        slots = np.fromiter((slot_of[name] for name, status in
+                             diagnosis.node_statuses.items()
+                             if status.code == unschedulable and name in slot_of),
+                            dtype=np.int64)
+        if not len(slots):
+            return []
+        position = np.full(cluster.capacity, -1, dtype=np.int64)
+        position[cluster.order_array] = np.arange(len(order))
+        ranks = position[slots]
+        slots = slots[ranks >= 0]
+        ordered: list[int] = slots[np.argsort(ranks[ranks >= 0], kind="stable")].tolist()
+        return ordered
 
     def _dry_run(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                  potential: list[int], offset: int, details: PreemptionDetails) -> None:

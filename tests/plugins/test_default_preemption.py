@@ -105,3 +105,33 @@ def test_diff_reports_a_tied_preemption_as_a_tie_flip(
     changes = {c["pod"]: c["change"] for c in diff["changes"]}
     assert changes == {"default/high": "tie-flip", "default/a": "tie-flip",
                        "default/b": "tie-flip"}
+
+
+def test_potential_nodes_are_the_unschedulable_ones_in_node_order() -> None:
+    """``nodesWherePreemptionMightHelp`` over random diagnoses: nodes in several zones, some
+    removed, statuses Unschedulable, UnschedulableAndUnresolvable or absent, and an absent
+    status of either code."""
+    import random
+
+    from kaudit.framework.diagnosis import Diagnosis
+    from kaudit.framework.status import Code, Status
+    from kaudit.plugins.default_preemption import DefaultPreemption
+    for seed in range(30):
+        rng = random.Random(seed)
+        cluster = ClusterState()
+        names = [f"n{i}" for i in range(rng.randint(1, 40))]
+        for name in names:
+            cluster.add_node(make_node(name).label("topology.kubernetes.io/zone",
+                                                   rng.choice("abc")).obj())
+        for name in rng.sample(names, len(names) // 5):
+            cluster.remove_node(name)
+        codes = (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        statuses = {name: Status.of(rng.choice(codes), "why") for name in names
+                    if rng.random() < 0.7}
+        diagnosis = Diagnosis(node_statuses=dict(rng.sample(list(statuses.items()),
+                                                            len(statuses))),
+                              absent_status=Status.of(rng.choice(codes), "absent"))
+        expected = [slot for slot in cluster.order
+                    if diagnosis.status_of(cluster.node(slot).name).code
+                    == Code.UNSCHEDULABLE]
+        assert DefaultPreemption._potential_nodes(cluster, diagnosis) == expected
