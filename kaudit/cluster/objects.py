@@ -37,9 +37,8 @@ def pod_info(cluster: ClusterState, obj: dict[str, Any]) -> PodInfo:
 def apply_pod(cluster: ClusterState, obj: dict[str, Any], deleted: bool = False
               ) -> PodInfo | None:
     """Account (or release) an assigned pod; returns the accounted PodInfo, if any."""
-    uid = (obj.get("metadata") or {}).get("uid")
     pod = pod_info(cluster, obj)
-    existing = cluster.pods.get(pod.uid) if uid else None
+    existing = cluster.pods.get(pod.uid)
     if existing is not None:
         cluster.remove_pod(existing.uid)
     if deleted or not pod.node_name or pod.phase in FINISHED_PHASES:

@@ -23,16 +23,14 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.gpus import GpuDevices
+from kaudit.cluster.victim_columns import VictimColumns
 from kaudit.model.gpu import GPU_MODEL_KEY, NVIDIA_GPU
 from kaudit.model.node import NodeInfo, parse_node
 from kaudit.model.pod import HostPort, PodInfo, Taint
 from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from kaudit.model.timestamps import start_time_us
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _INITIAL_CAPACITY = 64
-#: ``pod_row_start`` of a pod without a start time (the scheduler counts it as starting now).
-NO_START_TIME = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True)
@@ -84,15 +82,8 @@ class ClusterState:
         self.pod_row_slot = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
         self.pod_row_namespace = np.full(_INITIAL_CAPACITY, -1, dtype=np.int32)
         self.pod_row_labels: list[dict[str, str]] = []
-        # Per pod row, for preemption's column-wise dry run: whether the pod is still
-        # assigned, its priority, its start time (NO_START_TIME when it has none), its
-        # ``base_row`` (zeros and ``pod_row_plain`` False when it has none), the pod itself.
-        self.pod_row_live = np.zeros(_INITIAL_CAPACITY, dtype=bool)
-        self.pod_row_priority = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
-        self.pod_row_start = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
-        self.pod_row_base = np.zeros((_INITIAL_CAPACITY, 5), dtype=np.int64)
-        self.pod_row_plain = np.zeros(_INITIAL_CAPACITY, dtype=bool)
-        self.pod_row_pods: list[PodInfo] = []
+        #: Preemption's view of the pod rows; None in a fork.
+        self.victim_columns: VictimColumns | None = VictimColumns(_INITIAL_CAPACITY)
         self.namespace_codes: dict[str, int] = {}
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._zones: dict[str, list[int]] = {}
@@ -296,7 +287,12 @@ class ClusterState:
         self.generation += 1
 
     def _enter(self, pod: PodInfo) -> int:
-        """Everything ``add_pod`` does but the resource accounting; the pod's slot."""
+        """Everything ``add_pod`` does but the resource accounting; the pod's slot. A pod
+        assigned again without leaving first replaces its old object."""
+        if not self._nodes_only:
+            old = self.pods.get(pod.uid)
+            if old is not None:
+                self._account(self._leave(old), old, -1)
         slot = self._slot(pod.node_name)
         self.pods_on[slot][pod.uid] = pod
         if not self._nodes_only:
@@ -384,7 +380,8 @@ class ClusterState:
             row = self.pod_row.pop(uid, None)
             if row is not None:
                 self.pod_row_namespace[row] = -1
-                self.pod_row_live[row] = False
+                if self.victim_columns is not None:
+                    self.victim_columns.leave(row)
         self.gpus.release(uid)
         if pod.host_ports:
             ports = self.ports_on[slot]
@@ -412,12 +409,6 @@ class ClusterState:
             self.gpus.assign(pod.uid, slot, tuple(devices), demand.milli)
 
     @property
-    def tracks_pod_rows(self) -> bool:
-        """Whether the pod columns follow this state's pods (a nodes-only fork shares its
-        parent's and leaves them as they are)."""
-        return not self._nodes_only
-
-    @property
     def pod_rows(self) -> int:
         """How many rows the pod columns hold (removed pods keep theirs, marked -1)."""
         return len(self.pod_row_labels)
@@ -429,36 +420,17 @@ class ClusterState:
             self.pod_row_slot = np.concatenate([self.pod_row_slot, np.zeros(extra, np.int64)])
             self.pod_row_namespace = np.concatenate(
                 [self.pod_row_namespace, np.full(extra, -1, np.int32)])
-            self.pod_row_live = np.concatenate([self.pod_row_live, np.zeros(extra, bool)])
-            self.pod_row_priority = np.concatenate(
-                [self.pod_row_priority, np.zeros(extra, np.int64)])
-            self.pod_row_start = np.concatenate([self.pod_row_start, np.zeros(extra, np.int64)])
-            self.pod_row_base = np.vstack([self.pod_row_base, np.zeros((extra, 5), np.int64)])
-            self.pod_row_plain = np.concatenate([self.pod_row_plain, np.zeros(extra, bool)])
             for key, (codes, index) in list(self._label_columns.items()):
                 self._label_columns[key] = (
                     np.concatenate([codes, np.full(extra, -1, np.int64)]), index)
-        retired = self.pod_row.get(pod.uid)
-        if retired is not None:  # entered again without leaving: one live row per pod
-            self.pod_row_namespace[retired] = -1
-            self.pod_row_live[retired] = False
         self.pod_row[pod.uid] = row
         self.pod_row_slot[row] = slot
         code = -1 if pod.terminating else self.namespace_codes.setdefault(
             pod.namespace, len(self.namespace_codes))
         self.pod_row_namespace[row] = code
         self.pod_row_labels.append(pod.labels)
-        self.pod_row_pods.append(pod)
-        self.pod_row_live[row] = True
-        self.pod_row_priority[row] = pod.priority
-        started = start_time_us(pod.start_time)
-        self.pod_row_start[row] = NO_START_TIME if started is None else started
-        if pod.base_row is not None:
-            self.pod_row_base[row] = pod.base_row
-            self.pod_row_plain[row] = True
-        else:
-            self.pod_row_base[row] = 0
-            self.pod_row_plain[row] = False
+        if self.victim_columns is not None:
+            self.victim_columns.enter(row, pod)
         for key, (codes, index) in self._label_columns.items():
             value = pod.labels.get(key)
             codes[row] = -1 if value is None else index.setdefault(value, len(index))
@@ -585,6 +557,7 @@ class ClusterState:
             clone.ports_on[slot] = list(self.ports_on[slot])
         clone.gpus = self.gpus.fork()
         clone._nodes_only = nodes_only
+        clone.victim_columns = None
         if nodes_only:
             return clone
         clone.pods = dict(self.pods)
@@ -597,12 +570,6 @@ class ClusterState:
         clone.pod_row_slot = self.pod_row_slot.copy()
         clone.pod_row_namespace = self.pod_row_namespace.copy()
         clone.pod_row_labels = list(self.pod_row_labels)
-        clone.pod_row_live = self.pod_row_live.copy()
-        clone.pod_row_priority = self.pod_row_priority.copy()
-        clone.pod_row_start = self.pod_row_start.copy()
-        clone.pod_row_base = self.pod_row_base.copy()
-        clone.pod_row_plain = self.pod_row_plain.copy()
-        clone.pod_row_pods = list(self.pod_row_pods)
         clone.namespace_codes = dict(self.namespace_codes)
         clone._label_columns = {key: (codes.copy(), dict(index))
                                 for key, (codes, index) in self._label_columns.items()}

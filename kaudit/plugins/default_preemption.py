@@ -45,13 +45,13 @@ from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnque
 from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
-from kaudit.model.selectors import LabelSelector, SelectorError
 from kaudit.model.timestamps import start_time_us
 from kaudit.plugins import names
 from kaudit.plugins.preemption_columns import (
     Outcome,
     TieFinder,
     no_ties,
+    parse_budgets,
     select_victims_by_columns,
     tie_groups,
 )
@@ -563,30 +563,14 @@ def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[
     """Split pods into (violating, non-violating) against copies of the PDBs' budgets."""
     if not pdbs:
         return [], list(pods)
-    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
-    selectors: list[LabelSelector | None] = []
-    for pdb in pdbs:
-        try:
-            selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
-        except SelectorError:
-            selector = None
-        selectors.append(None if selector is None or selector.nothing or selector.empty
-                         else selector)
+    budgets = parse_budgets(pdbs)
+    allowed = [budget.allowed for budget in budgets]
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
     for pod in pods:
         violated = False
-        if pod.labels:
-            for i, pdb in enumerate(pdbs):
-                metadata = pdb.get("metadata") or {}
-                selector = selectors[i]
-                if metadata.get("namespace") != pod.namespace or selector is None:
-                    continue
-                if not selector.matches(pod.labels):
-                    continue
-                disrupted = (pdb.get("status") or {}).get("disruptedPods") or {}
-                if pod.name in disrupted:
-                    continue
+        for i, budget in enumerate(budgets):
+            if budget.counts(pod):
                 allowed[i] -= 1
                 if allowed[i] < 0:
                     violated = True

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from kaudit.cluster.state import NO_START_TIME, ClusterState
+from kaudit.cluster.state import ClusterState
+from kaudit.cluster.victim_columns import NO_START_TIME
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Status
 from kaudit.model.pod import PodInfo
@@ -66,30 +68,27 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     """One outcome per slot of ``slots`` (``no_victims`` for a node without lower-priority
     pods), or None when the column-wise path does not apply. ``now`` is the start time of a
     pod without one."""
-    if not cluster.tracks_pod_rows or framework.filters_read_node_pods(state, pod):
+    columns = cluster.victim_columns
+    if columns is None or framework.filters_read_node_pods(state, pod):
         return None
     node_slots = np.asarray(slots, dtype=np.int64)
     count = cluster.pod_rows
     position = np.full(cluster.capacity, -1, dtype=np.int64)
     position[node_slots] = np.arange(len(slots))
     positions = position[cluster.pod_row_slot[:count]]
-    rows = np.flatnonzero(cluster.pod_row_live[:count]
-                          & (cluster.pod_row_priority[:count] < pod.priority)
+    rows = np.flatnonzero(columns.live[:count] & (columns.priority[:count] < pod.priority)
                           & (positions >= 0))
-    if not cluster.pod_row_plain[rows].all():
+    if not columns.plain[rows].all():
         return None
     node = positions[rows]
-    priority = cluster.pod_row_priority[rows]
-    start = cluster.pod_row_start[rows]
+    priority = columns.priority[rows]
+    start = columns.start[rows]
     start = np.where(start == NO_START_TIME, now, start)
     ranked = np.lexsort((rows, start, -priority, node))
     rows, node, priority, start = rows[ranked], node[ranked], priority[ranked], start[ranked]
-    pods = cluster.pod_row_pods
     sizes = np.bincount(node, minlength=len(slots))
     firsts = np.cumsum(sizes) - sizes
-    violating = (_pdb_violators([pods[r] for r in rows.tolist()], node, firsts, pdbs)
-                 if pdbs else np.zeros(len(rows), dtype=bool))
-    base = cluster.pod_row_base[rows]
+    base = columns.base[rows]
 
     state = state.clone()
     forked = cluster.fork((), nodes_only=True)
@@ -99,8 +98,13 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
                                                        nominator)
     feasible = np.zeros(len(slots), dtype=bool)
     feasible[holding] = fits_without.feasible
+    planned = feasible[node]
+    pods: list[PodInfo] = [columns.pods[r] for r in rows.tolist()]  # type: ignore[misc]
+    violating = np.zeros(len(rows), dtype=bool)
+    if pdbs and planned.any():
+        violating = pdb_violators(pods, node, firsts, planned, parse_budgets(pdbs))
     evicted = _reprieve(state, pod, forked, node_slots, node, base, priority, violating,
-                        firsts, feasible, framework, nominator)
+                        firsts, planned, framework, nominator)
 
     # Victims most important first; among equals, PodDisruptionBudget violators first.
     new_key = np.ones(len(rows), dtype=bool)
@@ -111,7 +115,7 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     chosen = chosen[np.lexsort((chosen, ~violating[chosen], key_group[chosen]))]
     victim_counts = np.bincount(node[chosen], minlength=len(slots)).tolist()
     violation_counts = np.bincount(node[evicted & violating], minlength=len(slots)).tolist()
-    victim_rows = rows[chosen].tolist()
+    victim_order = chosen.tolist()
 
     outcomes: list[Outcome] = []
     statuses = dict(zip(holding.tolist(), range(len(holding)), strict=True))
@@ -124,22 +128,23 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
             outcomes.append(([], 0, fits_without.status(statuses[k]), no_ties))
             continue
         taken = victim_counts[k]
-        victims = [pods[r] for r in victim_rows[at:at + taken]]
+        victims = [pods[i] for i in victim_order[at:at + taken]]
         at += taken
         outcomes.append((victims, violation_counts[k], Status.success(),
-                         _tie_finder(pods, rows, priority, start, evicted, violating,
+                         _tie_finder(pods, priority, start, evicted, violating,
                                      first, first + size)))
     return outcomes
 
 
 def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots: np.ndarray,
               node: np.ndarray, base: np.ndarray, priority: np.ndarray,
-              violating: np.ndarray, firsts: np.ndarray, feasible: np.ndarray,
+              violating: np.ndarray, firsts: np.ndarray, planned_mask: np.ndarray,
               framework: Any, nominator: Any) -> np.ndarray:
-    """Give each feasible node its potential victims back one round at a time, violators
-    first; whether each pod (in ranked order) stays evicted."""
+    """Give each feasible node (where ``planned_mask`` holds its pods) its potential victims
+    back one round at a time, violators first; whether each pod (in ranked order) stays
+    evicted."""
     evicted = np.zeros(len(node), dtype=bool)
-    planned = np.flatnonzero(feasible[node])
+    planned = np.flatnonzero(planned_mask)
     if not len(planned):
         return evicted
     # Reprieve order within a node: violators first, each group in ranked order.
@@ -163,41 +168,64 @@ def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots:
     return evicted
 
 
-def _tie_finder(pods: list[PodInfo], rows: np.ndarray, priority: np.ndarray,
-                start: np.ndarray, evicted: np.ndarray, violating: np.ndarray, lo: int,
-                hi: int) -> TieFinder:
+def _tie_finder(pods: list[PodInfo], priority: np.ndarray, start: np.ndarray,
+                evicted: np.ndarray, violating: np.ndarray, lo: int, hi: int) -> TieFinder:
     """The node's victim ties, worked out only when asked (for the chosen node)."""
     def find() -> tuple[tuple[str, ...], ...]:
         keys = list(zip((-priority[lo:hi]).tolist(), start[lo:hi].tolist(), strict=True))
-        return tie_groups(keys, [pods[r] for r in rows[lo:hi].tolist()],
-                          evicted[lo:hi].tolist(), violating[lo:hi].tolist())
+        return tie_groups(keys, pods[lo:hi], evicted[lo:hi].tolist(),
+                          violating[lo:hi].tolist())
     return find
 
 
-def _pdb_violators(ranked: list[PodInfo], node: np.ndarray, firsts: np.ndarray,
-                   pdbs: Sequence[dict[str, Any]]) -> np.ndarray:
-    """``filterPodsWithPDBViolation`` node by node over pods in ranked order: a pod violates
-    when some budget it counts against (its namespace, a matching selector, not already
-    disrupted) is exhausted by it and the node's more important pods."""
-    violating = np.zeros(len(ranked), dtype=bool)
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as ``filterPodsWithPDBViolation`` reads it."""
+
+    namespace: str | None
+    #: None for a selector that is empty, selects nothing or does not parse.
+    selector: LabelSelector | None
+    allowed: int
+    disrupted: frozenset[str]
+
+    def counts(self, pod: PodInfo) -> bool:
+        """Whether evicting ``pod`` uses up one of this budget's disruptions."""
+        return (self.selector is not None and bool(pod.labels)
+                and pod.namespace == self.namespace and self.selector.matches(pod.labels)
+                and pod.name not in self.disrupted)
+
+
+def parse_budgets(pdbs: Sequence[dict[str, Any]]) -> list[Budget]:
+    budgets = []
     for pdb in pdbs:
-        metadata = pdb.get("metadata") or {}
         status = pdb.get("status") or {}
         try:
             selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
         except SelectorError:
+            selector = None
+        if selector is not None and (selector.nothing or selector.empty):
+            selector = None
+        budgets.append(Budget((pdb.get("metadata") or {}).get("namespace"), selector,
+                              int(status.get("disruptionsAllowed") or 0),
+                              frozenset(status.get("disruptedPods") or {})))
+    return budgets
+
+
+def pdb_violators(ranked: list[PodInfo], node: np.ndarray, firsts: np.ndarray,
+                  where: np.ndarray, budgets: list[Budget]) -> np.ndarray:
+    """``filterPodsWithPDBViolation`` node by node over pods in ranked order (only those
+    ``where`` holds): a pod violates when some budget it counts against is exhausted by it
+    and the node's more important pods."""
+    violating = np.zeros(len(ranked), dtype=bool)
+    candidates = np.flatnonzero(where).tolist()
+    for budget in budgets:
+        if budget.selector is None:
             continue
-        if selector.nothing or selector.empty:
-            continue
-        namespace = metadata.get("namespace")
-        disrupted = status.get("disruptedPods") or {}
-        counts = np.fromiter(
-            (bool(p.labels) and p.namespace == namespace and p.name not in disrupted
-             and selector.matches(p.labels) for p in ranked), dtype=bool, count=len(ranked))
+        counts = np.zeros(len(ranked), dtype=bool)
+        counts[candidates] = [budget.counts(ranked[i]) for i in candidates]
         if not counts.any():
             continue
         running = np.cumsum(counts)
         before = np.concatenate(([0], running))[firsts[node]]
-        allowed = int(status.get("disruptionsAllowed") or 0)
-        violating |= counts & (running - before > allowed)
+        violating |= counts & (running - before > budget.allowed)
     return violating

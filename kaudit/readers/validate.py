@@ -145,7 +145,9 @@ KIND_FIELDS: dict[str, dict[str, Any]] = {
     "PriorityClass": {"value": INT32, "preemptionPolicy": str, "globalDefault": bool},
     "PodDisruptionBudget": {"spec": {"selector": LABEL_SELECTOR,
                                      "minAvailable": "int-or-string",
-                                     "maxUnavailable": "int-or-string"}},
+                                     "maxUnavailable": "int-or-string"},
+                            "status": {"disruptionsAllowed": INT32,
+                                       "disruptedPods": STRING_MAP}},
     "Namespace": {},
 }
 

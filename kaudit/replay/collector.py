@@ -12,20 +12,35 @@ raised, and put back afterwards; cycles are still collected, only less often.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Allocations between young collections, and collections between older ones.
 REPLAY_THRESHOLDS = (100_000, 50, 100)
 
+_lock = threading.Lock()
+_replays = 0
+_before: tuple[int, ...] = ()
+
 
 @contextmanager
 def replay_pace() -> Iterator[None]:
-    """Raise the collector's thresholds (never lower them) for the block, then restore."""
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(old, new) for old, new in zip(before, REPLAY_THRESHOLDS,
-                                                          strict=False)))
+    """Raise the collector's thresholds (never lower them) for the block, then restore them.
+    Replays in several threads of one process share one raise: the last to end restores.
+    A collector switched off (threshold 0) stays off."""
+    global _replays, _before
+    with _lock:
+        if _replays == 0:
+            _before = gc.get_threshold()
+            if _before[0] > 0:
+                gc.set_threshold(*(max(old, new) for old, new in
+                                   zip(_before, REPLAY_THRESHOLDS, strict=False)))
+        _replays += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _lock:
+            _replays -= 1
+            if _replays == 0:
+                gc.set_threshold(*_before)

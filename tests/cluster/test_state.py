@@ -189,3 +189,38 @@ def test_moving_sums_by_pod_or_by_row_matches_removing_the_pods() -> None:
         assert moved.pods_on[0] == cluster.pods_on[0]  # the pods stay; only the sums move
     with np.testing.assert_raises(ValueError):
         cluster.move_sums([], 1)
+
+
+def test_a_pod_without_uid_applied_again_is_accounted_once() -> None:
+    """A trace without uids updates a bound pod (the key ``namespace/name`` stands for its
+    uid): the new object replaces the old, on the same node or another."""
+    from kaudit.cluster.objects import apply_pod
+    cluster = ClusterState()
+    for name in ("n0", "n1"):
+        cluster.add_node(make_node(name).capacity(cpu="4", memory="8Gi").obj())
+    obj = make_pod("web").node("n0").req(cpu="1").obj()
+    del obj["metadata"]["uid"]
+    apply_pod(cluster, obj)
+    apply_pod(cluster, obj)
+    assert free(cluster, "n0", "cpu") == 3000 and int(cluster.pod_count.sum()) == 1
+    obj["spec"]["nodeName"] = "n1"
+    apply_pod(cluster, obj)
+    assert free(cluster, "n0", "cpu") == 4000 and free(cluster, "n1", "cpu") == 3000
+    on_nodes = [list(cluster.pods_on[cluster.slot_of[n]]) for n in ("n0", "n1")]
+    assert on_nodes == [[], ["default/web"]]
+    columns = cluster.victim_columns
+    assert columns is not None
+    live = np.flatnonzero(columns.live[:cluster.pod_rows]).tolist()
+    assert live == [cluster.pod_row["default/web"]]
+    assert [p is None for p in columns.pods] == [True, True, False]
+
+
+def test_forks_keep_no_victim_columns() -> None:
+    cluster = ClusterState()
+    cluster.add_node(make_node("n0").capacity(cpu="4", memory="8Gi").obj())
+    cluster.add_pod(pod_info(cluster, make_pod("a").node("n0").req(cpu="1").obj()))
+    for fork in (cluster.fork(0), cluster.fork(0, nodes_only=True)):
+        assert fork.victim_columns is None
+        fork.add_pods([pod_info(cluster, make_pod("b").node("n0").req(cpu="1").obj())])
+    columns = cluster.victim_columns
+    assert columns is not None and len(columns.pods) == 1 and cluster.pod_rows == 1

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kaudit.cluster.objects import pod_info
+from kaudit.cluster.objects import apply_pod, pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Code
@@ -61,12 +61,37 @@ def random_cluster(seed: int) -> tuple[ClusterState, list[PodInfo], PodInfo]:
         pod = cluster.pods[uid]
         cluster.remove_pod(uid)
         cluster.add_pod(pod)
+    # Pods without a uid, applied again as a trace updates them (on the same node or not).
+    for i in range(rng.randint(0, 6)):
+        obj = (make_pod(f"q{i}").node(rng.choice(names)).req(cpu="500m").priority(0)
+               .label("app", rng.choice("ab")).obj())
+        del obj["metadata"]["uid"]
+        apply_pod(cluster, obj)
+        if rng.random() < 0.5:
+            obj["spec"]["nodeName"] = rng.choice(names)
+        apply_pod(cluster, obj)
+    # Victims being deleted (terminating), a pod that requests an extended resource (the
+    # pod-by-pod path then judges the block), a node gone with its pods still bound.
+    for uid in rng.sample(sorted(cluster.pods), min(3, len(cluster.pods))):
+        pod = cluster.pods[uid]
+        cluster.remove_pod(uid)
+        cluster.add_pod(replace(pod, terminating=True))
+    if seed % 4 == 0:
+        obj = make_pod("widget").node(names[0]).req(cpu="100m").priority(0).obj()
+        obj["spec"]["containers"][0]["resources"]["requests"]["example.com/widget"] = "1"
+        cluster.add_pod(pod_info(cluster, obj))
+    if seed % 3 == 0:
+        cluster.remove_node(names[-1])
     for i, app in enumerate("ab"):
         if rng.random() < 0.7:
             cluster.set_object("PodDisruptionBudget", {
                 "metadata": {"name": f"pdb{i}", "namespace": "default"},
                 "spec": {"selector": {"matchLabels": {"app": app}}},
-                "status": {"disruptionsAllowed": rng.randint(0, 2)}})
+                "status": {"disruptionsAllowed": rng.randint(0, 2),
+                           "disruptedPods": {f"p{rng.randint(0, 20)}": "2026-01-05T08:00:00Z"}}})
+    cluster.set_object("PodDisruptionBudget", {
+        "metadata": {"name": "elsewhere", "namespace": "other"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}}, "status": {"disruptionsAllowed": 0}})
     nominated = []
     for i in range(rng.randint(0, 6)):
         pod = pod_info(cluster, make_pod(f"nominated{i}").req(cpu=rng.choice(["500m", "2"]))
@@ -224,7 +249,7 @@ def test_equal_victims_list_budget_violators_first_in_both_dry_runs() -> None:
         "spec": {"selector": {"matchLabels": {"app": "guarded"}}},
         "status": {"disruptionsAllowed": 0}})
     pod = pod_info(cluster, make_pod("high").req(cpu="2").priority(15).obj())
-    framework, plugin, state = _after_pre_filter(cluster, pod, Nominations([]))
+    _, plugin, state = _after_pre_filter(cluster, pod, Nominations([]))
     pdbs = list(cluster.objects["PodDisruptionBudget"].values())
     for outcome in (plugin.select_victims_on_nodes(state, pod, cluster, [0], pdbs)[0],
                     plugin.select_victims_on_node(state.clone(), pod, cluster, 0, pdbs)):

@@ -50,3 +50,19 @@ def test_invalid_node_quantity() -> None:
 def test_deleted_pod_needs_only_metadata() -> None:
     assert validate_object({"kind": "Pod", "metadata": {"name": "p", "namespace": "d"}},
                            "DELETED")[2] == "p"
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    ({"disruptionsAllowed": "unknown"}, "object.status.disruptionsAllowed: must be"),
+    ({"disruptionsAllowed": 2**31}, "object.status.disruptionsAllowed"),
+    ({"disruptedPods": ["web-0"]}, "object.status.disruptedPods: must be an object"),
+])
+def test_invalid_disruption_budget_status(status: dict, message: str) -> None:
+    """Preemption reads a budget's disruptions allowed and disrupted pods."""
+    pdb = {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
+           "metadata": {"name": "web", "namespace": "shop"},
+           "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": status}
+    with pytest.raises(ObjectError, match=message):
+        validate_object(pdb, "ADDED")
+    pdb["status"] = {"disruptionsAllowed": 1, "disruptedPods": {"web-0": "2026-01-05T08:00:00Z"}}
+    assert validate_object(pdb, "ADDED")[:3] == ("PodDisruptionBudget", "shop", "web")

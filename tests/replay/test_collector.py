@@ -30,3 +30,27 @@ def test_higher_thresholds_are_kept_and_restored_after_an_error() -> None:
         assert gc.get_threshold() == (500_000, 10, 1_000)
     finally:
         gc.set_threshold(*before)
+
+
+def test_nested_replays_restore_once_the_last_ends() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with replay_pace():
+            with replay_pace():
+                assert gc.get_threshold() == REPLAY_THRESHOLDS
+            assert gc.get_threshold() == REPLAY_THRESHOLDS
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_collector_switched_off_stays_off() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(0, 10, 10)
+        with replay_pace():
+            assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold() == (0, 10, 10)
+    finally:
+        gc.set_threshold(*before)
