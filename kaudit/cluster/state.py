@@ -259,8 +259,7 @@ class ClusterState:
         return result
 
     def names(self, slots: Iterable[int]) -> list[str]:
-        slot_names = self.slot_names
-        return [slot_names[s] for s in slots]
+        return list(map(self.slot_names.__getitem__, slots))
 
     # ------------------------------------------------------------------ pods
 

@@ -269,6 +269,10 @@ def _fits_empty(pod: PodInfo, allocatable: dict[str, int]) -> bool:
                                   or is_scalar(resource)))
 
 
+#: Up to this many reasons, ``combine_failures`` finds the distinct combinations by counting.
+_FEW_FAILURES = 12
+
+
 def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: Code
                      ) -> NodeVerdicts:
     """Per node, every failing reason in order, as one status with ``code``."""
@@ -283,7 +287,13 @@ def combine_failures(failures: list[tuple[str, np.ndarray]], count: int, code: C
     matrix = np.stack([mask for _, mask in failures], axis=1)
     weights = (1 << np.arange(len(failures), dtype=np.int64))
     keys = matrix.astype(np.int64) @ weights
-    unique, inverse = np.unique(keys, return_inverse=True)
+    if len(failures) <= _FEW_FAILURES:  # np.unique without its sort: few possible keys
+        present = np.flatnonzero(np.bincount(keys, minlength=1 << len(failures)))
+        lookup = np.zeros(1 << len(failures), dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        unique, inverse = present, lookup[keys]
+    else:
+        unique, inverse = np.unique(keys, return_inverse=True)
     reasons: list[tuple[str, ...]] = []
     for key in unique.tolist():
         reasons.append(tuple(reason for i, (reason, _) in enumerate(failures) if key >> i & 1))

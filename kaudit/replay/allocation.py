@@ -40,20 +40,24 @@ class AllocationTracker:
                 self.weighted[name] = self.weighted.get(name, 0.0) + value * dt
             self.imbalance_weighted += self._imbalance * dt
         self.last_us = now
-        live = cluster.live
+        live = np.flatnonzero(cluster.live)
+        live_allocatable = cluster.allocatable[live]
+        live_requested = cluster.requested[live]
+        totals = live_allocatable.sum(axis=0).tolist()
+        used_totals = live_requested.sum(axis=0).tolist()
         current: dict[str, float] = {}
         for name, column in cluster.resources.items():
             if name == "pods":
                 continue
-            allocatable = int(cluster.allocatable[live, column].sum())
-            if allocatable > 0:
-                value = float(cluster.requested[live, column].sum()) / allocatable
+            allocatable_total = totals[column]
+            if allocatable_total > 0:
+                value = float(used_totals[column]) / allocatable_total
                 current[name] = value
                 self.peak[name] = max(self.peak.get(name, 0.0), value)
         self._current = current
         cpu = cluster.resources["cpu"]
-        allocatable = cluster.allocatable[live, cpu]
-        used = cluster.requested[live, cpu]
+        allocatable = live_allocatable[:, cpu]
+        used = live_requested[:, cpu]
         mask = allocatable > 0
         self._imbalance = float(np.std(used[mask] / allocatable[mask])) if mask.any() else 0.0
 
