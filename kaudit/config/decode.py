@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kaudit.config.extenders import EXTENDER, decode_extenders
 from kaudit.config.fielderrors import FieldError, child, index, not_supported, required
 from kaudit.config.model import yaml_name
 from kaudit.config.plugins import Registry, check_args_type
@@ -52,7 +53,7 @@ CONFIGURATION = Obj({
     "podInitialBackoffSeconds": "int64",
     "podMaxBackoffSeconds": "int64",
     "profiles": ListOf(_PROFILE),
-    "extenders": ListOf("any"),
+    "extenders": ListOf(EXTENDER),
     "delayCacheUntilActive": "bool",
 })
 
@@ -146,6 +147,6 @@ def decode_configuration(obj: Any, registry: Registry) -> ConfigurationV1:
         pod_initial_backoff_seconds=_int_or_none(obj.get("podInitialBackoffSeconds")),
         pod_max_backoff_seconds=_int_or_none(obj.get("podMaxBackoffSeconds")),
         profiles=tuple(profiles),
-        extenders=tuple(obj.get("extenders") or ()),
+        extenders=decode_extenders(obj.get("extenders") or []),
     )
 

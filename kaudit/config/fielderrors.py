@@ -70,10 +70,16 @@ class FieldError:
         return self.message()
 
 
+class Bare(str):
+    """A string value Go prints unquoted (a ``fmt.Stringer`` such as ``v1.ResourceName``)."""
+
+
 def render_value(value: Any) -> str:
     """A bad value as Go's ``%v``/``%q`` would print it: strings quoted, null, true."""
     if value is None:
         return "null"
+    if isinstance(value, Bare):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -12,11 +12,13 @@ message starts with the file name.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kaudit.config.decode import DecodeError, decode_configuration
 from kaudit.config.defaulting import default_configuration
+from kaudit.config.extenders import ignored_resources, in_call_order
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import FieldError, child, format_errors, invalid
 from kaudit.config.model import Profile, SchedulerConfiguration
@@ -80,6 +82,10 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
     errors = validate_configuration(config, registry)
     if errors:
         raise ConfigError(format_errors(source, errors))
+    ignored = ignored_resources(config.extenders)
+    if ignored:
+        config = replace(config, profiles=tuple(
+            _ignoring(raw, ignored, source) for raw in config.profiles))
     built: list[tuple[ProfileV1, Profile]] = []
     for raw in config.profiles:
         try:
@@ -98,7 +104,21 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
         parallelism=config.parallelism or 16,
         source=None if source == DEFAULTS_SOURCE else source,
         warnings=tuple(f"{source}: {w}" for w in _unknown_plugin_config(config, registry)),
+        extenders=in_call_order(config.extenders),
     )
+
+
+def _ignoring(profile: ProfileV1, ignored: list[str], source: str) -> ProfileV1:
+    """``buildExtenders``: resources extenders manage with ``ignoredByScheduler`` become
+    NodeResourcesFit's ``ignoredResources`` (replacing any given) in every profile."""
+    for i, plugin_config in enumerate(profile.plugin_config):
+        if plugin_config.name == "NodeResourcesFit":
+            configs = list(profile.plugin_config)
+            configs[i] = replace(plugin_config, args={**(plugin_config.args or {}),
+                                                      "ignoredResources": list(ignored)})
+            return replace(profile, plugin_config=tuple(configs))
+    raise ConfigError(f"{source}: {profile.origin}: can't find NodeResourcesFitArgs in "
+                      "plugin config (extenders manage resources with ignoredByScheduler)")
 
 
 def _unknown_plugin_config(config: ConfigurationV1, registry: Registry) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaudit.config.extenders import ExtenderConfig
 from kaudit.config.feature_gates import FeatureGates
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -99,6 +100,9 @@ class SchedulerConfiguration:
     source: str | None = None
     #: What loading noticed but upstream accepts (a ``pluginConfig`` entry for no plugin).
     warnings: tuple[str, ...] = ()
+    #: Scheduler extenders, shared by every profile, in the order they are called
+    #: (ignorable ones last).
+    extenders: tuple[ExtenderConfig, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The effective configuration as a v1 KubeSchedulerConfiguration object."""
@@ -110,4 +114,5 @@ class SchedulerConfiguration:
             "podInitialBackoffSeconds": self.pod_initial_backoff_seconds,
             "podMaxBackoffSeconds": self.pod_max_backoff_seconds,
             "profiles": [profile.to_dict() for profile in self.profiles.values()],
+            **({"extenders": [e.to_dict() for e in self.extenders]} if self.extenders else {}),
         }

@@ -9,6 +9,8 @@ its path. ``null`` is accepted everywhere and means "not set", as for Go pointer
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -34,8 +36,8 @@ class Obj:
     fields: Mapping[str, Spec]
 
 
-# A leaf kind ("string", "bool", "int32", "int64", "float", "duration", "object" for any
-# mapping, "any") or a composite schema.
+# A leaf kind ("string", "bool", "int32", "int64", "float", "duration", "bytes" (base64),
+# "object" for any mapping, "any") or a composite schema.
 Spec = Union[str, ListOf, MapOf, Obj]  # noqa: UP007 (a runtime alias with forward refs)
 
 
@@ -70,6 +72,12 @@ def _check_scalar(value: Any, kind: str, path: str) -> list[FieldError]:
             return [type_invalid(path, value, f"expected {kind}, got a fraction")]
         if not low <= value <= high:
             return [type_invalid(path, value, f"number out of range for {kind}")]
+        return []
+    if kind == "bytes" and isinstance(value, str):  # a Go []byte: standard base64
+        try:
+            base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            return [type_invalid(path, value, f"illegal base64 data: {exc}")]
         return []
     if kind == "duration" and isinstance(value, str):
         try:

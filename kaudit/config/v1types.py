@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaudit.config.extenders import ExtenderConfig
 from kaudit.config.model import API_VERSION, EXTENSION_POINTS, KIND
 
 __all__ = ["API_VERSION", "KIND", "MULTI_POINT", "PLUGIN_SETS", "ConfigurationV1", "Plugin",
@@ -68,4 +69,4 @@ class ConfigurationV1:
     pod_initial_backoff_seconds: int | None = None
     pod_max_backoff_seconds: int | None = None
     profiles: tuple[ProfileV1, ...] = ()
-    extenders: tuple[Any, ...] = field(default=())
+    extenders: tuple[ExtenderConfig, ...] = field(default=())

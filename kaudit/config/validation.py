@@ -10,18 +10,18 @@ queueSort plugins and args in every profile; global percentageOfNodesToScore in
 Differences: upstream's table keys NodeResourcesFit's validator as
 ``"NodeResourcesFitArgs"`` so config validation skips it and the plugin rejects bad args
 when it starts; kaudit validates them here, with the full field path. Extenders are
-refused, since kaudit cannot call them.
+validated as upstream validates them (``kaudit/config/extenders.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kaudit.config.extenders import validate_extenders
 from kaudit.config.fielderrors import (
     FieldError,
     child,
     duplicate,
-    forbidden,
     index,
     invalid,
     required,
@@ -120,7 +120,5 @@ def validate_configuration(config: ConfigurationV1, registry: Registry) -> list[
     if maximum is not None and initial is not None and maximum < initial:
         errors.append(invalid("podMaxBackoffSeconds", maximum,
                               "must be greater than or equal to PodInitialBackoffSeconds"))
-    if config.extenders:
-        errors.append(forbidden("extenders", "kaudit does not call scheduler extenders; "
-                                "remove them to replay with the in-tree plugins only"))
+    errors += validate_extenders(config.extenders)
     return errors

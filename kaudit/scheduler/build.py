@@ -13,6 +13,7 @@ from kaudit.config import (
     load_object,
     parse_feature_gates,
 )
+from kaudit.errors import ConfigError
 from kaudit.framework.plugin import Handle, Plugin
 from kaudit.framework.runtime import Framework
 from kaudit.scheduler.registry import build_registry, plugin_specs
@@ -44,6 +45,10 @@ def load_object_config(obj: Any, source: str, feature_gates: str | FeatureGates 
 def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plugin]], *,
                     seed: int = 0, now_us: Callable[[], int] | None = None,
                     tie_break: str = "random") -> Scheduler:
+    if config.extenders:
+        raise ConfigError(f"{config.source or 'configuration'}: extenders: kaudit validates "
+                          "scheduler extenders but does not call them yet; remove them to "
+                          "replay with the in-tree plugins only")
     frameworks = {}
     for name, profile in config.profiles.items():
         handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us)

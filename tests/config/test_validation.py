@@ -87,9 +87,6 @@ CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}))}
      "PodInitialBackoffSeconds"),
     ("parallelism: 0\n",
      "config.yaml: parallelism: Invalid value: 0: should be an integer value greater than zero"),
-    ("extenders: [{urlPrefix: 'http://x'}]\n",
-     "config.yaml: extenders: Forbidden: kaudit does not call scheduler extenders; remove "
-     "them to replay with the in-tree plugins only"),
     # framework assembly
     ("""
      profiles:
