@@ -1,0 +1,238 @@
+"""The HTTP extender client against a real HTTP server on 127.0.0.1: the wire format of
+``extender/v1/types.go`` (``TestCompatibility``), ``IsInterested`` (``TestIsInterested``),
+each verb's answers and errors as ``pkg/scheduler/extender.go`` reports them."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from kaudit.cluster.objects import pod_info
+from kaudit.cluster.state import ClusterState
+from kaudit.config.extenders import ExtenderConfig, ManagedResource
+from kaudit.scheduler.extender import ExtenderError, HTTPExtender
+from kaudit.tracegen.builders import make_node, make_pod
+
+Route = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+class FakeExtender:
+    """An extender service: ``routes`` maps a verb to a function of the request body that
+    returns (status, answer); ``seen`` keeps every (verb, body)."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Route] = {}
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                verb = self.path.rsplit("/", 1)[-1]
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.seen.append((verb, body))
+                assert self.headers["Content-Type"] == "application/json"
+                status, answer = fake.routes[verb](body)
+                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/scheduler/"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+
+
+@pytest.fixture
+def service() -> Iterator[FakeExtender]:
+    fake = FakeExtender()
+    yield fake
+    fake.server.shutdown()
+
+
+def _nodes(*names: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, make_node(name).capacity(cpu="4").obj()) for name in names]
+
+
+POD = pod_info(ClusterState(), make_pod("web").req(cpu="1").obj())
+
+
+def test_filter_sends_node_names_to_a_node_cache_capable_extender(service: FakeExtender) -> None:
+    service.routes["filter"] = lambda body: (200, {
+        "NodeNames": ["b"], "FailedNodes": {"a": "no GPU left"},
+        "FailedAndUnresolvableNodes": {"c": "wrong rack"}, "Error": ""})
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                           node_cache_capable=True))
+    answer = extender.filter(POD, _nodes("a", "b", "c"))
+    assert answer.passing == ["b"]
+    assert answer.failed == {"a": "no GPU left"}
+    assert answer.failed_unresolvable == {"c": "wrong rack"}
+    verb, body = service.seen[0]
+    assert verb == "filter" and body["NodeNames"] == ["a", "b", "c"] and body["Nodes"] is None
+    assert body["Pod"]["metadata"]["name"] == "web"
+    call = extender.calls[0]
+    assert (call.verb, call.nodes, call.error) == ("filter", ["a", "b", "c"], None)
+    assert call.answer["FailedNodes"] == {"a": "no GPU left"} and call.latency_us > 0
+
+
+def test_filter_sends_whole_nodes_otherwise_and_reads_answers_in_any_case(
+        service: FakeExtender) -> None:
+    service.routes["filter"] = lambda body: (200, {
+        "nodes": {"items": [body["Nodes"]["items"][1]]}, "failednodes": {"a": "busy"}})
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter"))
+    answer = extender.filter(POD, _nodes("a", "b"))
+    assert answer.passing == ["b"] and answer.failed == {"a": "busy"}
+    body = service.seen[0][1]
+    assert body["NodeNames"] is None and body["Nodes"]["metadata"] == {}
+    assert [n["metadata"]["name"] for n in body["Nodes"]["items"]] == ["a", "b"]
+
+
+def test_a_non_cache_extender_answering_names_only_drops_every_node(
+        service: FakeExtender) -> None:
+    service.routes["filter"] = lambda body: (200, {"NodeNames": ["a"]})
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter"))
+    assert extender.filter(POD, _nodes("a")).passing is None
+
+
+@pytest.mark.parametrize(("route", "message"), [
+    (lambda body: (500, {}), "failed filter with extender at URL {url}filter, code 500"),
+    (lambda body: (201, {}), "failed filter with extender at URL {url}filter, code 201"),
+    (lambda body: (200, {"Error": "out of quota"}), "out of quota"),
+    (lambda body: (200, b""), "EOF"),
+    (lambda body: (200, {"NodeNames": ["zzz"]}),
+     'extender "{url}" claims a filtered node "zzz" which is not found in the input node '
+     "list"),
+    (lambda body: (200, {"FailedNodes": {"a": 3}}),
+     "json: cannot unmarshal number into Go struct field ExtenderFilterResult.FailedNodes of "
+     "type string"),
+    (lambda body: (200, {"FailedNodes": ["a"]}),
+     "json: cannot unmarshal array into Go struct field ExtenderFilterResult.FailedNodes of "
+     "type map[string]string"),
+])
+def test_filter_errors(service: FakeExtender, route: Route, message: str) -> None:
+    service.routes["filter"] = route
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                           node_cache_capable=True))
+    with pytest.raises(ExtenderError) as raised:
+        extender.filter(POD, _nodes("a"))
+    assert str(raised.value) == message.format(url=service.url)
+    assert extender.calls[0].error == str(raised.value)
+
+
+def test_a_slow_extender_times_out(service: FakeExtender) -> None:
+    def slow(body: dict[str, Any]) -> tuple[int, Any]:
+        time.sleep(0.5)
+        return 200, {}
+    service.routes["filter"] = slow
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                           http_timeout_ns=100_000_000))
+    with pytest.raises(ExtenderError, match=r'^Post "http://127\.0\.0\.1:\d+/scheduler/filter": '
+                       "context deadline exceeded"):
+        extender.filter(POD, _nodes("a"))
+
+
+def test_an_unreachable_extender_is_an_error() -> None:
+    extender = HTTPExtender(ExtenderConfig(url_prefix="http://127.0.0.1:9/x",
+                                           filter_verb="filter"))
+    with pytest.raises(ExtenderError, match=r'^Post "http://127\.0\.0\.1:9/x/filter": '):
+        extender.filter(POD, _nodes("a"))
+
+
+def test_an_extender_without_the_verb_is_not_called(service: FakeExtender) -> None:
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url))
+    assert extender.filter(POD, _nodes("a", "b")).passing == ["a", "b"]
+    assert extender.prioritize(POD, _nodes("a", "b")) == ([("a", 0), ("b", 0)], 0)
+    with pytest.raises(ExtenderError, match="unexpected empty bindVerb in extender"):
+        extender.bind(POD, "a")
+    assert service.seen == [] and extender.calls == []
+
+
+def test_prioritize_answers_scores_and_the_weight(service: FakeExtender) -> None:
+    service.routes["prioritize"] = lambda body: (200, [{"Host": "a", "Score": 10},
+                                                       {"host": "b", "score": 3.0}])
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, prioritize_verb="prioritize",
+                                           weight=5))
+    assert extender.prioritize(POD, _nodes("a", "b")) == ([("a", 10), ("b", 3)], 5)
+    service.routes["prioritize"] = lambda body: (200, [{"Host": "a", "Score": 1.5}])
+    with pytest.raises(ExtenderError, match=r"cannot unmarshal number 1\.5 into Go struct field "
+                       r"HostPriority\.Score of type int64"):
+        extender.prioritize(POD, _nodes("a"))
+
+
+def test_bind_sends_the_binding(service: FakeExtender) -> None:
+    service.routes["bind"] = lambda body: (200, {"Error": ""})
+    extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, bind_verb="bind"))
+    extender.bind(POD, "n1")
+    assert service.seen[0][1] == {"PodName": "web", "PodNamespace": "default",
+                                  "PodUID": POD.uid, "Node": "n1"}
+    service.routes["bind"] = lambda body: (200, {"Error": "node is full"})
+    with pytest.raises(ExtenderError, match=r"^node is full$"):
+        extender.bind(POD, "n1")
+
+
+def test_process_preemption_by_uid_and_by_pods(service: FakeExtender) -> None:
+    cluster = ClusterState()
+    cluster.add_node(make_node("n1").capacity(cpu="4").obj())
+    victims = [pod_info(cluster, make_pod(f"v{i}").node("n1").req(cpu="1").obj())
+               for i in range(3)]
+    for victim in victims:
+        cluster.add_pod(victim)
+
+    def pods_on(node: str) -> dict[str, Any] | None:
+        slot = cluster.slot_of.get(node)
+        return None if slot is None else cluster.pods_on[slot]
+
+    service.routes["preempt"] = lambda body: (200, {"NodeNameToMetaVictims": {
+        "n1": {"Pods": [{"UID": victims[2].uid}], "NumPDBViolations": 1}}})
+    for cache in (True, False):
+        extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, preempt_verb="preempt",
+                                               node_cache_capable=cache))
+        result = extender.process_preemption(POD, {"n1": (victims[:2], 0)}, pods_on)
+        assert result == {"n1": ([victims[2]], 1)}
+    by_uid, by_pods = service.seen[0][1], service.seen[1][1]
+    assert by_uid["NodeNameToVictims"] is None
+    assert by_uid["NodeNameToMetaVictims"] == {"n1": {"Pods": [{"UID": victims[0].uid},
+                                                               {"UID": victims[1].uid}],
+                                                      "NumPDBViolations": 0}}
+    assert by_pods["NodeNameToMetaVictims"] is None
+    assert [p["metadata"]["name"] for p in by_pods["NodeNameToVictims"]["n1"]["Pods"]] == [
+        "v0", "v1"]
+    service.routes["preempt"] = lambda body: (200, {"NodeNameToMetaVictims": {
+        "n1": {"Pods": [{"UID": "ghost"}], "NumPDBViolations": 0}}})
+    with pytest.raises(ExtenderError, match=r"^extender: .* claims to preempt pod \(UID: "
+                       r"&\{ghost\}\) on node: n1, but the pod is not found on that node$"):
+        extender.process_preemption(POD, {"n1": (victims[:1], 0)}, pods_on)
+
+
+def test_is_interested_by_managed_resources() -> None:
+    """``TestIsInterested``: requests or limits of containers and init containers, whatever
+    the quantity."""
+    managed = ExtenderConfig(url_prefix="http://x",
+                             managed_resources=(ManagedResource("example.com/gpu"),))
+    cluster = ClusterState()
+
+    def pod(**resources: Any) -> Any:
+        obj = make_pod("p").obj()
+        obj["spec"]["containers"][0]["resources"] = resources
+        return obj
+
+    everything = HTTPExtender(ExtenderConfig(url_prefix="http://x"))
+    assert everything.is_interested(pod_info(cluster, pod()))
+    extender = HTTPExtender(managed)
+    assert not extender.is_interested(pod_info(cluster, pod()))
+    assert extender.is_interested(pod_info(cluster, pod(requests={"example.com/gpu": "0"})))
+    assert extender.is_interested(pod_info(cluster, pod(limits={"example.com/gpu": "0"})))
+    init = make_pod("p").obj()
+    init["spec"]["initContainers"] = [{"name": "i", "image": "x", "resources": {
+        "requests": {"example.com/gpu": "1"}}}]
+    assert extender.is_interested(pod_info(cluster, init))
