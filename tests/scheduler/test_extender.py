@@ -47,7 +47,11 @@ class FakeExtender:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that gave up (timed out, refused the certificate)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/scheduler/"
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                          daemon=True).start()
@@ -236,3 +240,42 @@ def test_is_interested_by_managed_resources() -> None:
     init["spec"]["initContainers"] = [{"name": "i", "image": "x", "resources": {
         "requests": {"example.com/gpu": "1"}}}]
     assert extender.is_interested(pod_info(cluster, init))
+
+
+@pytest.fixture
+def https_service(tmp_path: Any) -> Iterator[tuple[FakeExtender, bytes]]:
+    """The fake extender behind TLS with a self-signed certificate for 127.0.0.1."""
+    import shutil
+    import ssl
+    import subprocess
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    fake = FakeExtender()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    fake.server.socket = context.wrap_socket(fake.server.socket, server_side=True)
+    fake.url = fake.url.replace("http://", "https://")
+    yield fake, cert.read_bytes()
+    fake.server.shutdown()
+
+
+def test_https_with_a_ca_verifies_and_without_one_does_not(
+        https_service: tuple[FakeExtender, bytes]) -> None:
+    """``makeTransport``: enableHTTPS without a CA skips verification; with the server's CA
+    it verifies; a client that trusts neither refuses the self-signed server."""
+    from kaudit.config.extenders import TLSConfig
+    service, ca = https_service
+    service.routes["filter"] = lambda body: (200, {"NodeNames": body["NodeNames"]})
+    for config in (ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                  node_cache_capable=True, enable_https=True),
+                   ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                  node_cache_capable=True, tls_config=TLSConfig(ca_data=ca))):
+        assert HTTPExtender(config).filter(POD, _nodes("a")).passing == ["a"]
+    untrusting = HTTPExtender(ExtenderConfig(url_prefix=service.url, filter_verb="filter",
+                                             node_cache_capable=True))
+    with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+        untrusting.filter(POD, _nodes("a"))
