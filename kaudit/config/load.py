@@ -18,7 +18,7 @@ from typing import Any
 
 from kaudit.config.decode import DecodeError, decode_configuration
 from kaudit.config.defaulting import default_configuration
-from kaudit.config.extenders import ignored_resources, in_call_order
+from kaudit.config.extenders import ignored_resources, in_call_order, validate_extenders
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import FieldError, child, format_errors, invalid
 from kaudit.config.model import Profile, SchedulerConfiguration
@@ -79,13 +79,23 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
                         source: str) -> SchedulerConfiguration:
     """Default, validate and expand a decoded v1 configuration."""
     config = default_configuration(config, registry)
+    # ``buildExtenders`` replaces NodeResourcesFit's ignoredResources before the plugin checks
+    # its args (which kaudit checks with the rest of the configuration): replace them first.
+    ignored = ignored_resources(config.extenders)
+    without_fit: list[ProfileV1] = []
+    if ignored and not validate_extenders(config.extenders):
+        profiles = [_ignoring(raw, ignored) for raw in config.profiles]
+        without_fit = [raw for raw, changed in zip(config.profiles, profiles, strict=True)
+                       if changed is None]
+        config = replace(config, profiles=tuple(
+            changed or raw for raw, changed in zip(config.profiles, profiles, strict=True)))
     errors = validate_configuration(config, registry)
     if errors:
         raise ConfigError(format_errors(source, errors))
-    ignored = ignored_resources(config.extenders)
-    if ignored:
-        config = replace(config, profiles=tuple(
-            _ignoring(raw, ignored, source) for raw in config.profiles))
+    if without_fit:
+        raise ConfigError(f"{source}: {without_fit[0].origin}: can't find NodeResourcesFitArgs "
+                          "in plugin config (extenders manage resources with "
+                          "ignoredByScheduler)")
     built: list[tuple[ProfileV1, Profile]] = []
     for raw in config.profiles:
         try:
@@ -108,17 +118,16 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
     )
 
 
-def _ignoring(profile: ProfileV1, ignored: list[str], source: str) -> ProfileV1:
-    """``buildExtenders``: resources extenders manage with ``ignoredByScheduler`` become
-    NodeResourcesFit's ``ignoredResources`` (replacing any given) in every profile."""
+def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:
+    """``buildExtenders``: the profile with NodeResourcesFit's ``ignoredResources`` replaced by
+    the resources extenders manage with ``ignoredByScheduler``; None without that plugin."""
     for i, plugin_config in enumerate(profile.plugin_config):
         if plugin_config.name == "NodeResourcesFit":
             configs = list(profile.plugin_config)
             configs[i] = replace(plugin_config, args={**(plugin_config.args or {}),
                                                       "ignoredResources": list(ignored)})
             return replace(profile, plugin_config=tuple(configs))
-    raise ConfigError(f"{source}: {profile.origin}: can't find NodeResourcesFitArgs in "
-                      "plugin config (extenders manage resources with ignoredByScheduler)")
+    return None
 
 
 def _unknown_plugin_config(config: ConfigurationV1, registry: Registry) -> list[str]:

@@ -25,20 +25,23 @@ anything that answers (status, body) for a (url, body, timeout), such as recorde
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from kaudit.config.extenders import ExtenderConfig
+from kaudit.config.extenders import ExtenderConfig, TLSConfig
 from kaudit.model.pod import PodInfo
+from kaudit.scheduler import extender_wire as wire
+
+T = TypeVar("T")
 
 #: (url, JSON body, timeout in seconds or None) -> (HTTP status, body).
 Transport = Callable[[str, bytes, float | None], tuple[int, bytes]]
@@ -76,63 +79,29 @@ class FilterAnswer:
 
 
 def go_quote(text: str) -> str:
-    """Go's ``%q`` for the strings an extender error quotes."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _lookup(obj: Mapping[str, Any], name: str) -> Any:
-    """A field of a decoded JSON object as Go reads it into a struct: the last key equal to
-    ``name`` ignoring case (an exact match preferred among keys that fold alike)."""
-    if name in obj:
-        return obj[name]
-    found = None
-    folded = name.casefold()
-    for key, value in obj.items():
-        if key.casefold() == folded:
-            found = value
-    return found
-
-
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ExtenderError(f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
-                            f"{what} of type map[string]string")
-    for item in value.values():
-        if not isinstance(item, str):
-            raise ExtenderError(f"json: cannot unmarshal {_json_kind(item)} into Go struct "
-                                f"field {what} of type string")
-    return dict(value)
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _int64(value: Any, what: str) -> int:
-    """A JSON value read into a Go ``int64`` field."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if (isinstance(value, int) or value.is_integer()) and -(2**63) <= value < 2**63:
-            return int(value)
-        raise ExtenderError(f"json: cannot unmarshal number {json.dumps(value)} into Go struct "
-                            f"field {what} of type int64")
-    raise ExtenderError(f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
-                        f"{what} of type int64")
+    """Go's ``%q`` (``strconv.Quote``) for the strings an extender error quotes."""
+    named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+             "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+    out = []
+    for ch in text:
+        if ch in named:
+            out.append(named[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
 
 
 def http_transport(config: ExtenderConfig) -> Transport:
-    """POST over HTTP(S) with the extender's TLS settings (``makeTransport``): without a CA,
-    HTTPS is not verified when ``enableHTTPS`` is set; ``insecure`` never verifies."""
-    context = _tls_context(config)
+    """POST over HTTP(S) with the extender's TLS settings (``makeTransport``). The timeout
+    bounds each wait on the socket, where Go's bounds the whole request; redirects of a POST
+    are not followed."""
+    context = tls_context(config)
 
     def send(url: str, body: bytes, timeout: float | None) -> tuple[int, bytes]:
         request = urllib.request.Request(url, data=body, method="POST",
@@ -141,40 +110,49 @@ def http_transport(config: ExtenderConfig) -> Transport:
             with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
+            with exc:
+                return exc.code, exc.read()
     return send
 
 
-def _tls_context(config: ExtenderConfig) -> ssl.SSLContext | None:
+def tls_context(config: ExtenderConfig) -> ssl.SSLContext | None:
+    """``makeTransport``: with a CA, only that CA is trusted; ``enableHTTPS`` without a CA
+    does not verify; ``insecure`` does not verify and refuses a CA, as client-go does."""
     tls = config.tls_config
     has_ca = tls is not None and bool(tls.ca_file or tls.ca_data)
+    if tls is not None and tls.insecure and has_ca:
+        raise ExtenderError("specifying a root certificates file with the insecure flag is not "
+                            "allowed")
     insecure = (tls is not None and tls.insecure) or (config.enable_https and not has_ca)
     if tls is None and not insecure:
         return None
-    context = ssl.create_default_context()
-    if tls is not None and has_ca:
-        if tls.ca_data:
-            context.load_verify_locations(cadata=tls.ca_data.decode())
+    try:
+        if tls is not None and has_ca:
+            context = ssl.create_default_context(
+                cadata=tls.ca_data.decode() if tls.ca_data else None,
+                cafile=None if tls.ca_data else tls.ca_file)
         else:
-            context.load_verify_locations(cafile=tls.ca_file)
-    if tls is not None and (tls.cert_data or tls.cert_file):
-        _load_client_certificate(context, tls.cert_data, tls.cert_file, tls.key_data,
-                                 tls.key_file)
+            context = ssl.create_default_context()
+        if tls is not None and (tls.cert_data or tls.cert_file or tls.key_data or tls.key_file):
+            _load_client_certificate(context, tls)
+    except (OSError, ValueError, ssl.SSLError) as exc:
+        raise ExtenderError(f"extender {go_quote(config.name)}: TLS configuration: {exc}"
+                            ) from None
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
 
 
-def _load_client_certificate(context: ssl.SSLContext, cert_data: bytes, cert_file: str,
-                             key_data: bytes, key_file: str) -> None:
-    if not cert_data and not key_data:
-        context.load_cert_chain(cert_file, key_file or None)
-        return
+def _load_client_certificate(context: ssl.SSLContext, tls: TLSConfig) -> None:
+    cert = tls.cert_data or (Path(tls.cert_file).read_bytes() if tls.cert_file else b"")
+    key = tls.key_data or (Path(tls.key_file).read_bytes() if tls.key_file else b"")
+    if not cert or not key:
+        raise ValueError("a client certificate needs both a certificate and a key")
     with tempfile.TemporaryDirectory() as directory:  # ssl reads certificates from files
         cert_path, key_path = Path(directory, "cert.pem"), Path(directory, "key.pem")
-        cert_path.write_bytes(cert_data or Path(cert_file).read_bytes())
-        key_path.write_bytes(key_data or Path(key_file).read_bytes())
+        cert_path.write_bytes(cert)
+        key_path.write_bytes(key)
         context.load_cert_chain(cert_path, key_path)
 
 
@@ -209,21 +187,13 @@ class HTTPExtender:
                     return True
         return False
 
-    @contextmanager
-    def _answer_errors(self) -> Iterator[None]:
-        """An answer that cannot be used is the call's error too."""
-        try:
-            yield
-        except ExtenderError as exc:
-            if self.calls and self.calls[-1].error is None:
-                self.calls[-1].error = str(exc)
-            raise
-
     def url(self, verb: str) -> str:
         return self.config.url_prefix.rstrip("/") + "/" + verb
 
-    def send(self, verb: str, args: Any, nodes: list[str]) -> Any:
-        """POST ``args`` to the verb; the decoded answer, or :class:`ExtenderError`."""
+    def send(self, verb: str, args: Any, nodes: list[str],
+             read: Callable[[Any], T]) -> T:
+        """POST ``args`` to the verb and decode the answer with ``read``; the call (with its
+        answer or error) joins ``calls``. Failures are :class:`ExtenderError`."""
         url = self.url(verb)
         call = ExtenderCall(self.name, verb, nodes)
         self.calls.append(call)
@@ -235,16 +205,16 @@ class HTTPExtender:
                                               timeout_ns / 1e9 if timeout_ns > 0 else None)
             except ExtenderError:
                 raise
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, http.client.HTTPException) as exc:
                 raise ExtenderError(f'Post "{url}": {_reason(exc)}') from None
             if status != 200:
                 raise ExtenderError(f"failed {verb} with extender at URL {url}, code {status}")
             try:
-                answer = json.loads(body) if body.strip() else _eof()
-            except ValueError as exc:
-                raise ExtenderError(f"invalid character in extender answer: {exc}") from None
-            call.answer = answer
-            return answer
+                answer = wire.parse(body)
+                call.answer = wire.plain(answer)
+                return read(answer)
+            except wire.AnswerError as exc:
+                raise ExtenderError(str(exc)) from None
         except ExtenderError as exc:
             call.error = str(exc)
             raise
@@ -264,43 +234,24 @@ class HTTPExtender:
         names = [name for name, _ in nodes]
         if not self.config.is_filter:
             return FilterAnswer(names)
-        answer = self.send(self.config.filter_verb, self._node_args(pod, nodes), names)
-        with self._answer_errors():
-            return self._filter_answer(answer, names)
+        return self.send(self.config.filter_verb, self._node_args(pod, nodes), names,
+                         lambda answer: self._filter_answer(wire.filter_result(answer), names))
 
-    def _filter_answer(self, answer: Any, names: list[str]) -> FilterAnswer:
-        if answer is None:
-            answer = {}
-        if not isinstance(answer, dict):
-            raise ExtenderError(f"json: cannot unmarshal {_json_kind(answer)} into Go value of "
-                                "type v1.ExtenderFilterResult")
-        error = _lookup(answer, "Error")
-        if error:
-            raise ExtenderError(str(error))
-        failed = _string_map(_lookup(answer, "FailedNodes"),
-                             "ExtenderFilterResult.FailedNodes")
-        unresolvable = _string_map(_lookup(answer, "FailedAndUnresolvableNodes"),
-                                   "ExtenderFilterResult.FailedAndUnresolvableNodes")
-        node_names = _lookup(answer, "NodeNames")
-        node_list = _lookup(answer, "Nodes")
+    def _filter_answer(self, result: wire.FilterResult, names: list[str]) -> FilterAnswer:
+        if result.error:
+            raise ExtenderError(result.error)
         passing: list[str] | None = None
-        if self.config.node_cache_capable and node_names is not None:
-            if not isinstance(node_names, list) or not all(isinstance(n, str)
-                                                           for n in node_names):
-                raise ExtenderError("json: cannot unmarshal NodeNames of "
-                                    "ExtenderFilterResult into Go value of type []string")
+        if self.config.node_cache_capable and result.node_names is not None:
             sent = set(names)
-            for name in node_names:
+            for name in result.node_names:
                 if name not in sent:
                     raise ExtenderError(f"extender {go_quote(self.name)} claims a filtered node "
                                         f"{go_quote(name)} which is not found in the input "
                                         "node list")
-            passing = list(node_names)
-        elif isinstance(node_list, dict):
-            items = _lookup(node_list, "items") or []
-            passing = [((item or {}).get("metadata") or {}).get("name") or ""
-                       for item in items if isinstance(item, dict)]
-        return FilterAnswer(passing, failed, unresolvable)
+            passing = list(result.node_names)
+        elif result.nodes is not None:
+            passing = list(result.nodes)
+        return FilterAnswer(passing, result.failed, result.failed_unresolvable)
 
     def prioritize(self, pod: PodInfo, nodes: Sequence[tuple[str, dict[str, Any]]]
                    ) -> tuple[list[tuple[str, int]], int]:
@@ -308,37 +259,21 @@ class HTTPExtender:
         names = [name for name, _ in nodes]
         if not self.config.is_prioritizer:
             return [(name, 0) for name in names], 0
-        answer = self.send(self.config.prioritize_verb, self._node_args(pod, nodes), names)
-        with self._answer_errors():
-            return self._prioritize_answer(answer)
-
-    def _prioritize_answer(self, answer: Any) -> tuple[list[tuple[str, int]], int]:
-        if answer is None:
-            return [], self.config.weight
-        if not isinstance(answer, list):
-            raise ExtenderError(f"json: cannot unmarshal {_json_kind(answer)} into Go value of "
-                                "type v1.HostPriorityList")
-        scores = []
-        for entry in answer:
-            if not isinstance(entry, dict):
-                raise ExtenderError(f"json: cannot unmarshal {_json_kind(entry)} into Go value "
-                                    "of type v1.HostPriority")
-            host = _lookup(entry, "Host")
-            scores.append(("" if host is None else str(host),
-                           _int64(_lookup(entry, "Score") or 0, "HostPriority.Score")))
+        scores = self.send(self.config.prioritize_verb, self._node_args(pod, nodes), names,
+                           wire.host_priorities)
         return scores, self.config.weight
 
     def bind(self, pod: PodInfo, node: str) -> None:
         """``Bind``: the pod to ``node``, or :class:`ExtenderError`."""
         if not self.config.is_binder:
             raise ExtenderError("unexpected empty bindVerb in extender")
-        answer = self.send(self.config.bind_verb, {
-            "PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid,
-            "Node": node}, [node])
-        error = _lookup(answer, "Error") if isinstance(answer, dict) else None
-        if error:
-            with self._answer_errors():
-                raise ExtenderError(str(error))
+
+        def read(answer: Any) -> None:
+            error = wire.binding_error(answer)
+            if error:
+                raise ExtenderError(error)
+        self.send(self.config.bind_verb, {"PodName": pod.name, "PodNamespace": pod.namespace,
+                                          "PodUID": pod.uid, "Node": node}, [node], read)
 
     def process_preemption(self, pod: PodInfo,
                            victims: Mapping[str, tuple[Sequence[PodInfo], int]],
@@ -358,43 +293,35 @@ class HTTPExtender:
             args = {"Pod": pod.obj, "NodeNameToMetaVictims": None, "NodeNameToVictims": {
                 node: {"Pods": [p.obj for p in pods], "NumPDBViolations": count}
                 for node, (pods, count) in victims.items()}}
-        answer = self.send(self.config.preempt_verb, args, list(victims))
-        with self._answer_errors():
-            return self._preemption_answer(answer, pods_on)
+        return self.send(self.config.preempt_verb, args, list(victims),
+                         lambda answer: self._victims(wire.meta_victims(answer), pods_on))
 
-    def _preemption_answer(self, answer: Any,
-                           pods_on: Callable[[str], Mapping[str, PodInfo] | None]
-                           ) -> dict[str, tuple[list[PodInfo], int]]:
-        meta = _lookup(answer, "NodeNameToMetaVictims") if isinstance(answer, dict) else None
+    def _victims(self, meta: dict[str, tuple[list[str], int] | None],
+                 pods_on: Callable[[str], Mapping[str, PodInfo] | None]
+                 ) -> dict[str, tuple[list[PodInfo], int]]:
         result: dict[str, tuple[list[PodInfo], int]] = {}
-        for node, entry in (meta or {}).items():
+        for node, entry in meta.items():
             on_node = pods_on(node)
             if on_node is None:
                 raise ExtenderError(f'nodeinfo not found for node name "{node}"')
-            if not isinstance(entry, dict):
-                raise ExtenderError(f"extender {self.name} answered no victims object for node "
-                                    f"{node}")
+            if entry is None:
+                raise ExtenderError(f"extender {self.name} answered null victims for node {node}")
+            uids, violations = entry
             by_uid = {p.uid: p for p in on_node.values()}
             chosen = []
-            for meta_pod in _lookup(entry, "Pods") or []:
-                uid = str(_lookup(meta_pod, "UID") or "") if isinstance(meta_pod, dict) else ""
+            for uid in uids:
                 if uid not in by_uid:
                     raise ExtenderError(f"extender: {self.name} claims to preempt pod (UID: "
                                         f"&{{{uid}}}) on node: {node}, but the pod is not found "
                                         "on that node")
                 chosen.append(by_uid[uid])
-            result[node] = (chosen, _int64(_lookup(entry, "NumPDBViolations") or 0,
-                                           "MetaVictims.NumPDBViolations"))
+            result[node] = (chosen, violations)
         return result
 
 
-def _eof() -> Any:
-    raise ExtenderError("EOF")
-
-
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.URLError) and exc.reason is not None:
-        exc = exc.reason if isinstance(exc.reason, BaseException) else exc
+    if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, BaseException):
+        exc = exc.reason
     if isinstance(exc, TimeoutError) or "timed out" in str(exc):
         return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-    return str(exc)
+    return str(exc) or type(exc).__name__

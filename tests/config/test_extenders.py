@@ -124,3 +124,18 @@ def test_a_replay_refuses_extenders_it_cannot_call_yet(
     config = load_yaml("extenders: [{urlPrefix: 'http://gpu', filterVerb: filter}]\n")
     with pytest.raises(ConfigError, match="does not call them yet"):
         build_scheduler(config, load()[1])
+
+
+def test_extenders_ignored_resources_replace_invalid_ones_before_they_are_checked(
+        load_yaml: Callable[..., SchedulerConfiguration]) -> None:
+    config = load_yaml("""
+        extenders:
+        - urlPrefix: 'http://gpu'
+          managedResources: [{name: example.com/gpu, ignoredByScheduler: true}]
+        profiles:
+        - pluginConfig:
+          - name: NodeResourcesFit
+            args: {ignoredResources: ["not a resource name!"]}
+        """)
+    fit = config.profiles["default-scheduler"].plugin_args["NodeResourcesFit"]
+    assert fit["ignoredResources"] == ["example.com/gpu"]

@@ -117,8 +117,8 @@ def test_a_non_cache_extender_answering_names_only_drops_every_node(
      'extender "{url}" claims a filtered node "zzz" which is not found in the input node '
      "list"),
     (lambda body: (200, {"FailedNodes": {"a": 3}}),
-     "json: cannot unmarshal number into Go struct field ExtenderFilterResult.FailedNodes of "
-     "type string"),
+     "json: cannot unmarshal number 3 into Go struct field ExtenderFilterResult.FailedNodes "
+     "of type string"),
     (lambda body: (200, {"FailedNodes": ["a"]}),
      "json: cannot unmarshal array into Go struct field ExtenderFilterResult.FailedNodes of "
      "type map[string]string"),
@@ -163,14 +163,16 @@ def test_an_extender_without_the_verb_is_not_called(service: FakeExtender) -> No
 
 def test_prioritize_answers_scores_and_the_weight(service: FakeExtender) -> None:
     service.routes["prioritize"] = lambda body: (200, [{"Host": "a", "Score": 10},
-                                                       {"host": "b", "score": 3.0}])
+                                                       {"host": "b", "score": 3}])
     extender = HTTPExtender(ExtenderConfig(url_prefix=service.url, prioritize_verb="prioritize",
                                            weight=5))
     assert extender.prioritize(POD, _nodes("a", "b")) == ([("a", 10), ("b", 3)], 5)
-    service.routes["prioritize"] = lambda body: (200, [{"Host": "a", "Score": 1.5}])
-    with pytest.raises(ExtenderError, match=r"cannot unmarshal number 1\.5 into Go struct field "
-                       r"HostPriority\.Score of type int64"):
-        extender.prioritize(POD, _nodes("a"))
+    for score in ("1.5", "3.0", "1e1"):
+        service.routes["prioritize"] = lambda body, score=score: (
+            200, f'[{{"Host": "a", "Score": {score}}}]'.encode())
+        with pytest.raises(ExtenderError, match=r"cannot unmarshal number .* into Go struct "
+                           r"field HostPriority\.Score of type int64"):
+            extender.prioritize(POD, _nodes("a"))
 
 
 def test_bind_sends_the_binding(service: FakeExtender) -> None:
@@ -279,3 +281,85 @@ def test_https_with_a_ca_verifies_and_without_one_does_not(
                                              node_cache_capable=True))
     with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
         untrusting.filter(POD, _nodes("a"))
+
+
+@pytest.mark.parametrize(("verb", "body"), [
+    ("filter", b'{"Nodes": {"items": 5}}'),
+    ("filter", b'{"Nodes": {"items": [{"metadata": [1]}]}}'),
+    ("filter", b'{"Nodes": {"items": [{"metadata": {"name": 5}}]}}'),
+    ("filter", b'{"Nodes": [1]}'),
+    ("filter", b'[]'),
+    ("filter", b'{"Error": 5}'),
+    ("filter", b'{"NodeNames": "a"}'),
+    ("prioritize", b'{"Host": "a"}'),
+    ("prioritize", b'[{"Host": 5, "Score": 1}]'),
+    ("prioritize", b'[{"Host": "a", "Score": false}]'),
+    ("bind", b'[]'),
+    ("bind", b'"x"'),
+    ("preempt", b'[]'),
+    ("preempt", b'{"NodeNameToMetaVictims": [1]}'),
+    ("preempt", b'{"NodeNameToMetaVictims": "x"}'),
+    ("preempt", b'{"NodeNameToMetaVictims": {"n1": {"Pods": 5}}}'),
+    ("preempt", b'{"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": false}}}'),
+    ("preempt", b'{"NodeNameToMetaVictims": {"n1": null}}'),
+    ("filter", b"[" * 100_000),
+    ("filter", b"\xff\xfe"),
+    ("filter", b"{nope"),
+])
+def test_answers_of_the_wrong_shape_are_errors_of_the_call(verb: str, body: bytes) -> None:
+    """Whatever an extender answers, the call fails with an ExtenderError it keeps."""
+    config = ExtenderConfig(url_prefix="http://x", filter_verb="filter",
+                            prioritize_verb="prioritize", weight=1, bind_verb="bind",
+                            preempt_verb="preempt", node_cache_capable=False)
+    extender = HTTPExtender(config, transport=lambda url, data, timeout: (200, body))
+    calls: dict[str, Callable[[], Any]] = {
+        "filter": lambda: extender.filter(POD, _nodes("a")),
+        "prioritize": lambda: extender.prioritize(POD, _nodes("a")),
+        "bind": lambda: extender.bind(POD, "a"),
+        "preempt": lambda: extender.process_preemption(POD, {"n1": ([POD], 0)},
+                                                       lambda node: {}),
+    }
+    with pytest.raises(ExtenderError) as raised:
+        calls[verb]()
+    assert extender.calls[-1].error == str(raised.value)
+
+
+def test_go_reads_the_first_value_and_the_last_key_that_folds_alike() -> None:
+    answers = {b'{"Error": "real", "error": ""}': None,
+               b'{"error": "x", "Error": "", "error": "y"}': "y",
+               b'{"NodeNames": ["a"]} trailing': None}
+    config = ExtenderConfig(url_prefix="http://x", filter_verb="filter", node_cache_capable=True)
+    for body, error in answers.items():
+        extender = HTTPExtender(config, transport=lambda url, data, timeout, b=body: (200, b))
+        if error is None:
+            extender.filter(POD, _nodes("a"))
+        else:
+            with pytest.raises(ExtenderError, match=f"^{error}$"):
+                extender.filter(POD, _nodes("a"))
+
+
+def test_a_broken_http_answer_is_an_error_of_the_call() -> None:
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(b"garbage\r\n\r\n")
+        connection.close()
+    threading.Thread(target=answer, daemon=True).start()
+    port = listener.getsockname()[1]
+    extender = HTTPExtender(ExtenderConfig(url_prefix=f"http://127.0.0.1:{port}",
+                                           filter_verb="filter"))
+    with pytest.raises(ExtenderError, match=r'^Post "http://127\.0\.0\.1:\d+/filter": '):
+        extender.filter(POD, _nodes("a"))
+    listener.close()
+
+
+def test_insecure_with_a_ca_is_refused() -> None:
+    from kaudit.config.extenders import TLSConfig
+    with pytest.raises(ExtenderError, match="insecure flag is not allowed"):
+        HTTPExtender(ExtenderConfig(url_prefix="https://x", tls_config=TLSConfig(
+            insecure=True, ca_data=b"-----BEGIN CERTIFICATE-----")))

@@ -1,0 +1,205 @@
+"""Extender answers read as kube-scheduler reads them: Go's ``encoding/json`` into the types
+of ``staging/src/k8s.io/kube-scheduler/extender/v1/types.go`` (Kubernetes v1.34).
+
+What Go does, and so what this does: only the first JSON value of the body is read (an empty
+body is ``EOF``); an object's keys are matched to a struct's fields ignoring case, and a later
+key overwrites an earlier one; unknown keys are ignored; ``null`` leaves a field as it is;
+a value of the wrong type is an error naming the field (``json: cannot unmarshal string into
+Go struct field ExtenderFilterResult.FailedNodes of type map[string]string``); an ``int64``
+takes integers only (no fraction, no exponent). Every problem is an :class:`AnswerError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class AnswerError(ValueError):
+    """The answer does not decode into its Go type; the message is Go's."""
+
+
+class Pairs(list[tuple[str, Any]]):
+    """A JSON object as its (key, value) pairs, in order (duplicates kept)."""
+
+
+def parse(body: bytes) -> Any:
+    """The first JSON value in ``body``."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AnswerError("invalid UTF-8 in extender answer") from None
+    text = text.lstrip(" \t\r\n")
+    if not text:
+        raise AnswerError("EOF")
+    try:
+        value, _ = json.JSONDecoder(object_pairs_hook=Pairs).raw_decode(text)
+    except RecursionError:
+        raise AnswerError("exceeded max depth") from None
+    except json.JSONDecodeError as exc:
+        raise AnswerError(f"invalid JSON in extender answer: {exc.msg} at offset "
+                          f"{exc.pos}") from None
+    return value
+
+
+def kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list) and not isinstance(value, Pairs):
+        return "array"
+    return "object"
+
+
+def _mismatch(value: Any, where: str, go_type: str) -> AnswerError:
+    shown = f"number {json.dumps(value)}" if kind(value) == "number" else kind(value)
+    target = f"Go struct field {where}" if "." in where else "Go value"
+    return AnswerError(f"json: cannot unmarshal {shown} into {target} of type {go_type}")
+
+
+def string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _mismatch(value, where, "string")
+    return value
+
+
+def int64(value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    raise _mismatch(value, where, "int64")
+
+
+def string_list(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or isinstance(value, Pairs):
+        raise _mismatch(value, where, "[]string")
+    return ["" if item is None else string(item, where) for item in value]
+
+
+def string_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, Pairs):
+        raise _mismatch(value, where, "map[string]string")
+    return {key: "" if item is None else string(item, where) for key, item in value}
+
+
+def struct(value: Any, type_name: str, fields: dict[str, Callable[[Any, str], Any]]
+           ) -> dict[str, Any]:
+    """The fields of a Go struct decoded from ``value`` (only those given, not null)."""
+    if not isinstance(value, Pairs):
+        raise _mismatch(value, type_name, type_name)
+    by_fold = {name.casefold(): name for name in fields}
+    decoded: dict[str, Any] = {}
+    for key, item in value:
+        name = key if key in fields else by_fold.get(key.casefold())
+        if name is None or item is None:
+            continue
+        decoded[name] = fields[name](item, f"{type_name}.{name}")
+    return decoded
+
+
+def _list_of(item: Callable[[Any, str], T], go_type: str) -> Callable[[Any, str], list[T]]:
+    def read(value: Any, where: str) -> list[T]:
+        if not isinstance(value, list) or isinstance(value, Pairs):
+            raise _mismatch(value, where, go_type)
+        return [item(entry, where) for entry in value]
+    return read
+
+
+def _node_name(value: Any, where: str) -> str | None:
+    """A v1.Node's ``metadata.name`` (a null item decodes to a Node without one)."""
+    if value is None:
+        return ""
+    node = struct(value, "Node", {"metadata": lambda v, w: struct(
+        v, "ObjectMeta", {"name": string})})
+    name: str = (node.get("metadata") or {}).get("name", "")
+    return name
+
+
+def _node_list(value: Any, where: str) -> list[str]:
+    nodes = struct(value, "NodeList", {"items": _list_of(_node_name, "[]v1.Node")})
+    return [name or "" for name in nodes.get("items") or []]
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """``ExtenderFilterResult``."""
+
+    nodes: list[str] | None = None
+    node_names: list[str] | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+    failed_unresolvable: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+
+def filter_result(value: Any) -> FilterResult:
+    if value is None:
+        return FilterResult()
+    decoded = struct(value, "ExtenderFilterResult", {
+        "Nodes": _node_list, "NodeNames": string_list, "FailedNodes": string_map,
+        "FailedAndUnresolvableNodes": string_map, "Error": string})
+    return FilterResult(decoded.get("Nodes"), decoded.get("NodeNames"),
+                        decoded.get("FailedNodes") or {},
+                        decoded.get("FailedAndUnresolvableNodes") or {},
+                        decoded.get("Error") or "")
+
+
+def host_priorities(value: Any) -> list[tuple[str, int]]:
+    """``HostPriorityList``: (host, score) pairs as answered."""
+    if value is None:
+        return []
+    entries = _list_of(lambda v, w: {} if v is None else struct(
+        v, "HostPriority", {"Host": string, "Score": int64}), "v1.HostPriorityList")(
+        value, "HostPriorityList")
+    return [(e.get("Host", ""), e.get("Score", 0)) for e in entries]
+
+
+def binding_error(value: Any) -> str:
+    """``ExtenderBindingResult.Error``."""
+    if value is None:
+        return ""
+    error: str = struct(value, "ExtenderBindingResult", {"Error": string}).get("Error", "")
+    return error
+
+
+def meta_victims(value: Any) -> dict[str, tuple[list[str], int] | None]:
+    """``ExtenderPreemptionResult.NodeNameToMetaVictims``: per node, the victims' uids and
+    PDB violations (None for a null entry, which upstream cannot handle)."""
+    if value is None:
+        return {}
+
+    def victims(v: Any, where: str) -> dict[str, Any]:
+        return struct(v, "MetaVictims", {
+            "Pods": _list_of(lambda p, w: "" if p is None else struct(
+                p, "MetaPod", {"UID": string}).get("UID", ""), "[]*v1.MetaPod"),
+            "NumPDBViolations": int64})
+
+    def by_node(v: Any, where: str) -> dict[str, tuple[list[str], int] | None]:
+        if not isinstance(v, Pairs):
+            raise _mismatch(v, where, "map[string]*v1.MetaVictims")
+        out: dict[str, tuple[list[str], int] | None] = {}
+        for node, entry in v:
+            if entry is None:
+                out[node] = None
+                continue
+            decoded = victims(entry, where)
+            out[node] = (decoded.get("Pods") or [], decoded.get("NumPDBViolations", 0))
+        return out
+
+    decoded = struct(value, "ExtenderPreemptionResult", {"NodeNameToMetaVictims": by_node})
+    result: dict[str, tuple[list[str], int] | None] = decoded.get("NodeNameToMetaVictims") or {}
+    return result
+
+
+def plain(value: Any) -> Any:
+    """``value`` with its objects as dicts (later keys winning), for the event log."""
+    if isinstance(value, Pairs):
+        return {key: plain(item) for key, item in value}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
