@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kaudit.config.schema import json_type
+
 T = TypeVar("T")
 
 
@@ -47,15 +49,8 @@ def parse(body: bytes) -> Any:
 
 
 def kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list) and not isinstance(value, Pairs):
-        return "array"
-    return "object"
+    """The JSON kind Go names in a type error (``number``, ``array``, ``object`` ...)."""
+    return "object" if isinstance(value, Pairs) else json_type(value)
 
 
 def _mismatch(value: Any, where: str, go_type: str) -> AnswerError:
