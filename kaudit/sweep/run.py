@@ -122,6 +122,20 @@ def _quiet_worker_logs() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _dask_quiet_here() -> Iterator[None]:
+    """Dask's own logging off in this process while the sweep stops its cluster: the local
+    scheduler lives here, and workers killed on purpose make its open streams report
+    tracebacks (``distributed.batched``) for a stop the sweep itself reports."""
+    dask_logger = logging.getLogger("distributed")
+    previous = dask_logger.level
+    dask_logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        dask_logger.setLevel(previous)
+
+
+@contextlib.contextmanager
 def _ignoring_sigint() -> Iterator[None]:
     """Start the local workers with Ctrl-C ignored (they inherit it): a terminal sends it to
     every process of the group, and the sweep, not each worker, decides how to stop."""
@@ -223,9 +237,10 @@ def _run_cells(engine: Engine, url: str, spec: SweepSpec, sweep_id: int, identit
         except BaseException as exc:
             for future in by_key.values():
                 future.cancel()
-            if cluster is not None:
-                _stop_local_workers(client)
-            _close(client, cluster)
+            with _dask_quiet_here():
+                if cluster is not None:
+                    _stop_local_workers(client)
+                _close(client, cluster)
             client = cluster = None
             reason = ("interrupted: the sweep was stopped" if not isinstance(exc, KauditError)
                       else f"the sweep failed: {exc}")

@@ -217,3 +217,17 @@ def test_quieting_the_local_workers_leaves_the_sweep_s_own_logging_alone() -> No
                          check=True, env={k: v for k, v in os.environ.items()
                                           if not k.startswith("DASK_")})
     assert out.stdout.split() == ["critical", str(20), "False"]  # info, as Dask's default
+
+
+def test_dask_is_quiet_in_this_process_only_while_the_sweep_stops_its_cluster() -> None:
+    import logging
+    dask_logger = logging.getLogger("distributed")
+    before = dask_logger.level
+    try:
+        dask_logger.setLevel(logging.INFO)
+        with sweep_run._dask_quiet_here():
+            assert not logging.getLogger("distributed.batched").isEnabledFor(logging.ERROR)
+            assert logging.getLogger("kaudit.sweep.run").isEnabledFor(logging.ERROR)
+        assert dask_logger.level == logging.INFO
+    finally:
+        dask_logger.setLevel(before)
