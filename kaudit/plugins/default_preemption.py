@@ -27,12 +27,11 @@ plugin's PreEnqueue holds the preemptor back (``SchedulerAsyncPreemption``).
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -400,7 +399,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         each node on its own: one fork loses every node's lower-priority pods, one filter run
         checks the pod fits on all of them, then each reprieve round adds back every node's
         next pod (in its own order) and one filter run judges them all. Each node's outcome
-        is the one its own dry run would give."""
+        is the one its own dry run would give. Held column-wise when it can be
+        (``preemption_columns``); otherwise the fork moves the pods, or only their sums when
+        no filter reads a node's pods."""
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
         framework = self.handle.framework
         nominator = getattr(self.handle, "nominator", None)
@@ -415,7 +416,6 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         work = [i for i, pods in enumerate(lower) if pods]
         if work:
             state = state.clone()
-            by_rows = False
             if framework.filters_read_node_pods(state, pod):
                 forked = cluster.fork([slots[i] for i in work], nodes_only=True)
                 take = _pods_only(forked.remove_pods)
@@ -424,13 +424,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 forked = cluster.fork((), nodes_only=True)
                 take = functools.partial(forked.move_sums, sign=-1)
                 give = functools.partial(forked.move_sums, sign=1)
-                by_rows = all(p.base_row is not None for i in work for p in lower[i])
-            if by_rows:  # every pod is its base row: one vector step per move
-                leaving = [p for i in work for p in lower[i]]
-                forked.move_rows(np.repeat([slots[i] for i in work], [len(lower[i]) for i in work]),
-                                 _rows(leaving), _priorities(leaving), -1)
-            else:
-                take((slots[i], victim) for i in work for victim in lower[i])
+            take((slots[i], victim) for i in work for victim in lower[i])
             run = framework.run_filter_with_nominated(
                 state, pod, forked, np.asarray([slots[i] for i in work]), nominator)
             plans: dict[int, tuple[list[PodInfo], list[PodInfo], list[PodInfo]]] = {}
@@ -452,19 +446,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             lengths = np.asarray([len(plans[i][2]) for i in keys], dtype=np.int64)
             starts = np.cumsum(lengths) - lengths
             node_slots = np.asarray([slots[i] for i in keys], dtype=np.int64)
-            if by_rows:
-                rows, priorities = _rows(ordered), _priorities(ordered)
             round_ = 0
             while True:
                 at = np.flatnonzero(lengths > round_)
                 if not len(at):
                     break
                 index = starts[at] + round_
-                if by_rows:
-                    forked.move_rows(node_slots[at], rows[index], priorities[index], 1)
-                else:
-                    give(zip(node_slots[at].tolist(), map(ordered.__getitem__, index.tolist()),
-                             strict=True))
+                give(zip(node_slots[at].tolist(), map(ordered.__getitem__, index.tolist()),
+                         strict=True))
                 check = framework.run_filter_with_nominated(state, pod, forked, node_slots[at],
                                                             nominator)
                 failed = np.flatnonzero(~check.feasible)
@@ -472,12 +461,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     round_ += 1
                     continue
                 out_nodes, out_pods = at[failed], index[failed]
-                if by_rows:
-                    forked.move_rows(node_slots[out_nodes], rows[out_pods],
-                                     priorities[out_pods], -1)
-                else:
-                    take(zip(node_slots[out_nodes].tolist(),
-                             map(ordered.__getitem__, out_pods.tolist()), strict=True))
+                take(zip(node_slots[out_nodes].tolist(),
+                         map(ordered.__getitem__, out_pods.tolist()), strict=True))
                 for k, j in zip(out_nodes.tolist(), out_pods.tolist(), strict=True):
                     i = keys[k]
                     victims[i].append(ordered[j])
@@ -540,16 +525,6 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             elif victim.priority > top:
                 top, earliest = victim.priority, self._start_time(victim)
         return earliest
-
-
-def _rows(pods: list[PodInfo]) -> np.ndarray:
-    """The pods' base rows (``PodInfo.base_row``) as one matrix."""
-    flat = itertools.chain.from_iterable(cast(tuple[int, ...], pod.base_row) for pod in pods)
-    return np.fromiter(flat, dtype=np.int64, count=5 * len(pods)).reshape(len(pods), 5)
-
-
-def _priorities(pods: list[PodInfo]) -> np.ndarray:
-    return np.fromiter((pod.priority for pod in pods), dtype=np.int64, count=len(pods))
 
 
 def _pods_only(change: Callable[[Iterable[PodInfo]], None]
