@@ -143,6 +143,29 @@ def database_contents(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.fixture
+def extender_service() -> Iterator[Any]:
+    """A scheduler extender service on 127.0.0.1 (:class:`tests.extender_service.FakeExtender`)."""
+    from tests.extender_service import FakeExtender
+
+    fake = FakeExtender()
+    yield fake
+    fake.close()
+
+
+def stored_digest(engine: Engine, run_id: int) -> str:
+    """The event log digest of a stored run (as ``kaudit.eventlog.sink.digest``)."""
+    from kaudit.eventlog.sink import digest
+    from kaudit.store.models import RunEvent
+
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
+                   RunEvent.data, RunEvent.blob)
+            .where(RunEvent.run_id == run_id).order_by(RunEvent.seq)).all()
+    return digest(iter([tuple(r) for r in rows]))
+
+
+@pytest.fixture
 def sample_path() -> Path:
     from kaudit.datadirs import sample_trace
 

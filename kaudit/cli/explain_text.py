@@ -86,9 +86,12 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
         click.echo(f"  selected {tie_note(attempt['selectedNode'], attempt['tiedNodes'])}")
     elif attempt.get("message"):
         click.echo(f"  {attempt['message']}")
+    for call in attempt.get("extenderCalls") or []:
+        click.echo(f"  {extender_call_line(call)}")
     rejected = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
                 for name, node in attempt["nodes"].items()
-                for plugin, v in node["filter"].items() if v["code"] not in ("Success", "Skip")]
+                for plugin, v in node["filter"].items()
+                if v["code"] not in ("Success", "Skip") and not v.get("ignored")]
     if rejected and all_nodes:
         click.echo("  Rejected nodes:")
         click.echo(table(rejected, ["NODE", "REJECTED BY", "REASONS"], indent=4))
@@ -120,6 +123,20 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
             rows.append(row)
         click.echo(f"  Scores (top {min(TOP_SCORES, len(scored))} of {len(scored)}, weighted):")
         click.echo(table(rows, headers, indent=4))
+
+
+def extender_call_line(call: dict[str, Any]) -> str:
+    """One extender call: step, extender, nodes sent, latency and how it ended."""
+    if call.get("error"):
+        outcome = f"failed ({'ignored' if call.get('ignorable') else 'not ignorable'}): " \
+                  f"{call['error']}"
+    elif call.get("step") == "filter":
+        passing = call.get("passing")
+        outcome = f"{len(passing or ())} passed"
+    else:
+        outcome = "answered"
+    return (f"extender {call['step']} {call['extender']} ({len(call.get('nodes') or ())} "
+            f"node(s), {(call.get('latencyUs') or 0) / 1000:.1f} ms): {outcome}")
 
 
 def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: bool) -> None:

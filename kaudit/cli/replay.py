@@ -31,12 +31,14 @@ from kaudit.errors import InputError, Interrupted
 from kaudit.queries.baseline import write_summary
 from kaudit.queries.eventlog import check_kind
 from kaudit.queries.explain import explain_pod
+from kaudit.queries.extender_calls import recorded_extender_calls
 from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import get_run, iter_run_events, list_runs, remove_runs
 from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
+from kaudit.scheduler.extender_answers import RecordedAnswers
 from kaudit.scheduler.schedule import TIE_BREAKS
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
@@ -122,6 +124,11 @@ def _terminate_as_interrupt() -> Iterator[Callable[[], None]]:
 @click.option("--summary-out", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Also write a self-contained summary of the run (per-pod "
                                    "placements and aggregates), a baseline for `kaudit check`.")
+@click.option("--extender-answers", metavar="RUN",
+              help="Answer the scheduler extenders' calls with what they answered the same "
+                   "questions in RUN, instead of calling them (a deterministic replay without "
+                   "the extender services); a question RUN never asked fails as a call would, "
+                   "and is counted and reported.")
 @db_option
 @json_option
 def replay(trace: str, config_path: Path | None, use_defaults: bool,
@@ -129,7 +136,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
            recreate_preempted: bool, bind_latency: float, api_latency: float,
            victim_termination: float, one_try: bool, gpu_report: bool, tie_break: str,
-           summary_out: Path | None,
+           summary_out: Path | None, extender_answers: str | None,
            db: str | None, as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision.
 
@@ -155,6 +162,17 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 click.echo(f"using the scheduler configuration stored with trace "
                            f"'{summary_trace.name}' (--defaults to ignore it)", err=True)
         echo_config_warnings(config)
+        answers = None
+        if extender_answers is not None:
+            if not config.extenders:
+                raise InputError(f"--extender-answers {extender_answers}: the scheduler "
+                                 f"configuration ({config.source or 'defaults'}) has no "
+                                 "extenders to answer for")
+            source, calls = recorded_extender_calls(engine, extender_answers)
+            if not calls:
+                raise InputError(f"--extender-answers {extender_answers}: run '{source}' "
+                                 "recorded no extender calls")
+            answers = RecordedAnswers(calls, f"run '{source}'")
         bar: AbstractContextManager[Any] = (
             click.progressbar(length=summary_trace.events, label="replaying",
                               file=stderr_stream())
@@ -167,6 +185,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 api_latency_us=round(api_latency * 1_000_000),
                 victim_termination_us=round(victim_termination * 1_000_000),
                 one_try=one_try, gpu_report=gpu_report, tie_break=tie_break,
+                extender_answers=answers,
                 progress=progress.update if progress is not None else None,
                 check_stop=check_stop)
         run = get_run(engine, str(run_id))
@@ -196,6 +215,17 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                        for p in (100, 130))
         click.echo(f"  GPU: {sharing['gpus']:,} GPUs, unallocated {at} arrived workload "
                    f"(kaudit gpu-report {run.name})")
+    extender_calls: dict[str, int] = s.get("extenderCalls") or {}
+    if extender_calls:
+        click.echo("  extender calls: " + ", ".join(f"{n:,} {step}" for step, n in
+                                                     extender_calls.items())
+                   + f" ({s['extenderErrors']:,} failed)")
+    recorded = s.get("extenderAnswers")
+    if recorded and recorded["missing"]:
+        click.echo(f"  warning: {recorded['missing']:,} extender call(s) had no recorded "
+                   f"answer in {recorded['source']} and failed: " + ", ".join(
+                       f"{n:,} × {call}" for call, n in recorded["missingByCall"].items()),
+                   err=True)
     click.echo(f"  explore: kaudit explain {run.name} POD | kaudit events {run.name}")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from kaudit.cli.explain_text import extender_call_line
 from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
@@ -101,7 +102,8 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
     rows = []
     for name, node in report["nodes"].items():
         failed = [f"{plugin}: {'; '.join(v['reasons']) or v['code']}"
-                  for plugin, v in node["filter"].items() if v["code"] != "Success"]
+                  for plugin, v in node["filter"].items()
+                  if v["code"] != "Success" and not v.get("ignored")]
         rows.append((name, "yes" if node["feasible"] else "no", node.get("total", ""),
                      " | ".join(failed)))
     rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))
@@ -109,6 +111,11 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
         click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
     elif node_count:
         click.echo("No node was evaluated: PreFilter rejected the pod for every node.")
+    calls = report.get("extenderCalls") or []
+    if calls:
+        click.echo("\nExtender calls:")
+        for call in calls:
+            click.echo(f"  {extender_call_line(call)}")
     feasible = [(n, v) for n, v in report["nodes"].items() if v["feasible"] and "total" in v]
     if feasible:
         feasible.sort(key=lambda item: -item[1]["total"])

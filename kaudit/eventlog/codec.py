@@ -3,8 +3,9 @@
 At 5,000 nodes upstream evaluates about 500 nodes with a dozen filters and seven scores per
 attempt; one row per (node, plugin) would be millions of rows per replay second. Instead each
 attempt keeps its scalar facts (result, node, message, PreFilter and PreScore statuses, reason
-tables, and ``rejectedBy``: how many nodes each plugin rejected, for filtering the log by
-plugin) as JSON, readable from SQL, and its per-node arrays as one zlib-compressed blob:
+tables, and ``rejectedBy``: how many nodes each plugin rejected, ``Extender`` for the nodes
+extenders turned down, for filtering the log by plugin) as JSON, readable from SQL, and its
+per-node arrays as one zlib-compressed blob:
 
 * ``evaluated``: the slots (node ids of the run) examined, in order;
 * ``filterCodes`` / ``filterReasons``: per filter plugin and node, the status code (-1 where
@@ -12,7 +13,10 @@ plugin) as JSON, readable from SQL, and its per-node arrays as one zlib-compress
   the plugin's reason table;
 * ``scored``, ``tied``: the feasible slots that were scored, and the top-scoring ones;
 * ``norm:<plugin>`` (0..100, uint8) and ``raw:<plugin>`` (only where it differs) per score
-  plugin. Weighted scores and totals are derived (normalized × weight).
+  plugin. Weighted scores and totals are derived (normalized × weight);
+* ``ext:<extender>``: a prioritizing extender's final scores (answered score × weight × 10),
+  with its weight in the JSON's ``extenderWeights``; its calls (filter, prioritize, preempt:
+  nodes sent, answer or error, latency) are the JSON's ``extenders``.
 
 Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...] | data ).
 """
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework.extender import EXTENDER_NAME
 from kaudit.framework.runtime import NOT_RUN, FilterRun, Framework
 from kaudit.framework.status import Code
 from kaudit.scheduler.schedule import Attempt
@@ -120,6 +125,10 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     if run is not None:
         counts = ((run.codes >= _ERROR) & (run.codes <= _UNRESOLVABLE)).sum(axis=1)
         rejected.update((name, int(n)) for name, n in zip(run.plugins, counts, strict=True) if n)
+        if attempt.passing is not None:
+            dropped = int(run.feasible.sum()) - len(attempt.passing)
+            if dropped:
+                rejected[EXTENDER_NAME] = dropped  # nodes the extenders let not through
     if rejected:
         document["rejectedBy"] = rejected
     if run is not None:
@@ -140,6 +149,10 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
             raw = scores.raw[name]
             if not np.array_equal(raw, normalized):
                 arrays[f"raw:{name}"] = _smallest_int(raw)
+        if attempt.extender_scores:
+            document["extenderWeights"] = attempt.extender_weights
+            for name, final in attempt.extender_scores.items():
+                arrays[f"ext:{name}"] = _smallest_int(final)
         arrays["tied"] = attempt.tied_slots.astype(np.int32)
         if attempt.tie_break != "random":
             document["tieBreak"] = attempt.tie_break
@@ -150,6 +163,8 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
         document["postFilter"] = attempt.post_filter.as_json()
     if details is not None and hasattr(details, "as_json"):
         document["preemption"] = details.as_json()
+    if attempt.extender_calls:
+        document["extenders"] = [call.as_json() for call in attempt.extender_calls]
     if attempt.error:
         document["error"] = attempt.error
     return document, pack_arrays(arrays) if arrays else b""
@@ -206,8 +221,19 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
                 score[plugin] = {"raw": raw, "normalized": normalized,
                                  "weight": int(weights[plugin]), "weighted": weighted}
                 total += weighted
+            for extender, weight in (document.get("extenderWeights") or {}).items():
+                # final = Σ answered score × weight × 10, so the answered scores sum back.
+                weighted = int(arrays[f"ext:{extender}"][i])
+                answered = weighted // (10 * int(weight)) if weight else 0
+                score[extender] = {"raw": answered, "normalized": answered * 10,
+                                   "weight": int(weight), "weighted": weighted,
+                                   "extender": True}
+                total += weighted
             entry["score"] = score
             entry["total"] = total
+    calls = document.get("extenders") or []
+    if calls:
+        _extender_verdicts(calls, nodes, node_names, only)
     tied = [node_names.get(s, str(s)) for s in arrays.get("tied", np.zeros(0, np.int32)).tolist()]
     shaped: dict[str, Any] = {
         "profile": document.get("profile"),
@@ -222,12 +248,60 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         "evaluatedNodes": document.get("evaluatedNodes"),
         "feasibleNodes": document.get("feasibleNodes"),
     }
+    if calls:
+        shaped["extenderCalls"] = calls
     if "postFilter" in document:
         shaped["postFilter"] = document["postFilter"]
     preemption = preemption_json(document)
     if preemption is not None:
         shaped["preemption"] = preemption
     return shaped
+
+
+def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
+                       node_names: dict[int, str], only: set[int] | None) -> None:
+    """Each filter call's verdict on each node it was sent, beside the filter plugins' (a
+    later call about the same node, after the nominated node's, replaces an earlier one).
+    A node an extender neither passed nor failed was dropped without a reason."""
+    wanted = None if only is None else {node_names.get(s, str(s)) for s in only}
+    for call in calls:
+        if call.get("step") != "filter":
+            continue
+        extender = call["extender"]
+        answer: dict[str, Any] = call["answer"] if isinstance(call.get("answer"), dict) else {}
+        error = call.get("error")
+        passing = set(call.get("passing") or ())
+        failed = _folded(answer, "FailedNodes")
+        unresolvable = _folded(answer, "FailedAndUnresolvableNodes")
+        for name in call.get("nodes") or []:
+            if wanted is not None and name not in wanted:
+                continue
+            entry = nodes.setdefault(name, {"filter": {}, "feasible": True})
+            if error:
+                verdict = {"code": "Error", "reasons": [error],
+                           "ignored": bool(call.get("ignorable"))}
+            elif name in unresolvable:
+                verdict = {"code": "UnschedulableAndUnresolvable",
+                           "reasons": [unresolvable[name]]}
+            elif name in failed:
+                verdict = {"code": "Unschedulable", "reasons": [failed[name]]}
+            elif name in passing:
+                verdict = {"code": "Success", "reasons": []}
+            else:
+                verdict = {"code": "Unschedulable", "reasons": [],
+                           "note": "not in the extender's passing nodes; no reason given"}
+            entry["filter"][extender] = {**verdict, "extender": True}
+            if verdict["code"] != "Success" and not verdict.get("ignored"):
+                entry["feasible"] = False
+
+
+def _folded(answer: dict[str, Any], field_name: str) -> Any:
+    """The answer's field as Go reads it: keys matched ignoring case, the last one winning."""
+    found: Any = None
+    for key, value in answer.items():
+        if key.casefold() == field_name.casefold() and value is not None:
+            found = value
+    return found if found is not None else {}
 
 
 def preemption_json(document: dict[str, Any]) -> dict[str, Any] | None:

@@ -12,7 +12,8 @@ Record kinds and their ``data``:
 * ``queue`` — a queue transition: ``{"from", "to", "event"}``;
 * ``attempt`` — a scheduling attempt (see :mod:`kaudit.eventlog.codec`, JSON + blob);
 * ``bind`` — the pod bound to ``node``; ``bindfail`` — Reserve, Permit, PreBind or Bind
-  failed (the plugin's status); ``recorded`` — the trace's own placement;
+  failed (the plugin's status); both with ``binder`` and ``extenders`` (the bind call) when
+  an extender bound the pod; ``recorded`` — the trace's own placement;
 * ``nominate`` — preemption nominated ``node`` for the pod (with ``tiedNodes``,
   ``tiedVictims`` and ``partialDryRun`` when chance decided part of it);
 * ``preempt`` — the pod was chosen as a victim by ``{"preemptor"}`` (``tie`` when a tie among

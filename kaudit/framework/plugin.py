@@ -66,6 +66,8 @@ class Handle:
     #: ``preempting(uid)``: whether the pod's asynchronous preemption is still issuing its
     #: API calls (set by the replay; DefaultPreemption's PreEnqueue holds such pods back).
     preempting: Any = None
+    #: The scheduler's extenders in call order (``Handle.Extenders``), for preemption.
+    extenders: tuple[Any, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -40,6 +40,7 @@ from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
+from kaudit.framework.extender import ExtenderError
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
 from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
@@ -59,6 +60,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_CANDIDATE = "no candidate node for preemption"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 MAX_INT32 = 2**31 - 1
 #: Pods whose rank is kept between cycles, at most (then the memo starts again).
@@ -97,6 +99,8 @@ class PreemptionDetails:
     #: whichever comes first in its parallel dry run).
     tied: list[Candidate] = field(default_factory=list)
     node_statuses: dict[str, Status] = field(default_factory=dict)
+    #: The candidates the extenders left (None when no extender took part).
+    extender_candidates: list[Candidate] | None = None
 
     @property
     def tie_exposed(self) -> frozenset[str]:
@@ -126,6 +130,9 @@ class PreemptionDetails:
             "victimTies": [list(group) for group in chosen.victim_ties] if chosen else [],
             "candidateNodes": [{"node": c.node, "victims": [v.key for v in c.victims],
                                 "pdbViolations": c.pdb_violations} for c in self.candidates],
+            **({} if self.extender_candidates is None else {"afterExtenders": [
+                {"node": c.node, "victims": [v.key for v in c.victims],
+                 "pdbViolations": c.pdb_violations} for c in self.extender_candidates]}),
         }
 
 
@@ -244,10 +251,67 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             text = fit_error_message(cluster.node_count, fit)
             return (PostFilterResult(nominated_node_name="", details=details),
                     Status.of(Code.UNSCHEDULABLE, "preemption: " + text))
-        details.tied = self.best_candidates(details.candidates)
+        candidates = details.candidates
+        extenders = getattr(self.handle, "extenders", ())
+        if extenders:
+            try:
+                candidates = self._call_extenders(extenders, pod, cluster, candidates)
+            except ExtenderError as exc:
+                return PostFilterResult(details=details), Status.of(Code.ERROR,
+                                                                    f"preemption: {exc}")
+            details.extender_candidates = candidates
+            if not candidates:
+                return PostFilterResult(details=details), Status.of(
+                    Code.UNSCHEDULABLE, "preemption: " + NO_CANDIDATE)
+        details.tied = self.best_candidates(candidates)
         details.chosen = details.tied[0]
         return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
                 Status.success())
+
+    @staticmethod
+    def _call_extenders(extenders: Sequence[Any], pod: PodInfo, cluster: ClusterState,
+                        candidates: list[Candidate]) -> list[Candidate]:
+        """``callExtenders``: each interested extender that supports preemption narrows the
+        candidates' victims in turn. A failed call of an ignorable extender is skipped, and
+        so are the nodes it answered no victims for; any other failure is an error. The
+        candidates keep the dry run's order (upstream's come from a Go map, in no order)."""
+        victims: dict[str, tuple[tuple[PodInfo, ...], int]] = {
+            c.node: (c.victims, c.pdb_violations) for c in candidates}
+        if not victims:
+            return candidates
+
+        def pods_on(node: str) -> dict[str, PodInfo] | None:
+            slot = cluster.slot_of.get(node)
+            return None if slot is None or not cluster.live[slot] else cluster.pods_on[slot]
+
+        for extender in extenders:
+            if not extender.supports_preemption or not extender.is_interested(pod):
+                continue
+            try:
+                answered = extender.process_preemption(pod, victims, pods_on)
+            except ExtenderError:
+                if extender.ignorable:
+                    continue
+                raise
+            for node, (pods, _) in list(answered.items()):
+                if not pods:
+                    if extender.ignorable:
+                        del answered[node]
+                        continue
+                    raise ExtenderError(f'expected at least one victim pod on node "{node}"')
+            victims = {node: (tuple(pods), count) for node, (pods, count) in answered.items()}
+            if not victims:
+                break
+        by_node = {c.node: c for c in candidates}
+        narrowed = []
+        for node in [*(c.node for c in candidates if c.node in victims),
+                     *(n for n in victims if n not in by_node)]:
+            pods, count = victims[node]
+            kept = by_node.get(node)
+            same = (kept is not None and kept.pdb_violations == count
+                    and [v.uid for v in kept.victims] == [v.uid for v in pods])
+            narrowed.append(kept if same and kept is not None else Candidate(node, pods, count))
+        return narrowed
 
     @staticmethod
     def _potential_nodes(cluster: ClusterState, diagnosis: Diagnosis) -> list[int]:

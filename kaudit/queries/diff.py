@@ -140,7 +140,8 @@ def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
         return (f"{label} {_NOT_EVALUATED} {other} (it examined "
                 f"{attempt['evaluatedNodes']} nodes from its rotating start)", {})
     if not lost.get("feasible"):
-        failed = [(p, v) for p, v in lost["filter"].items() if v["code"] != "Success"]
+        failed = [(p, v) for p, v in lost["filter"].items()
+                  if v["code"] != "Success" and not v.get("ignored")]
         plugin, verdict = failed[0]
         return (f"{label} rejected {other}: {plugin} "
                 f"({'; '.join(verdict['reasons']) or verdict['code']})", {})

@@ -150,7 +150,7 @@ def group_rejections(nodes: dict[str, Any]) -> list[_Group]:
         if verdicts.get("feasible"):
             continue
         failed = [(plugin, v) for plugin, v in verdicts["filter"].items()
-                  if v["code"] not in ("Success", "Skip")]
+                  if v["code"] not in ("Success", "Skip") and not v.get("ignored")]
         if not failed:
             continue
         plugin, verdict = failed[0]

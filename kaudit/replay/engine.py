@@ -115,6 +115,16 @@ class ReplaySummary:
     log_records: dict[str, int] = field(default_factory=dict)
     utilisation: dict[str, Any] = field(default_factory=dict)
     gpu_sharing: dict[str, Any] | None = None
+    #: Extender calls by step, and how many of them failed.
+    extender_calls: dict[str, int] = field(default_factory=dict)
+    extender_errors: int = 0
+    #: With recorded answers: how many questions had none (see ``RecordedAnswers``).
+    extender_answers: dict[str, Any] | None = None
+
+    def count_extender_calls(self, calls: Iterable[Any]) -> None:
+        for call in calls:
+            self.extender_calls[call.step] = self.extender_calls.get(call.step, 0) + 1
+            self.extender_errors += call.error is not None
 
     def as_json(self) -> dict[str, Any]:
         attempts_bytes = self.log_bytes.get("attempt", 0)
@@ -137,6 +147,10 @@ class ReplaySummary:
             "logRecords": self.log_records,
             **self.utilisation,
             **({"gpuSharing": self.gpu_sharing} if self.gpu_sharing is not None else {}),
+            **({"extenderCalls": self.extender_calls, "extenderErrors": self.extender_errors}
+               if self.extender_calls else {}),
+            **({"extenderAnswers": self.extender_answers}
+               if self.extender_answers is not None else {}),
         }
 
 
@@ -174,7 +188,8 @@ class Replay(TraceApplication):
         sort = first.queue_sort
         gates = scheduler.feature_gates
         self.async_preemption = gates.enabled("SchedulerAsyncPreemption")
-        self.hint_tables = {name: hint_table(framework.instances.values())
+        self.hint_tables = {name: hint_table(framework.instances.values(),
+                                             extenders=bool(scheduler.extenders))
                             for name, framework in scheduler.frameworks.items()}
         self.queue = SchedulingQueue(
             sort_key=(lambda q: sort.key(q)) if sort is not None and hasattr(sort, "key")
@@ -439,6 +454,8 @@ class Replay(TraceApplication):
                 f"{type(exc).__name__}: {exc}") from exc
         self.summary.scheduling_seconds += time.perf_counter() - started
         self.summary.attempts += 1
+        if attempt.extender_calls:
+            self.summary.count_extender_calls(attempt.extender_calls)
         document, blob = pack_attempt(attempt, framework, self.cluster, queued.cycle,
                                       queued.attempts)
         self.sink.record(now, RecordKind.ATTEMPT, pod.key, attempt.selected, document, blob)
@@ -474,11 +491,15 @@ class Replay(TraceApplication):
         pod = queued.pod
         framework = self.scheduler.framework_for(pod)
         assert framework is not None
-        binding = bind(framework, self.cluster, state, pod, node)
+        calls = self.scheduler.extender_calls
+        calls.clear()
+        binding = bind(framework, self.cluster, state, pod, node, self.scheduler.extenders)
+        extender_record = self._extender_record(calls, binding.binder)
         placed = binding.placed
         if binding.failure is not None:
             status = binding.failure
-            self.sink.record(now, RecordKind.BIND_FAIL, pod.key, node, status.as_json())
+            self.sink.record(now, RecordKind.BIND_FAIL, pod.key, node,
+                             {**status.as_json(), **extender_record})
             rejected = status.rejected and status.plugin
             self.queue.requeue(now, queued, {status.plugin} if rejected else ())
             self._arm_unschedulable_flush(queued)
@@ -490,18 +511,32 @@ class Replay(TraceApplication):
         if self.options.bind_latency_us > 0:
             # Assumed now (its resources are taken); bound when the API call would complete.
             self.loop.at(now + self.options.bind_latency_us, Priority.BIND,
-                         lambda: self._finish_binding(framework, state, placed, pod))
+                         lambda: self._finish_binding(framework, state, placed, pod,
+                                                      extender_record))
         else:
-            self._finish_binding(framework, state, placed, pod)
+            self._finish_binding(framework, state, placed, pod, extender_record)
+
+    def _extender_record(self, calls: list[Any], binder: str | None) -> dict[str, Any]:
+        """What the bind record says of extenders: the calls made and who bound the pod."""
+        record: dict[str, Any] = {}
+        if calls:
+            record["extenders"] = [call.as_json() for call in calls]
+            self.summary.count_extender_calls(calls)
+            calls.clear()
+        if binder is not None:
+            record["binder"] = binder
+        return record
 
     def _finish_binding(self, framework: Any, state: Any, placed: PodInfo,
-                        pending: PodInfo) -> None:
+                        pending: PodInfo, extender_record: dict[str, Any] | None = None
+                        ) -> None:
         now = self.loop.now_us
         node = placed.node_name
         if not finish_binding(framework, self.cluster, state, placed):
             return  # deleted while binding
         self.sink.record(now, RecordKind.BIND, placed.key, node,
-                         {"by": "kaudit", **self._gpu_record(placed.uid)})
+                         {"by": "kaudit", **self._gpu_record(placed.uid),
+                          **(extender_record or {})})
         # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
         # pending pod leaves the queue, releasing any nomination it had.
         self._move(EVENT_ASSIGNED_POD_ADD, None, placed)

@@ -30,6 +30,7 @@ from kaudit.replay.engine import (
     workload_shapes,
 )
 from kaudit.scheduler.build import build_scheduler
+from kaudit.scheduler.extender_answers import RecordedAnswers
 from kaudit.store.models import Run, Trace
 from kaudit.store.traces import TraceSummary, iter_events
 
@@ -107,11 +108,13 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  one_try: bool = False, gpu_report: bool = False, tie_break: str = "random",
                  victim_termination_us: int | None = None, sink: EventSink | None = None,
                  labels: dict[str, Any] | None = None,
+                 extender_answers: RecordedAnswers | None = None,
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
     steps of the replay and raises to stop it (a signal received meanwhile). ``labels`` are
-    stored with the run's options (a sweep's cell names itself there)."""
+    stored with the run's options (a sweep's cell names itself there). ``extender_answers``
+    answers the extenders' calls instead of the extenders."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us))
@@ -127,7 +130,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
             options=orjson.dumps({**asdict(options),
                                   "featureGates": dict(config.feature_gates),
-                                  **({"labels": labels} if labels else {})}).decode(),
+                                  **({"labels": labels} if labels else {}),
+                                  **({"extenderAnswers": extender_answers.source}
+                                     if extender_answers is not None else {})}).decode(),
             created_at=datetime.now(UTC),
             kaudit_version=__version__,
             owner_host=this_owner()[0], owner_pid=this_owner()[1],
@@ -135,7 +140,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         ).returning(Run.id)).scalar_one()
     beat = _Heartbeat(engine, run_id, check_stop)
     try:
-        scheduler = build_scheduler(config, registry, seed=seed, tie_break=tie_break)
+        scheduler = build_scheduler(
+            config, registry, seed=seed, tie_break=tie_break,
+            extender_transport=extender_answers.transport if extender_answers else None)
         lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))
                      if lifetime == "relative" else None)
         wanted = gpu_report or any(plugin.wants_workload()
@@ -145,6 +152,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes,
                         workload)
         summary = replay.run(iter_events(engine, trace.id), progress, tick=beat)
+        if extender_answers is not None:
+            summary.extender_answers = extender_answers.missing_summary()
     except BaseException as exc:
         raised = _located(exc, trace)
         with engine.begin() as connection:

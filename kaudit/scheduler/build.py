@@ -13,9 +13,12 @@ from kaudit.config import (
     load_object,
     parse_feature_gates,
 )
+from kaudit.config.extenders import ExtenderConfig
 from kaudit.errors import ConfigError
+from kaudit.framework.extender import ExtenderCall, ExtenderError
 from kaudit.framework.plugin import Handle, Plugin
 from kaudit.framework.runtime import Framework
+from kaudit.scheduler.extender import HTTPExtender, Transport
 from kaudit.scheduler.registry import build_registry, plugin_specs
 from kaudit.scheduler.schedule import Scheduler
 
@@ -44,14 +47,23 @@ def load_object_config(obj: Any, source: str, feature_gates: str | FeatureGates 
 
 def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plugin]], *,
                     seed: int = 0, now_us: Callable[[], int] | None = None,
-                    tie_break: str = "random") -> Scheduler:
-    if config.extenders:
-        raise ConfigError(f"{config.source or 'configuration'}: extenders: kaudit validates "
-                          "scheduler extenders but does not call them yet; remove them to "
-                          "replay with the in-tree plugins only")
+                    tie_break: str = "random",
+                    extender_transport: Callable[[ExtenderConfig], Transport] | None = None,
+                    ) -> Scheduler:
+    """The scheduler of ``config``; its extenders speak HTTP unless ``extender_transport``
+    gives each its transport (recorded answers, say)."""
+    calls: list[ExtenderCall] = []
+    try:
+        extenders = [HTTPExtender(extender, extender_transport(extender)
+                                  if extender_transport else None, calls)
+                     for extender in config.extenders]
+    except ExtenderError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: extenders: {exc}") from None
     frameworks = {}
     for name, profile in config.profiles.items():
-        handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us)
+        handle = Handle(feature_gates=config.feature_gates, scheduler_name=name, now_us=now_us,
+                        extenders=tuple(extenders))
         frameworks[name] = Framework(profile, registry, handle)
     return Scheduler(frameworks, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-                     seed=seed, feature_gates=config.feature_gates, tie_break=tie_break)
+                     seed=seed, feature_gates=config.feature_gates, tie_break=tie_break,
+                     extenders=extenders, extender_calls=calls)

@@ -25,6 +25,7 @@ anything that answers (status, body) for a (url, body, timeout), such as recorde
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import ssl
@@ -33,49 +34,30 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kaudit.config.extenders import ExtenderConfig, TLSConfig
+from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
 from kaudit.model.pod import PodInfo
 from kaudit.scheduler import extender_wire as wire
 
 T = TypeVar("T")
 
-#: (url, JSON body, timeout in seconds or None) -> (HTTP status, body).
-Transport = Callable[[str, bytes, float | None], tuple[int, bytes]]
 
 
-class ExtenderError(Exception):
-    """A call failed, or its answer cannot be used; the message is upstream's."""
+class Reply(NamedTuple):
+    """What a transport got back: the HTTP status and body, and, for a recorded answer,
+    the latency it was recorded with (a live call measures its own)."""
+
+    status: int
+    body: bytes
+    latency_us: int | None = None
 
 
-@dataclass
-class ExtenderCall:
-    """One call of one verb, as the event log keeps it."""
-
-    extender: str
-    verb: str
-    #: The nodes sent (filter, prioritize), the target node (bind) or the candidate nodes.
-    nodes: list[str]
-    answer: Any = None
-    error: str | None = None
-    latency_us: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        return {"extender": self.extender, "verb": self.verb, "nodes": self.nodes,
-                "answer": self.answer, "error": self.error, "latencyUs": self.latency_us}
-
-
-@dataclass(frozen=True)
-class FilterAnswer:
-    """What a filter call answered: the nodes that pass (None drops them all), and the
-    failed and failed-and-unresolvable nodes with the extender's message for each."""
-
-    passing: list[str] | None
-    failed: dict[str, str] = field(default_factory=dict)
-    failed_unresolvable: dict[str, str] = field(default_factory=dict)
+#: (url, JSON body, timeout in seconds or None) -> the reply; failures raise OSError (or
+#: ExtenderError, for a recorded failure).
+Transport = Callable[[str, bytes, float | None], Reply]
 
 
 def go_quote(text: str) -> str:
@@ -103,15 +85,15 @@ def http_transport(config: ExtenderConfig) -> Transport:
     are not followed."""
     context = tls_context(config)
 
-    def send(url: str, body: bytes, timeout: float | None) -> tuple[int, bytes]:
+    def send(url: str, body: bytes, timeout: float | None) -> Reply:
         request = urllib.request.Request(url, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-                return response.status, response.read()
+                return Reply(response.status, response.read())
         except urllib.error.HTTPError as exc:
             with exc:
-                return exc.code, exc.read()
+                return Reply(exc.code, exc.read())
     return send
 
 
@@ -157,12 +139,14 @@ def _load_client_certificate(context: ssl.SSLContext, tls: TLSConfig) -> None:
 
 
 class HTTPExtender:
-    """One configured extender; ``calls`` collects what each call did."""
+    """One configured extender; every call it makes joins ``calls`` (a list the scheduler
+    may share among its extenders, to keep their calls in the order they were made)."""
 
-    def __init__(self, config: ExtenderConfig, transport: Transport | None = None) -> None:
+    def __init__(self, config: ExtenderConfig, transport: Transport | None = None,
+                 calls: list[ExtenderCall] | None = None) -> None:
         self.config = config
         self.transport = transport or http_transport(config)
-        self.calls: list[ExtenderCall] = []
+        self.calls: list[ExtenderCall] = [] if calls is None else calls
 
     @property
     def name(self) -> str:
@@ -171,6 +155,26 @@ class HTTPExtender:
     @property
     def ignorable(self) -> bool:
         return self.config.ignorable
+
+    @property
+    def weight(self) -> int:
+        return self.config.weight
+
+    @property
+    def is_filter(self) -> bool:
+        return self.config.is_filter
+
+    @property
+    def is_prioritizer(self) -> bool:
+        return self.config.is_prioritizer
+
+    @property
+    def is_binder(self) -> bool:
+        return self.config.is_binder
+
+    @property
+    def supports_preemption(self) -> bool:
+        return self.config.supports_preemption
 
     def is_interested(self, pod: PodInfo) -> bool:
         """``IsInterested``: every pod when no resources are managed, else a pod whose
@@ -190,27 +194,32 @@ class HTTPExtender:
     def url(self, verb: str) -> str:
         return self.config.url_prefix.rstrip("/") + "/" + verb
 
-    def send(self, verb: str, args: Any, nodes: list[str],
+    def send(self, step: str, verb: str, args: Any, nodes: list[str],
              read: Callable[[Any], T]) -> T:
-        """POST ``args`` to the verb and decode the answer with ``read``; the call (with its
-        answer or error) joins ``calls``. Failures are :class:`ExtenderError`."""
+        """POST ``args`` to the verb of ``step`` and decode the answer with ``read``; the call
+        (with its answer or error) joins ``calls``. Failures are :class:`ExtenderError`."""
         url = self.url(verb)
-        call = ExtenderCall(self.name, verb, nodes)
+        body = json.dumps(args, separators=(",", ":")).encode()
+        call = ExtenderCall(self.name, step, verb, nodes, ignorable=self.ignorable,
+                            request=hashlib.sha256(body).hexdigest()[:32])
         self.calls.append(call)
         timeout_ns = self.config.timeout_ns
         began = time.perf_counter_ns()
+        recorded: int | None = None
         try:
             try:
-                status, body = self.transport(url, json.dumps(args).encode(),
-                                              timeout_ns / 1e9 if timeout_ns > 0 else None)
-            except ExtenderError:
+                reply = self.transport(url, body, timeout_ns / 1e9 if timeout_ns > 0 else None)
+            except ExtenderError as exc:
+                recorded = exc.latency_us
                 raise
             except (OSError, ValueError, http.client.HTTPException) as exc:
                 raise ExtenderError(f'Post "{url}": {_reason(exc)}') from None
-            if status != 200:
-                raise ExtenderError(f"failed {verb} with extender at URL {url}, code {status}")
+            recorded = reply.latency_us
+            if reply.status != 200:
+                raise ExtenderError(f"failed {verb} with extender at URL {url}, "
+                                    f"code {reply.status}")
             try:
-                answer = wire.parse(body)
+                answer = wire.parse(reply.body)
                 call.answer = wire.plain(answer)
                 return read(answer)
             except wire.AnswerError as exc:
@@ -219,7 +228,8 @@ class HTTPExtender:
             call.error = str(exc)
             raise
         finally:
-            call.latency_us = (time.perf_counter_ns() - began) // 1000
+            call.latency_us = (recorded if recorded is not None
+                               else (time.perf_counter_ns() - began) // 1000)
 
     def _node_args(self, pod: PodInfo, nodes: Sequence[tuple[str, dict[str, Any]]]
                    ) -> dict[str, Any]:
@@ -234,8 +244,11 @@ class HTTPExtender:
         names = [name for name, _ in nodes]
         if not self.config.is_filter:
             return FilterAnswer(names)
-        return self.send(self.config.filter_verb, self._node_args(pod, nodes), names,
-                         lambda answer: self._filter_answer(wire.filter_result(answer), names))
+        answer = self.send("filter", self.config.filter_verb, self._node_args(pod, nodes),
+                           names,
+                           lambda raw: self._filter_answer(wire.filter_result(raw), names))
+        self.calls[-1].passing = answer.passing
+        return answer
 
     def _filter_answer(self, result: wire.FilterResult, names: list[str]) -> FilterAnswer:
         if result.error:
@@ -259,8 +272,8 @@ class HTTPExtender:
         names = [name for name, _ in nodes]
         if not self.config.is_prioritizer:
             return [(name, 0) for name in names], 0
-        scores = self.send(self.config.prioritize_verb, self._node_args(pod, nodes), names,
-                           wire.host_priorities)
+        scores = self.send("prioritize", self.config.prioritize_verb,
+                           self._node_args(pod, nodes), names, wire.host_priorities)
         return scores, self.config.weight
 
     def bind(self, pod: PodInfo, node: str) -> None:
@@ -272,8 +285,9 @@ class HTTPExtender:
             error = wire.binding_error(answer)
             if error:
                 raise ExtenderError(error)
-        self.send(self.config.bind_verb, {"PodName": pod.name, "PodNamespace": pod.namespace,
-                                          "PodUID": pod.uid, "Node": node}, [node], read)
+        self.send("bind", self.config.bind_verb,
+                  {"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid,
+                   "Node": node}, [node], read)
 
     def process_preemption(self, pod: PodInfo,
                            victims: Mapping[str, tuple[Sequence[PodInfo], int]],
@@ -293,7 +307,7 @@ class HTTPExtender:
             args = {"Pod": pod.obj, "NodeNameToMetaVictims": None, "NodeNameToVictims": {
                 node: {"Pods": [p.obj for p in pods], "NumPDBViolations": count}
                 for node, (pods, count) in victims.items()}}
-        return self.send(self.config.preempt_verb, args, list(victims),
+        return self.send("preempt", self.config.preempt_verb, args, list(victims),
                          lambda answer: self._victims(wire.meta_victims(answer), pods_on))
 
     def _victims(self, meta: dict[str, tuple[list[str], int] | None],

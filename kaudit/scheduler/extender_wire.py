@@ -192,9 +192,15 @@ def meta_victims(value: Any) -> dict[str, tuple[list[str], int] | None]:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with its objects as dicts (later keys winning), for the event log."""
+    """``value`` with its objects as dicts, for the event log: a repeated key keeps its last
+    value at its last position, so the dict, encoded again, decodes as ``value`` does (a
+    later key that matches a struct field ignoring case still comes later)."""
     if isinstance(value, Pairs):
-        return {key: plain(item) for key, item in value}
+        decoded: dict[str, Any] = {}
+        for key, item in value:
+            decoded.pop(key, None)
+            decoded[key] = plain(item)
+        return decoded
     if isinstance(value, list):
         return [plain(item) for item in value]
     return value

@@ -46,6 +46,7 @@ from kaudit.framework.events import (
     match_cluster_events,
     register,
 )
+from kaudit.framework.extender import EXTENDER_NAME
 from kaudit.framework.plugin import extension_points
 from kaudit.model.pod import PodInfo
 
@@ -108,9 +109,14 @@ HintTable = list[tuple[ClusterEvent, str, Any]]
 _REJECTING_POINTS = frozenset({"PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit"})
 
 
-def hint_table(plugins: Iterable[Any]) -> HintTable:
-    """``buildQueueingHintMap`` for a profile's plugin instances."""
+def hint_table(plugins: Iterable[Any], extenders: bool = False) -> HintTable:
+    """``buildQueueingHintMap`` for a profile's plugin instances; with ``extenders``, first
+    ``Extender`` on every event, as upstream's framework registers for them (extenders
+    declare no events, so a pod they rejected is moved by any)."""
     table: HintTable = []
+    if extenders:
+        table.extend((ClusterEvent(resource, ActionType.ALL), EXTENDER_NAME, None)
+                     for resource in _WILDCARD_RESOURCES)
     for plugin in plugins:
         points = extension_points(type(plugin))
         if points and not points & _REJECTING_POINTS:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
 from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
+from kaudit.framework.extender import EXTENDER_NAME, Extender, ExtenderCall, ExtenderError
 from kaudit.framework.plugin import PostFilterResult
 from kaudit.framework.runtime import (
     FilterRun,
@@ -39,6 +40,7 @@ from kaudit.framework.runtime import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
+from kaudit.scheduler.extender_cycle import extender_scores, filter_through_extenders
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -85,13 +87,32 @@ class Attempt:
     post_filter_result: PostFilterResult | None = None
     error: str | None = None
     state: CycleState | None = None
+    #: The feasible slots once extenders filtered them (None when no extender filtered).
+    passing: np.ndarray | None = None
+    #: Every extender call the cycle made, in order (filter, prioritize, preempt).
+    extender_calls: list[ExtenderCall] = field(default_factory=list)
+    #: Each prioritizing extender's final scores over ``scores.slots``.
+    extender_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    extender_weights: dict[str, int] = field(default_factory=dict)
 
     @property
     def tied(self) -> list[str]:
         return [self.node_name(int(s)) for s in self.tied_slots] if self.node_name else []
 
     @property
+    def feasible_slots(self) -> np.ndarray:
+        """The nodes that passed the filter plugins and the extenders."""
+        if self.passing is not None:
+            return self.passing
+        if self.filters is None:
+            return np.zeros(0, dtype=np.int64)
+        slots: np.ndarray = self.filters.slots[self.filters.feasible]
+        return slots
+
+    @property
     def feasible(self) -> int:
+        if self.passing is not None:
+            return len(self.passing)
         return 0 if self.filters is None else int(self.filters.feasible.sum())
 
     @property
@@ -108,8 +129,16 @@ class Scheduler:
 
     def __init__(self, frameworks: Mapping[str, Framework], *,
                  percentage_of_nodes_to_score: int = 0, seed: int = 0,
-                 feature_gates: Any = None, tie_break: str = "random") -> None:
+                 feature_gates: Any = None, tie_break: str = "random",
+                 extenders: Sequence[Extender] = (),
+                 extender_calls: list[ExtenderCall] | None = None) -> None:
         self.frameworks = dict(frameworks)
+        #: The extenders in call order, and the list their calls are appended to.
+        self.extenders = list(extenders)
+        self.extender_calls: list[ExtenderCall] = ([] if extender_calls is None
+                                                   else extender_calls)
+        self._extender_filters = any(e.is_filter for e in self.extenders)
+        self._extender_prioritizers = any(e.is_prioritizer for e in self.extenders)
         self.feature_gates = feature_gates if feature_gates is not None else FeatureGates()
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.seed = seed
@@ -146,10 +175,13 @@ class Scheduler:
             # retried (any cluster event moves it too).
             result.message = NO_NODES_AVAILABLE
             return result
+        calls = self.extender_calls
+        calls.clear()
         try:
             self._find_feasible(framework, cluster, pod, state, result, nominator, exhaustive,
                                 candidates)
-            # Rejected at PreFilter (no filters ran), or no node passed the filters: a FitError.
+            # Rejected at PreFilter (no filters ran), or no node passed the filters and the
+            # extenders: a FitError.
             if result.filters is None or result.feasible == 0:
                 if run_post_filter and framework.plugins("PostFilter"):
                     outcome, status = framework.run_post_filter(state, pod, cluster,
@@ -159,10 +191,14 @@ class Scheduler:
                 result.message = fit_error_message(result.num_all_nodes, result.diagnosis)
                 return result
             self._select(framework, cluster, pod, state, result, attempt, exhaustive)
-        except PluginError as exc:
+        except (PluginError, ExtenderError) as exc:
             result.error = str(exc)
             result.message = str(exc)
             result.selected = None
+        finally:
+            if calls:
+                result.extender_calls = list(calls)
+                calls.clear()
         return result
 
     # ------------------------------------------------------------------ filtering
@@ -189,10 +225,15 @@ class Scheduler:
                 run = framework.run_filter_with_nominated(state, pod, cluster,
                                                           np.asarray([slot]), nominator)
                 if run.feasible.all():
-                    result.filters = run
-                    result.nominated_node_used = True
-                    return
-                self._record_statuses(cluster, run, diagnosis)
+                    passing = self._nominated_through_extenders(cluster, pod, run.slots,
+                                                                diagnosis)
+                    if len(passing):
+                        result.filters = run
+                        result.passing = passing if self._extender_filters else None
+                        result.nominated_node_used = True
+                        return
+                else:
+                    self._record_statuses(cluster, run, diagnosis)
 
         nodes = order
         if candidates is not None:
@@ -216,7 +257,7 @@ class Scheduler:
         else:
             to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
                                                  self.percentage_of_nodes_to_score, len(nodes))
-            if not framework.has_scoring:
+            if not self._extender_filters and not self._has_scoring(framework):
                 to_find = 1
             start = self.next_start_node_index % len(nodes)
             rotation = np.concatenate([nodes[start:], nodes[:start]])
@@ -228,10 +269,32 @@ class Scheduler:
             processed = len(run.slots)
             self.next_start_node_index = (self.next_start_node_index + processed) % len(order)
         result.filters = run
-        if exhaustive or not run.feasible.any():
+        if self._extender_filters:
+            feasible = run.slots[run.feasible]
+            result.passing = filter_through_extenders(self.extenders, pod, cluster, feasible,
+                                                      diagnosis)
+            if len(result.passing) != len(feasible):
+                # Extenders register no events: a pod they rejected waits for any event.
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        if exhaustive or result.feasible == 0:
             # Only a failed attempt reads per-node statuses (the FitError message, preemption,
             # the rejecting plugins); the FilterRun keeps every verdict either way.
             self._record_statuses(cluster, run, diagnosis)
+
+    def _has_scoring(self, framework: Framework) -> bool:
+        """``hasScoring``: score plugins, or an extender that prioritizes."""
+        return framework.has_scoring or self._extender_prioritizers
+
+    def _nominated_through_extenders(self, cluster: ClusterState, pod: PodInfo,
+                                     slots: np.ndarray, diagnosis: Diagnosis) -> np.ndarray:
+        """``evaluateNominatedNode``'s extender step: a failed call is logged upstream and
+        the full search follows."""
+        if not self._extender_filters:
+            return slots
+        try:
+            return filter_through_extenders(self.extenders, pod, cluster, slots, diagnosis)
+        except ExtenderError:
+            return slots[:0]
 
     def _filter_until(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
                       state: CycleState, rotation: np.ndarray, to_find: int,
@@ -280,18 +343,24 @@ class Scheduler:
     def _select(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
                 state: CycleState, result: Attempt, attempt: int, exhaustive: bool) -> None:
         assert result.filters is not None
-        feasible = result.filters.slots[result.filters.feasible]
+        feasible = result.feasible_slots
         if len(feasible) == 1 and not exhaustive:
             result.selected = cluster.node(int(feasible[0])).name
             result.tied_slots = feasible
             return
-        if not framework.has_scoring:
+        if not framework.has_scoring and not self.extenders:
             total = np.ones(len(feasible), dtype=np.int64)
             result.scores = ScoreRun(feasible, {}, {}, {}, {}, total)
         else:
             pre_score = framework.run_pre_score(state, pod, cluster, feasible)
             result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
         total = result.scores.total
+        if self._extender_prioritizers:
+            result.extender_scores = extender_scores(self.extenders, pod, cluster, feasible)
+            result.extender_weights = {e.name: e.weight for e in self.extenders
+                                       if e.name in result.extender_scores}
+            if result.extender_scores:
+                total = total + sum(result.extender_scores.values())
         result.tied_slots = feasible[total == total.max()]
         result.tie_break = self.tie_break
         result.selected = self._break_tie(cluster, result.tied_slots, state)

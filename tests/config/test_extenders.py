@@ -119,10 +119,29 @@ def test_ignored_resources_need_node_resources_fit(config_error: Callable[..., s
                        "config (extenders manage resources with ignoredByScheduler)")
 
 
-def test_a_replay_refuses_extenders_it_cannot_call_yet(
+def test_the_scheduler_calls_extenders_in_upstream_order(
         load_yaml: Callable[..., SchedulerConfiguration]) -> None:
-    config = load_yaml("extenders: [{urlPrefix: 'http://gpu', filterVerb: filter}]\n")
-    with pytest.raises(ConfigError, match="does not call them yet"):
+    config = load_yaml("""
+        extenders:
+        - {urlPrefix: 'http://first', filterVerb: filter, ignorable: true}
+        - {urlPrefix: 'http://second', prioritizeVerb: prioritize, weight: 3}
+        """)
+    scheduler = build_scheduler(config, load()[1])
+    assert [e.name for e in scheduler.extenders] == ["http://second", "http://first"]
+    handle = scheduler.frameworks["default-scheduler"].instances["DefaultPreemption"].handle
+    assert [e.name for e in handle.extenders] == ["http://second", "http://first"]
+
+
+def test_an_unusable_tls_configuration_is_a_configuration_error(
+        load_yaml: Callable[..., SchedulerConfiguration]) -> None:
+    config = load_yaml("""
+        extenders:
+        - urlPrefix: 'https://gpu'
+          filterVerb: filter
+          tlsConfig: {insecure: true, caFile: /nonexistent/ca.pem}
+        """)
+    with pytest.raises(ConfigError, match="extenders: specifying a root certificates file "
+                                          "with the insecure flag is not allowed"):
         build_scheduler(config, load()[1])
 
 

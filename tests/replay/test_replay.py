@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import Result
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from kaudit.eventlog.sink import MemorySink, digest
 from kaudit.queries.explain import explain_pod
@@ -18,23 +18,14 @@ from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for, replay_trace
 from kaudit.scheduler.build import build_scheduler, load
-from kaudit.store.models import RunEvent
 from kaudit.store.traces import get_trace, iter_events
+from tests.conftest import stored_digest
 
 
 @pytest.fixture
 def sample(engine: Engine, sample_path: Path) -> Engine:
     ingest_trace(engine, [TraceInput(sample_path)])
     return engine
-
-
-def _stored_digest(engine: Engine, run_id: int) -> str:
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
-                   RunEvent.data, RunEvent.blob)
-            .where(RunEvent.run_id == run_id).order_by(RunEvent.seq)).all()
-    return digest(iter([tuple(r) for r in rows]))
 
 
 def _memory_digest(engine: Engine, seed: int) -> str:
@@ -93,8 +84,8 @@ def test_same_inputs_same_event_log(sample: Engine) -> None:
     trace = get_trace(sample, "sample")
     first, _ = replay_trace(sample, trace, config, registry, seed=3)
     second, _ = replay_trace(sample, trace, config, registry, seed=3)
-    stored = _stored_digest(sample, first)
-    assert stored == _stored_digest(sample, second)
+    stored = stored_digest(sample, first)
+    assert stored == stored_digest(sample, second)
     # Written and read back from this backend, the log equals the in-memory log: so SQLite
     # and PostgreSQL (this test runs on both) hold the same bytes.
     assert stored == _memory_digest(sample, 3)
@@ -189,7 +180,7 @@ def test_sqlite_and_postgresql_hold_the_same_log(sample: Engine, tmp_path: Path)
         ingest_trace(lite, [TraceInput(Path(get_trace(sample, "sample").sources[0]["path"]))])
         pg_run, _ = replay_trace(sample, get_trace(sample, "sample"), config, registry, seed=9)
         lite_run, _ = replay_trace(lite, get_trace(lite, "sample"), config, registry, seed=9)
-        assert _stored_digest(sample, pg_run) == _stored_digest(lite, lite_run)
+        assert stored_digest(sample, pg_run) == stored_digest(lite, lite_run)
     finally:
         lite.dispose()
 

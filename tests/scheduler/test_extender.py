@@ -4,11 +4,9 @@ each verb's answers and errors as ``pkg/scheduler/extender.go`` reports them."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,52 +14,14 @@ import pytest
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.config.extenders import ExtenderConfig, ManagedResource
-from kaudit.scheduler.extender import ExtenderError, HTTPExtender
+from kaudit.scheduler.extender import ExtenderError, HTTPExtender, Reply
 from kaudit.tracegen.builders import make_node, make_pod
-
-Route = Callable[[dict[str, Any]], tuple[int, Any]]
-
-
-class FakeExtender:
-    """An extender service: ``routes`` maps a verb to a function of the request body that
-    returns (status, answer); ``seen`` keeps every (verb, body)."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, Route] = {}
-        self.seen: list[tuple[str, dict[str, Any]]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                verb = self.path.rsplit("/", 1)[-1]
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.seen.append((verb, body))
-                assert self.headers["Content-Type"] == "application/json"
-                status, answer = fake.routes[verb](body)
-                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a client that gave up (timed out, refused the certificate)
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/scheduler/"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
+from tests.extender_service import FakeExtender, Route
 
 
 @pytest.fixture
-def service() -> Iterator[FakeExtender]:
-    fake = FakeExtender()
-    yield fake
-    fake.server.shutdown()
+def service(extender_service: FakeExtender) -> FakeExtender:
+    return extender_service
 
 
 def _nodes(*names: str) -> list[tuple[str, dict[str, Any]]]:
@@ -311,7 +271,7 @@ def test_answers_of_the_wrong_shape_are_errors_of_the_call(verb: str, body: byte
     config = ExtenderConfig(url_prefix="http://x", filter_verb="filter",
                             prioritize_verb="prioritize", weight=1, bind_verb="bind",
                             preempt_verb="preempt", node_cache_capable=False)
-    extender = HTTPExtender(config, transport=lambda url, data, timeout: (200, body))
+    extender = HTTPExtender(config, transport=lambda url, data, timeout: Reply(200, body))
     calls: dict[str, Callable[[], Any]] = {
         "filter": lambda: extender.filter(POD, _nodes("a")),
         "prioritize": lambda: extender.prioritize(POD, _nodes("a")),
@@ -330,7 +290,7 @@ def test_go_reads_the_first_value_and_the_last_key_that_folds_alike() -> None:
                b'{"NodeNames": ["a"]} trailing': None}
     config = ExtenderConfig(url_prefix="http://x", filter_verb="filter", node_cache_capable=True)
     for body, error in answers.items():
-        extender = HTTPExtender(config, transport=lambda url, data, timeout, b=body: (200, b))
+        extender = HTTPExtender(config, transport=lambda url, data, timeout, b=body: Reply(200, b))
         if error is None:
             extender.filter(POD, _nodes("a"))
         else:
