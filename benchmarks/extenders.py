@@ -8,7 +8,8 @@ SQLite with kube-scheduler's default plugins: without extenders; through one ext
 127.0.0.1 (its own process; ``nodeCacheCapable``, filter and prioritize, passing every node
 but one in ten and scoring each node 0–10 by its name); and from that run's recorded answers
 (``--extender-answers``). It reports pods/s of each, the extender calls and their mean
-latency, and whether the recorded-answers run's event log is the live run's, byte for byte.
+latency, the event log's bytes per attempt, and whether the recorded-answers run's event log
+is the live run's, byte for byte.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from kaudit.eventlog.sink import digest
 from kaudit.queries.extender_calls import recorded_extender_calls
@@ -101,6 +102,15 @@ def _digest(engine: Engine, run_id: int) -> str:
     return digest(iter([tuple(r) for r in rows]))
 
 
+def _bytes_per_attempt(engine: Engine, run_id: int) -> int:
+    with engine.connect() as connection:
+        count, data, blob = connection.execute(
+            select(func.count(), func.sum(func.length(RunEvent.data)),
+                   func.sum(func.coalesce(func.length(RunEvent.blob), 0)))
+            .where(RunEvent.run_id == run_id, RunEvent.kind == "attempt")).one()
+    return round(((data or 0) + (blob or 0)) / max(count, 1))
+
+
 def run(nodes: int, pods: int) -> dict[str, Any]:
     ports: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
     service = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)
@@ -136,7 +146,8 @@ def run(nodes: int, pods: int) -> dict[str, Any]:
                 figures[label] = {"seconds": round(seconds, 2),
                                   "podsPerSecond": round(summary.pods_scheduled / seconds, 1),
                                   "podsScheduled": summary.pods_scheduled,
-                                  "extenderCalls": summary.extender_calls}
+                                  "extenderCalls": summary.extender_calls,
+                                  "bytesPerAttempt": _bytes_per_attempt(engine, run_id)}
                 if recorded is not None:
                     figures[label]["missingAnswers"] = len(recorded.missing)
             _, calls = recorded_extender_calls(engine, "live")
@@ -166,7 +177,7 @@ def main() -> int:
         entry = figures[label]
         calls = ", ".join(f"{n} {step}" for step, n in entry["extenderCalls"].items()) or "-"
         print(f"  {label:16} {entry['podsPerSecond']:>8,.1f} pods/s  {entry['seconds']:>7.2f} s"
-              f"  calls: {calls}")
+              f"  {entry['bytesPerAttempt']:>7,} B/attempt  calls: {calls}")
     print(f"  mean live call: {figures['liveExtender']['meanCallMs']} ms; recorded answers "
           f"missing: {figures['recordedAnswers']['missingAnswers']}; identical event log: "
           f"{figures['recordedAnswersIdenticalLog']}")

@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+import orjson
+
 from kaudit.config.extenders import ExtenderConfig, TLSConfig
 from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
 from kaudit.model.pod import PodInfo
@@ -199,7 +201,10 @@ class HTTPExtender:
         """POST ``args`` to the verb of ``step`` and decode the answer with ``read``; the call
         (with its answer or error) joins ``calls``. Failures are :class:`ExtenderError`."""
         url = self.url(verb)
-        body = json.dumps(args, separators=(",", ":")).encode()
+        try:
+            body = orjson.dumps(args)
+        except TypeError:  # an integer beyond 64 bits in the pod, say
+            body = json.dumps(args, separators=(",", ":"), ensure_ascii=False).encode()
         call = ExtenderCall(self.name, step, verb, nodes, ignorable=self.ignorable,
                             request=hashlib.sha256(body).hexdigest()[:32])
         self.calls.append(call)
@@ -219,8 +224,7 @@ class HTTPExtender:
                 raise ExtenderError(f"failed {verb} with extender at URL {url}, "
                                     f"code {reply.status}")
             try:
-                answer = wire.parse(reply.body)
-                call.answer = wire.plain(answer)
+                answer, call.answer = wire.parse_answer(reply.body)
                 return read(answer)
             except wire.AnswerError as exc:
                 raise ExtenderError(str(exc)) from None

@@ -4,6 +4,7 @@ each verb's answers and errors as ``pkg/scheduler/extender.go`` reports them."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ import pytest
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.config.extenders import ExtenderConfig, ManagedResource
+from kaudit.scheduler import extender_wire as wire
 from kaudit.scheduler.extender import ExtenderError, HTTPExtender, Reply
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.extender_service import FakeExtender, Route
@@ -323,3 +325,33 @@ def test_insecure_with_a_ca_is_refused() -> None:
     with pytest.raises(ExtenderError, match="insecure flag is not allowed"):
         HTTPExtender(ExtenderConfig(url_prefix="https://x", tls_config=TLSConfig(
             insecure=True, ca_data=b"-----BEGIN CERTIFICATE-----")))
+
+
+@pytest.mark.parametrize("body", [
+    b'[{"Host": "n1", "Score": 3}, {"host": "n2", "SCORE": 4}, null, {"Score": 5}] trailing',
+    b'[{"Host": "n1", "Score": 3, "Host": "n9"}, {"Score": 2, "Host": "n2"}]',
+    b'[{"Host": "n1", "Score": 1.5}]',
+])
+def test_the_fast_readings_of_an_answer_agree_with_gos(body: bytes) -> None:
+    """``host_priorities`` takes the usual entry at once and ``parse_answer`` records through
+    orjson when no key repeats: both must read what the field-by-field way reads."""
+    value, recorded = wire.parse_answer(body)
+    assert recorded == wire.plain(value)
+
+    def read(answer: Any) -> Any:
+        try:
+            return wire.host_priorities(answer)
+        except wire.AnswerError as exc:
+            return str(exc)
+
+    def field_by_field(answer: Any) -> Any:
+        try:
+            return [(d.get("Host", ""), d.get("Score", 0)) for d in (
+                {} if e is None else wire.struct(e, "HostPriority",
+                                                 {"Host": wire.string, "Score": wire.int64})
+                for e in answer)]
+        except wire.AnswerError as exc:
+            return str(exc)
+
+    assert read(value) == field_by_field(value)
+    assert read(wire.parse(json.dumps(recorded).encode())) == read(value)
