@@ -23,6 +23,7 @@ Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import struct
@@ -35,6 +36,7 @@ from kaudit.cluster.state import ClusterState
 from kaudit.framework.extender import EXTENDER_NAME
 from kaudit.framework.runtime import NOT_RUN, FilterRun, Framework
 from kaudit.framework.status import Code
+from kaudit.scheduler import extender_wire as wire
 from kaudit.scheduler.schedule import Attempt
 
 # Plain ints: comparing an array with an IntEnum member goes through the enum's slow paths.
@@ -249,7 +251,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         "feasibleNodes": document.get("feasibleNodes"),
     }
     if calls:
-        shaped["extenderCalls"] = calls
+        shaped["extenderCalls"] = extender_calls_json(calls)
     if "postFilter" in document:
         shaped["postFilter"] = document["postFilter"]
     preemption = preemption_json(document)
@@ -258,50 +260,79 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
     return shaped
 
 
+def _answer(call: dict[str, Any]) -> Any:
+    """The call's answer decoded as the scheduler decoded it (None when it has none)."""
+    if call.get("bodyBase64") is not None:
+        body = base64.b64decode(call["bodyBase64"])
+    elif call.get("body") is not None:
+        body = str(call["body"]).encode()
+    else:
+        return None
+    try:
+        return wire.parse(body)
+    except wire.AnswerError:
+        return None
+
+
+def extender_calls_json(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded calls as shown: each with its ``answer`` decoded in place of the body."""
+    shown = []
+    for call in calls:
+        entry = {k: v for k, v in call.items() if k not in ("body", "bodyBase64")}
+        entry["answer"] = wire.plain(_answer(call))
+        shown.append(entry)
+    return shown
+
+
 def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
                        node_names: dict[int, str], only: set[int] | None) -> None:
     """Each filter call's verdict on each node it was sent, beside the filter plugins' (a
     later call about the same node, after the nominated node's, replaces an earlier one).
-    A node an extender neither passed nor failed was dropped without a reason."""
+    A node an extender neither passed nor failed was dropped without a reason; a node both
+    passed and failed passes (upstream keeps it, with the failure as its status)."""
     wanted = None if only is None else {node_names.get(s, str(s)) for s in only}
+    touched: set[str] = set()
     for call in calls:
         if call.get("step") != "filter":
             continue
         extender = call["extender"]
-        answer: dict[str, Any] = call["answer"] if isinstance(call.get("answer"), dict) else {}
         error = call.get("error")
         passing = set(call.get("passing") or ())
-        failed = _folded(answer, "FailedNodes")
-        unresolvable = _folded(answer, "FailedAndUnresolvableNodes")
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        if not error:
+            try:
+                result = wire.filter_result(_answer(call))
+                failed, unresolvable = result.failed, result.failed_unresolvable
+            except wire.AnswerError:
+                pass
         for name in call.get("nodes") or []:
             if wanted is not None and name not in wanted:
                 continue
             entry = nodes.setdefault(name, {"filter": {}, "feasible": True})
+            touched.add(name)
+            verdict: dict[str, Any]
             if error:
                 verdict = {"code": "Error", "reasons": [error],
                            "ignored": bool(call.get("ignorable"))}
+            elif name in passing:
+                verdict = {"code": "Success", "reasons": []}
+                also = unresolvable.get(name, failed.get(name))
+                if also is not None:
+                    verdict["note"] = f"passed, and also answered as failed: {also}"
             elif name in unresolvable:
                 verdict = {"code": "UnschedulableAndUnresolvable",
                            "reasons": [unresolvable[name]]}
             elif name in failed:
                 verdict = {"code": "Unschedulable", "reasons": [failed[name]]}
-            elif name in passing:
-                verdict = {"code": "Success", "reasons": []}
             else:
                 verdict = {"code": "Unschedulable", "reasons": [],
                            "note": "not in the extender's passing nodes; no reason given"}
             entry["filter"][extender] = {**verdict, "extender": True}
-            if verdict["code"] != "Success" and not verdict.get("ignored"):
-                entry["feasible"] = False
-
-
-def _folded(answer: dict[str, Any], field_name: str) -> Any:
-    """The answer's field as Go reads it: keys matched ignoring case, the last one winning."""
-    found: Any = None
-    for key, value in answer.items():
-        if key.casefold() == field_name.casefold() and value is not None:
-            found = value
-    return found if found is not None else {}
+    for name in touched:
+        entry = nodes[name]
+        entry["feasible"] = all(v["code"] == "Success" or v.get("ignored")
+                                for v in entry["filter"].values())
 
 
 def preemption_json(document: dict[str, Any]) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ class RecordKind(StrEnum):
     TERMINATE = "terminate"
     DELETE = "delete"
     CREATE = "create"
+    EXTENDER = "extender"
 
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]

@@ -20,7 +20,9 @@ Record kinds and their ``data``:
   equally ranked victims decided it); ``terminate`` — its deletion was accepted and it
   terminates, still counted on ``node``;
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
-* ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``.
+* ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``;
+* ``extender`` — extender calls no other record holds: the bind call for a pod deleted
+  while it was being bound (``{"extenders", "binder", "reason"}``).
 
 At the end of the run the sink also receives the run's :class:`~kaudit.eventlog.timeline.Timeline`
 (node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the

@@ -9,6 +9,7 @@ a pod's unschedulable plugins when extenders rejected nodes, which every cluster
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,7 +30,8 @@ class ExtenderError(Exception):
 
 @dataclass
 class ExtenderCall:
-    """One call of one verb, as the event log keeps it."""
+    """One call of one verb, as the event log keeps it: the answer's body as received, so
+    that a replay from recorded answers reads exactly what the live one read."""
 
     extender: str
     #: Which step called: ``filter``, ``prioritize``, ``bind`` or ``preempt``.
@@ -38,7 +40,8 @@ class ExtenderCall:
     verb: str
     #: The nodes sent (filter, prioritize), the target node (bind) or the candidate nodes.
     nodes: list[str]
-    answer: Any = None
+    #: The body of the answer, as received (for an HTTP 200), which recorded answers replay.
+    body: bytes | None = None
     error: str | None = None
     latency_us: int = 0
     #: Whether a failure of this call is skipped (the extender is ``ignorable``).
@@ -49,10 +52,15 @@ class ExtenderCall:
     passing: list[str] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        out = {"extender": self.extender, "step": self.step, "verb": self.verb,
-               "nodes": self.nodes, "answer": self.answer, "error": self.error,
-               "latencyUs": self.latency_us, "ignorable": self.ignorable,
-               "request": self.request}
+        out: dict[str, Any] = {"extender": self.extender, "step": self.step,
+                               "verb": self.verb, "nodes": self.nodes}
+        if self.body is not None:
+            try:
+                out["body"] = self.body.decode("utf-8")
+            except UnicodeDecodeError:
+                out["bodyBase64"] = base64.b64encode(self.body).decode()
+        out.update({"error": self.error, "latencyUs": self.latency_us,
+                    "ignorable": self.ignorable, "request": self.request})
         if self.step == "filter" and self.error is None:
             out["passing"] = self.passing
         return out

@@ -44,6 +44,7 @@ from kaudit.framework.extender import ExtenderError
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
 from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
+from kaudit.gostrings import aggregate, go_quote
 from kaudit.model.pod import PodInfo
 from kaudit.model.timestamps import start_time_us
 from kaudit.plugins import names
@@ -101,6 +102,8 @@ class PreemptionDetails:
     node_statuses: dict[str, Status] = field(default_factory=dict)
     #: The candidates the extenders left (None when no extender took part).
     extender_candidates: list[Candidate] | None = None
+    #: The dry run's errors (a node where the pod fit with no victim, a filter's error).
+    errors: list[str] = field(default_factory=list)
 
     @property
     def tie_exposed(self) -> frozenset[str]:
@@ -244,6 +247,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if potential:
             offset = rng.randrange(len(potential))
             self._dry_run(state, pod, cluster, potential, offset, details)
+        if not details.candidates and details.errors:
+            # ``Preempt``: the dry run's errors, when it found no candidate, are the answer.
+            return PostFilterResult(details=details), Status.of(
+                Code.ERROR, "preemption: " + aggregate(details.errors))
         if not details.candidates:
             fit = Diagnosis(node_statuses=details.node_statuses,
                             absent_status=Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -298,7 +305,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     if extender.ignorable:
                         del answered[node]
                         continue
-                    raise ExtenderError(f'expected at least one victim pod on node "{node}"')
+                    raise ExtenderError("expected at least one victim pod on node "
+                                        + go_quote(node))
             victims = {node: (tuple(pods), count) for node, (pods, count) in answered.items()}
             if not victims:
                 break
@@ -393,8 +401,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                         return
                     continue
                 if status.ok:
-                    status = Status.of(Code.ERROR,
-                                       f"expected at least one victim pod on node {node_name!r}")
+                    status = Status.of(Code.ERROR, "expected at least one victim pod on "
+                                                   f"node {go_quote(node_name)}")
+                if status.code == Code.ERROR:
+                    details.errors.append(status.message)
                 details.node_statuses[node_name] = status
             position += len(slots)
             if batched:

@@ -1,8 +1,9 @@
 """The extender calls a run recorded, in the order they were made: what
 ``kaudit replay --extender-answers RUN`` answers from.
 
-Calls are kept in the JSON of the run's ``attempt`` records (filter, prioritize, preempt) and
-``bind``/``bindfail`` records (bind), under ``extenders``.
+Calls are kept in the JSON of the run's ``attempt`` records (filter, prioritize, preempt),
+``bind``/``bindfail`` records (bind) and ``extender`` records (the bind call of a pod deleted
+while it was being bound), under ``extenders``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from kaudit.eventlog.records import RecordKind
 from kaudit.queries.runs import get_run
 from kaudit.store.models import RunEvent
 
-_KINDS = (RecordKind.ATTEMPT.value, RecordKind.BIND.value, RecordKind.BIND_FAIL.value)
+_KINDS = (RecordKind.ATTEMPT.value, RecordKind.BIND.value, RecordKind.BIND_FAIL.value,
+          RecordKind.EXTENDER.value)
 
 
 def recorded_extender_calls(engine: Engine, run_ref: str) -> tuple[str, list[dict[str, Any]]]:

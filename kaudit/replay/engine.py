@@ -485,6 +485,11 @@ class Replay(TraceApplication):
         self._arm_unschedulable_flush(queued)
         if result is not None and result.nominated_node_name is not None:
             self._nominate(queued, result.nominated_node_name, result.details)
+        elif (attempt.error is not None or attempt.num_all_nodes == 0) and (
+                queued.pod.nominated_node_name or queued.pod.uid in self.nominated_at):
+            # Not a FitError (an error, no nodes at all): upstream's cycle answers
+            # clearNominatedNode, and the failure's status patch clears the nomination.
+            self._nominate(queued, "", None)
 
     def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
         now = self.loop.now_us
@@ -533,7 +538,12 @@ class Replay(TraceApplication):
         now = self.loop.now_us
         node = placed.node_name
         if not finish_binding(framework, self.cluster, state, placed):
-            return  # deleted while binding
+            if extender_record and "extenders" in extender_record:
+                # Deleted while binding: the bind call was made all the same, and recorded
+                # answers must find it.
+                self.sink.record(now, RecordKind.EXTENDER, placed.key, node,
+                                 {**extender_record, "reason": "deleted while binding"})
+            return
         self.sink.record(now, RecordKind.BIND, placed.key, node,
                          {"by": "kaudit", **self._gpu_record(placed.uid),
                           **(extender_record or {})})
@@ -571,7 +581,10 @@ class Replay(TraceApplication):
         self.sink.record(now, RecordKind.NOMINATE, preemptor.key, node, _nomination_ties(details))
         chosen = getattr(details, "chosen", None)
         exposed: frozenset[str] = getattr(details, "tie_exposed", frozenset())
-        victims = [v for v in (chosen.victims if chosen is not None else ())
+        # An extender may name a victim twice: it is deleted once (the second deletion
+        # finds nothing upstream).
+        victims = [v for v in {v.uid: v for v in (chosen.victims if chosen is not None
+                                                  else ())}.values()
                    if v.uid in self.cluster.pods]
         for victim in victims:
             self.sink.record(now, RecordKind.PREEMPT, victim.key, victim.node_name,

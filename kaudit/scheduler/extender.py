@@ -41,6 +41,7 @@ import orjson
 
 from kaudit.config.extenders import ExtenderConfig, TLSConfig
 from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
+from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 from kaudit.scheduler import extender_wire as wire
 
@@ -60,25 +61,6 @@ class Reply(NamedTuple):
 #: (url, JSON body, timeout in seconds or None) -> the reply; failures raise OSError (or
 #: ExtenderError, for a recorded failure).
 Transport = Callable[[str, bytes, float | None], Reply]
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` (``strconv.Quote``) for the strings an extender error quotes."""
-    named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-             "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
-    out = []
-    for ch in text:
-        if ch in named:
-            out.append(named[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def http_transport(config: ExtenderConfig) -> Transport:
@@ -224,7 +206,8 @@ class HTTPExtender:
                 raise ExtenderError(f"failed {verb} with extender at URL {url}, "
                                     f"code {reply.status}")
             try:
-                answer, call.answer = wire.parse_answer(reply.body)
+                call.body = reply.body
+                answer = wire.parse(reply.body)
                 return read(answer)
             except wire.AnswerError as exc:
                 raise ExtenderError(str(exc)) from None
@@ -267,6 +250,13 @@ class HTTPExtender:
                                         "node list")
             passing = list(result.node_names)
         elif result.nodes is not None:
+            unknown = [name for name in result.nodes if name not in set(names)]
+            if unknown:
+                # Upstream goes on with the Node objects as answered; kaudit can only place
+                # a pod on a node of its cluster (docs/extenders.md).
+                raise ExtenderError(f"extender {go_quote(self.name)} answered a node "
+                                    f"{go_quote(unknown[0])} which was not in the nodes it "
+                                    "was sent")
             passing = list(result.nodes)
         return FilterAnswer(passing, result.failed, result.failed_unresolvable)
 
@@ -321,7 +311,7 @@ class HTTPExtender:
         for node, entry in meta.items():
             on_node = pods_on(node)
             if on_node is None:
-                raise ExtenderError(f'nodeinfo not found for node name "{node}"')
+                raise ExtenderError(f"nodeinfo not found for node name {go_quote(node)}")
             if entry is None:
                 raise ExtenderError(f"extender {self.name} answered null victims for node {node}")
             uids, violations = entry

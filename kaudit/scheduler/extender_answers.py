@@ -4,8 +4,10 @@
 service (in CI, say): each call is answered with what the extender answered the same question
 in the recorded run. The same question is the same extender, verb and request body (its
 sha256, kept with every recorded call); when a question was asked several times, the answers
-are given in the order they were recorded. The recorded latency is replayed too, so a run
-replayed from its own answers has the same event log, byte for byte.
+are given in the order they were recorded. The answer is the body the extender sent, byte for
+byte, read again as the live call read it (errors in it included); a call that got no answer
+fails again with its recorded error. The recorded latency is replayed too, so a run replayed
+from its own answers has the same event log, byte for byte.
 
 A question with no recorded answer is not invented: the call fails with an error saying so,
 handled as any failed call (skipped for an ``ignorable`` extender, else the attempt fails),
@@ -14,6 +16,7 @@ and the replay counts it in :attr:`RecordedAnswers.missing`.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections import defaultdict, deque
@@ -53,9 +56,13 @@ class RecordedAnswers:
                                     "the recorded run)", latency_us=0)
             call = queue.popleft()
             latency = int(call.get("latencyUs") or 0)
-            if call.get("answer") is None and call.get("error"):
-                raise ExtenderError(str(call["error"]), latency_us=latency)
-            return Reply(200, json.dumps(call.get("answer")).encode(), latency)
+            if call.get("bodyBase64") is not None:
+                return Reply(200, base64.b64decode(call["bodyBase64"]), latency)
+            if call.get("body") is not None:
+                return Reply(200, str(call["body"]).encode(), latency)
+            # No answer was read (refused, timed out, not HTTP 200): the same failure again.
+            raise ExtenderError(str(call.get("error") or "no answer recorded"),
+                                latency_us=latency)
         return answer
 
     def missing_summary(self) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.framework.diagnosis import Diagnosis
 from kaudit.framework.extender import Extender, ExtenderError
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
@@ -39,10 +38,10 @@ def _nodes(cluster: ClusterState, slots: np.ndarray) -> list[tuple[str, dict[str
 
 def filter_through_extenders(extenders: Sequence[Extender], pod: PodInfo,
                              cluster: ClusterState, slots: np.ndarray,
-                             diagnosis: Diagnosis) -> np.ndarray:
-    """The slots of ``slots`` every extender lets through (in their order); statuses of the
-    nodes extenders failed go into ``diagnosis``. Raises :class:`ExtenderError` when a call
-    that is not ignorable fails."""
+                             statuses: dict[str, Status]) -> np.ndarray:
+    """The slots of ``slots`` every extender lets through (in their order); the statuses of
+    the nodes extenders failed are set in ``statuses``. Raises :class:`ExtenderError` when a
+    call that is not ignorable fails."""
     for extender in extenders:
         if len(slots) == 0:
             break
@@ -55,7 +54,6 @@ def filter_through_extenders(extenders: Sequence[Extender], pod: PodInfo,
             if extender.ignorable:
                 continue
             raise
-        statuses = diagnosis.node_statuses
         for name, message in answer.failed_unresolvable.items():
             statuses[name] = Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
         for name, message in answer.failed.items():
@@ -64,22 +62,23 @@ def filter_through_extenders(extenders: Sequence[Extender], pod: PodInfo,
         if answer.passing is None:
             slots = slots[:0]
             continue
-        sent = {name: slot for (name, _), slot in zip(nodes, slots.tolist(), strict=True)}
-        unknown = [name for name in answer.passing if name not in sent]
-        if unknown:
-            # Upstream schedules onto whatever Node objects come back; kaudit can only place
-            # a pod on a node of its cluster (see docs/extenders.md).
-            raise ExtenderError(f"extender {extender.name!r} answered a node {unknown[0]!r} "
-                                "which was not in the nodes it was sent")
         keep = set(answer.passing)
         slots = slots[np.fromiter((name in keep for name, _ in nodes), bool, len(nodes))]
     return slots
 
 
+def _int64(value: int) -> int:
+    """``value`` as Go's int64 arithmetic leaves it (wrapped)."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
 def extender_scores(extenders: Sequence[Extender], pod: PodInfo, cluster: ClusterState,
-                    slots: np.ndarray) -> dict[str, np.ndarray]:
-    """Each interested extender's final scores over ``slots`` (zeros where it gave none)."""
+                    slots: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Each interested prioritizing extender's final scores over ``slots`` (zero where it gave
+    none) and its weight, keyed by its name (``#2``... after a repeated ``urlPrefix``); an
+    extender whose call failed adds nothing and has no entry."""
     scores: dict[str, np.ndarray] = {}
+    weights: dict[str, int] = {}
     nodes: list[tuple[str, dict[str, Any]]] | None = None
     position: dict[str, int] = {}
     for extender in extenders:
@@ -89,16 +88,21 @@ def extender_scores(extenders: Sequence[Extender], pod: PodInfo, cluster: Cluste
         if nodes is None:
             nodes = _nodes(cluster, slots)
             position = {name: i for i, (name, _) in enumerate(nodes)}
-        column = scores.setdefault(extender.name, np.zeros(len(slots), dtype=np.int64))
         try:
             answered, weight = extender.prioritize(pod, nodes)
         except ExtenderError:
             continue  # upstream logs it and goes on without this extender's scores
+        sums = [0] * len(slots)
         for host, score in answered:
             i = position.get(host)
             if i is not None:
-                column[i] += score * weight * EXTENDER_SCORE_SCALE
-    return scores
+                sums[i] = _int64(sums[i] + _int64(score * weight * EXTENDER_SCORE_SCALE))
+        key, repeat = extender.name, 2
+        while key in scores:
+            key, repeat = f"{extender.name}#{repeat}", repeat + 1
+        scores[key] = np.asarray(sums, dtype=np.int64)
+        weights[key] = weight
+    return scores, weights
 
 
 def bind_with_extenders(extenders: Sequence[Extender], pod: PodInfo, node: str

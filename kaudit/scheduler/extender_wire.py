@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
-
 from kaudit.config.schema import json_type
 
 T = TypeVar("T")
@@ -31,35 +29,29 @@ class Pairs(list[tuple[str, Any]]):
     """A JSON object as its (key, value) pairs, in order (duplicates kept)."""
 
 
+class Number(float):
+    """A JSON number with a fraction or an exponent, keeping its literal (Go quotes it)."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> Number:
+        number = super().__new__(cls, literal)
+        number.literal = literal
+        return number
+
+
+def _constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's reader would take them, Go's does not.
+    where = "in numeric literal" if name.startswith("-") else "looking for beginning of value"
+    raise AnswerError(f"invalid character '{name.lstrip('-')[0]}' {where}")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=Pairs, parse_float=Number,
+                            parse_constant=_constant)
+
+
 def parse(body: bytes) -> Any:
     """The first JSON value in ``body``."""
-    return _first_value(body, Pairs)[0]
-
-
-def parse_answer(body: bytes) -> tuple[Any, Any]:
-    """The first JSON value in ``body``, and the same as :func:`plain` gives it (read by
-    orjson when no object repeats a key: the same value, much faster)."""
-    repeated = False
-
-    def pairs(items: list[tuple[str, Any]]) -> Pairs:
-        nonlocal repeated
-        if not repeated and len(items) > 1 and (
-                items[0][0] == items[1][0] if len(items) == 2
-                else len(dict(items)) != len(items)):
-            repeated = True
-        return Pairs(items)
-
-    value, text = _first_value(body, pairs)
-    if not repeated:
-        try:
-            return value, orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass  # what only Python's reader takes (NaN, huge numbers, lone surrogates)
-    return value, plain(value)
-
-
-def _first_value(body: bytes, hook: Callable[[list[tuple[str, Any]]], Pairs]
-                 ) -> tuple[Any, str]:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -68,13 +60,13 @@ def _first_value(body: bytes, hook: Callable[[list[tuple[str, Any]]], Pairs]
     if not text:
         raise AnswerError("EOF")
     try:
-        value, end = json.JSONDecoder(object_pairs_hook=hook).raw_decode(text)
+        value, _ = _DECODER.raw_decode(text)
     except RecursionError:
         raise AnswerError("exceeded max depth") from None
     except json.JSONDecodeError as exc:
         raise AnswerError(f"invalid JSON in extender answer: {exc.msg} at offset "
                           f"{exc.pos}") from None
-    return value, text[:end]
+    return value
 
 
 def kind(value: Any) -> str:
@@ -83,7 +75,10 @@ def kind(value: Any) -> str:
 
 
 def _mismatch(value: Any, where: str, go_type: str) -> AnswerError:
-    shown = f"number {json.dumps(value)}" if kind(value) == "number" else kind(value)
+    shown = kind(value)
+    if shown == "number" and go_type == "int64":
+        # Go quotes the literal only when a number does not fit a number type.
+        shown += " " + (value.literal if isinstance(value, Number) else str(value))
     target = f"Go struct field {where}" if "." in where else "Go value"
     return AnswerError(f"json: cannot unmarshal {shown} into {target} of type {go_type}")
 
@@ -116,7 +111,7 @@ def struct(value: Any, type_name: str, fields: dict[str, Callable[[Any, str], An
            ) -> dict[str, Any]:
     """The fields of a Go struct decoded from ``value`` (only those given, not null)."""
     if not isinstance(value, Pairs):
-        raise _mismatch(value, type_name, type_name)
+        raise _mismatch(value, type_name, f"v1.{type_name}")
     by_fold = {name.casefold(): name for name in fields}
     decoded: dict[str, Any] = {}
     for key, item in value:
@@ -233,9 +228,11 @@ def meta_victims(value: Any) -> dict[str, tuple[list[str], int] | None]:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with its objects as dicts, for the event log: a repeated key keeps its last
-    value at its last position, so the dict, encoded again, decodes as ``value`` does (a
-    later key that matches a struct field ignoring case still comes later)."""
+    """``value`` with its objects as dicts, to show: a repeated key keeps its last value at
+    its last position (a later key that matches a struct field ignoring case still comes
+    later)."""
+    if isinstance(value, Number):
+        return float(value)
     if isinstance(value, Pairs):
         decoded: dict[str, Any] = {}
         for key, item in value:

@@ -235,6 +235,8 @@ class Scheduler:
                 else:
                     self._record_statuses(cluster, run, diagnosis)
 
+        # ``processedNodes`` counts every node with a status, the nominated node's too.
+        nominated_status = pod.nominated_node_name in diagnosis.node_statuses
         nodes = order
         if candidates is not None:
             wanted = {cluster.slot_of[n] for n in candidates if n in cluster.slot_of}
@@ -267,12 +269,15 @@ class Scheduler:
                 run = self._filter_until(framework, cluster, pod, state, rotation, to_find,
                                          nominator)
             processed = len(run.slots)
+            if nominated_status and not self._failed_in(cluster, run, pod.nominated_node_name):
+                processed += 1
             self.next_start_node_index = (self.next_start_node_index + processed) % len(order)
         result.filters = run
+        extender_statuses: dict[str, Status] = {}
         if self._extender_filters:
             feasible = run.slots[run.feasible]
             result.passing = filter_through_extenders(self.extenders, pod, cluster, feasible,
-                                                      diagnosis)
+                                                      extender_statuses)
             if len(result.passing) != len(feasible):
                 # Extenders register no events: a pod they rejected waits for any event.
                 diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
@@ -280,6 +285,18 @@ class Scheduler:
             # Only a failed attempt reads per-node statuses (the FitError message, preemption,
             # the rejecting plugins); the FilterRun keeps every verdict either way.
             self._record_statuses(cluster, run, diagnosis)
+        # Set after the plugins' (an extender may name a node a plugin failed): upstream's
+        # findNodesThatPassExtenders runs once findNodesThatPassFilters has set its statuses.
+        diagnosis.node_statuses.update(extender_statuses)
+
+    @staticmethod
+    def _failed_in(cluster: ClusterState, run: FilterRun, name: str) -> bool:
+        """Whether ``name`` was examined by ``run`` and failed (its status replaced then)."""
+        slot = cluster.slot_of.get(name)
+        if slot is None:
+            return False
+        positions = np.flatnonzero(run.slots == slot)
+        return len(positions) > 0 and not bool(run.feasible[positions[0]])
 
     def _has_scoring(self, framework: Framework) -> bool:
         """``hasScoring``: score plugins, or an extender that prioritizes."""
@@ -292,7 +309,8 @@ class Scheduler:
         if not self._extender_filters:
             return slots
         try:
-            return filter_through_extenders(self.extenders, pod, cluster, slots, diagnosis)
+            return filter_through_extenders(self.extenders, pod, cluster, slots,
+                                            diagnosis.node_statuses)
         except ExtenderError:
             return slots[:0]
 
@@ -356,11 +374,10 @@ class Scheduler:
             result.scores = framework.run_score(state, pod, cluster, feasible, pre_score)
         total = result.scores.total
         if self._extender_prioritizers:
-            result.extender_scores = extender_scores(self.extenders, pod, cluster, feasible)
-            result.extender_weights = {e.name: e.weight for e in self.extenders
-                                       if e.name in result.extender_scores}
-            if result.extender_scores:
-                total = total + sum(result.extender_scores.values())
+            result.extender_scores, result.extender_weights = extender_scores(
+                self.extenders, pod, cluster, feasible)
+            for column in result.extender_scores.values():
+                total = total + column  # int64 arrays wrap, as upstream's sums do
         result.tied_slots = feasible[total == total.max()]
         result.tie_break = self.tie_break
         result.selected = self._break_tie(cluster, result.tied_slots, state)

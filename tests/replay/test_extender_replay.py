@@ -187,7 +187,7 @@ def test_a_replay_calls_extenders_records_them_and_replays_their_answers(
     assert failed["rejectedBy"] == {"NodeResourcesFit": 1, "Extender": 2}
     preempt = [call for call in failed["extenders"] if call["step"] == "preempt"]
     assert [call["nodes"] for call in preempt] == [["n2"]]
-    assert preempt[0]["answer"] == {"NodeNameToMetaVictims": {
+    assert orjson.loads(preempt[0]["body"]) == {"NodeNameToMetaVictims": {
         "n2": {"Pods": [{"UID": "uid-p1"}], "NumPDBViolations": 0}}}
     assert failed["preemption"]["nominatedNode"] == "n2"
     assert failed["preemption"]["afterExtenders"] == [
@@ -307,3 +307,27 @@ def test_the_pod_page_and_whatif_show_extender_verdicts_and_scores(
     text = run_kaudit("whatif", "--cluster", str(state), "--pod", str(pod), "--config",
                       str(scenario), db=False)
     assert f"extender filter {a} (3 node(s)" in text.output and "2 passed" in text.output
+
+
+def test_a_bind_call_for_a_pod_deleted_while_binding_is_kept(
+        engine: Engine, scenario: Path, extender_service: FakeExtender,
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    """With --bind-latency the pod may go before its binding completes: the bind call was
+    made all the same, is kept in an ``extender`` record, and answers it again."""
+    nodes = [event for event in _events() if event[2]["kind"] == "Node"]
+    p1 = make_pod("p1").uid("uid-p1").req(cpu="1", memory="1Gi").obj()
+    trace = write_trace(tmp_path / "gone.jsonl", *nodes, (1.0, "ADDED", p1),
+                        (1.2, "DELETED", p1))
+    ingest_trace(engine, [TraceInput(trace)], name="gone")
+    assert run_kaudit("replay", "gone", "--config", str(scenario), "--bind-latency", "0.5",
+                      "--name", "live-gone").exit_code == 0
+    kept = _records(engine, "live-gone", "extender")
+    assert [(pod, data["reason"], data["extenders"][0]["step"]) for pod, _, data in kept] == [
+        ("default/p1", "deleted while binding", "bind")]
+    extender_service.close()
+    result = run_kaudit("replay", "gone", "--config", str(scenario), "--bind-latency", "0.5",
+                        "--extender-answers", "live-gone", "--name", "again", "--json")
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.output)["summary"]["extenderAnswers"]["missing"] == 0
+    assert stored_digest(engine, _run_id(engine, "again")) == stored_digest(
+        engine, _run_id(engine, "live-gone"))

@@ -17,6 +17,7 @@ from kaudit.cluster.state import ClusterState
 from kaudit.config.extenders import ExtenderConfig, ManagedResource
 from kaudit.scheduler import extender_wire as wire
 from kaudit.scheduler.extender import ExtenderError, HTTPExtender, Reply
+from kaudit.scheduler.extender_answers import RecordedAnswers
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.extender_service import FakeExtender, Route
 
@@ -48,7 +49,8 @@ def test_filter_sends_node_names_to_a_node_cache_capable_extender(service: FakeE
     assert body["Pod"]["metadata"]["name"] == "web"
     call = extender.calls[0]
     assert (call.verb, call.nodes, call.error) == ("filter", ["a", "b", "c"], None)
-    assert call.answer["FailedNodes"] == {"a": "no GPU left"} and call.latency_us > 0
+    assert call.body is not None and call.latency_us > 0
+    assert json.loads(call.body)["FailedNodes"] == {"a": "no GPU left"}
 
 
 def test_filter_sends_whole_nodes_otherwise_and_reads_answers_in_any_case(
@@ -79,8 +81,12 @@ def test_a_non_cache_extender_answering_names_only_drops_every_node(
      'extender "{url}" claims a filtered node "zzz" which is not found in the input node '
      "list"),
     (lambda body: (200, {"FailedNodes": {"a": 3}}),
-     "json: cannot unmarshal number 3 into Go struct field ExtenderFilterResult.FailedNodes "
+     "json: cannot unmarshal number into Go struct field ExtenderFilterResult.FailedNodes "
      "of type string"),
+    (lambda body: (200, b'{"NodeNames": ["a"], "x": NaN}'),
+     "invalid character 'N' looking for beginning of value"),
+    (lambda body: (200, b'"text"'),
+     "json: cannot unmarshal string into Go value of type v1.ExtenderFilterResult"),
     (lambda body: (200, {"FailedNodes": ["a"]}),
      "json: cannot unmarshal array into Go struct field ExtenderFilterResult.FailedNodes of "
      "type map[string]string"),
@@ -327,31 +333,76 @@ def test_insecure_with_a_ca_is_refused() -> None:
             insecure=True, ca_data=b"-----BEGIN CERTIFICATE-----")))
 
 
-@pytest.mark.parametrize("body", [
-    b'[{"Host": "n1", "Score": 3}, {"host": "n2", "SCORE": 4}, null, {"Score": 5}] trailing',
-    b'[{"Host": "n1", "Score": 3, "Host": "n9"}, {"Score": 2, "Host": "n2"}]',
-    b'[{"Host": "n1", "Score": 1.5}]',
+@pytest.mark.parametrize(("body", "read"), [
+    (b'[{"Host": "n1", "Score": 3}, {"host": "n2", "SCORE": 4}, null, {"Score": 5}] trailing',
+     [("n1", 3), ("n2", 4), ("", 0), ("", 5)]),
+    (b'[{"Host": "n1", "Score": 3, "Host": "n9"}, {"Score": 2, "Host": "n2"}]',
+     [("n9", 3), ("n2", 2)]),
+    (b'[{"Host": "n1", "Score": 1e2}]',
+     "json: cannot unmarshal number 1e2 into Go struct field HostPriority.Score of type "
+     "int64"),
+    (b'[{"Host": "n1", "Score": 99999999999999999999}]',
+     "json: cannot unmarshal number 99999999999999999999 into Go struct field "
+     "HostPriority.Score of type int64"),
 ])
-def test_the_fast_readings_of_an_answer_agree_with_gos(body: bytes) -> None:
-    """``host_priorities`` takes the usual entry at once and ``parse_answer`` records through
-    orjson when no key repeats: both must read what the field-by-field way reads."""
-    value, recorded = wire.parse_answer(body)
-    assert recorded == wire.plain(value)
+def test_host_priorities_read_as_go_reads_them(body: bytes, read: Any) -> None:
+    """The usual entry is taken at once, any other field by field: the same reading."""
+    try:
+        got: Any = wire.host_priorities(wire.parse(body))
+    except wire.AnswerError as exc:
+        got = str(exc)
+    assert got == read
 
-    def read(answer: Any) -> Any:
+
+def test_a_non_cache_extender_answering_a_node_it_was_not_sent_fails_the_call() -> None:
+    body = json.dumps({"Nodes": {"items": [{"metadata": {"name": "elsewhere"}}]}}).encode()
+    extender = HTTPExtender(ExtenderConfig(url_prefix="http://x", filter_verb="filter"),
+                            transport=lambda url, data, timeout: Reply(200, body))
+    with pytest.raises(ExtenderError, match='answered a node "elsewhere" which was not in'):
+        extender.filter(POD, _nodes("a"))
+    assert extender.calls[0].error is not None
+
+
+ODD_ANSWERS = [
+    b'{"NodeNames": ["a"], "NodeNames": null}',  # null leaves the field as it was
+    b'{"Error": 5, "Error": "", "NodeNames": ["a"]}',  # the first value already fails
+    b'{"FailedNodes": {"b": 1, "b": "x"}, "NodeNames": ["a"]}',
+    b'{"NodeNames": ["a"], "x": 1E400}',
+    b'{"NodeNames": ["a"], "x": 99999999999999999999}',
+    b'\xff\xfe not utf-8',
+    b'',
+    b'{"NodeNames": ["a", "b"]} {"NodeNames": []}',
+]
+
+
+@pytest.mark.parametrize("body", ODD_ANSWERS)
+def test_recorded_answers_replay_exactly_what_the_live_call_read(body: bytes) -> None:
+    """The recorded body is replayed byte for byte: the same reading, the same error, the
+    same record, whatever the answer holds."""
+    config = ExtenderConfig(url_prefix="http://x", filter_verb="filter",
+                            node_cache_capable=True)
+
+    def outcome(extender: HTTPExtender) -> Any:
         try:
-            return wire.host_priorities(answer)
-        except wire.AnswerError as exc:
+            return extender.filter(POD, _nodes("a", "b"))
+        except ExtenderError as exc:
             return str(exc)
 
-    def field_by_field(answer: Any) -> Any:
-        try:
-            return [(d.get("Host", ""), d.get("Score", 0)) for d in (
-                {} if e is None else wire.struct(e, "HostPriority",
-                                                 {"Host": wire.string, "Score": wire.int64})
-                for e in answer)]
-        except wire.AnswerError as exc:
-            return str(exc)
+    live = HTTPExtender(config, transport=lambda url, data, timeout: Reply(200, body))
+    live_outcome = outcome(live)
+    recorded = [json.loads(json.dumps(call.as_json())) for call in live.calls]
+    answers = RecordedAnswers(recorded, "run 'live'")
+    replay = HTTPExtender(config, transport=answers.transport(config))
+    assert outcome(replay) == live_outcome
+    assert [c.as_json() for c in replay.calls] == [c.as_json() for c in live.calls]
+    assert answers.missing == []
 
-    assert read(value) == field_by_field(value)
-    assert read(wire.parse(json.dumps(recorded).encode())) == read(value)
+
+def test_a_question_without_a_recorded_answer_fails_and_is_counted() -> None:
+    config = ExtenderConfig(url_prefix="http://x/", filter_verb="filter")
+    answers = RecordedAnswers([], "run 'live'")
+    extender = HTTPExtender(config, transport=answers.transport(config))
+    with pytest.raises(ExtenderError, match=r"^no recorded answer in run 'live' for filter "
+                                            r"with extender at URL http://x/filter"):
+        extender.filter(POD, _nodes("a"))
+    assert answers.missing == [("http://x/", "filter", 1)]

@@ -177,7 +177,7 @@ def test_extender_scores_are_weighted_scaled_and_added() -> None:
     slots = [cluster.node(int(s)).name for s in attempt.scores.slots]
     by_node = dict(zip(slots, attempt.extender_scores["fake"].tolist(), strict=True))
     assert by_node == {"n1": 30, "n2": 0, "n3": 270}
-    assert attempt.extender_scores["broken"].tolist() == [0, 0, 0]
+    assert "broken" not in attempt.extender_scores  # a failed call adds no scores
     assert attempt.selected == "n3"
     single = Fake(filtering=lambda names: FilterAnswer(["n2"]),
                   scoring=_fails("must not be called"))
@@ -260,5 +260,46 @@ def test_preemption_without_victims_from_an_extender(ignorable: bool, message: s
     assert re.match(message, attempt.post_filter.message)
     assert attempt.message is not None
     assert attempt.message.endswith(" " + attempt.post_filter.message)
+    result = attempt.post_filter_result
+    assert result is None or result.nominated_node_name is None
+
+
+def test_scores_wrap_as_go_int64_arithmetic_does() -> None:
+    huge = Fake(weight=5, scoring=lambda names: [("n1", 2**62), ("n2", 1)])
+    cluster = _cluster()
+    attempt = _scheduler(huge).schedule(cluster, _pod(cluster))
+    assert attempt.scores is not None
+    slots = [cluster.node(int(s)).name for s in attempt.scores.slots]
+    final = dict(zip(slots, attempt.extender_scores["fake"].tolist(), strict=True))
+    assert final["n1"] == (2**62 * 50 + 2**63) % 2**64 - 2**63 and final["n2"] == 50
+
+
+def test_an_extender_status_replaces_a_plugins() -> None:
+    """Upstream sets the extenders' statuses after the filter plugins': a node an extender
+    names as unresolvable counts so, and is no preemption candidate, even if a plugin had
+    failed it first."""
+    cluster = _cluster(make_pod("low").uid("uid-low").node("n3").req(cpu="3").obj())
+    blocked = Fake(filtering=lambda names: FilterAnswer(
+        [], failed={n: "busy" for n in names}, failed_unresolvable={"n3": "quota exhausted"}))
+    attempt = _scheduler(blocked).schedule(cluster, _pod(cluster, "big", "2", 100))
+    assert attempt.diagnosis.node_statuses["n3"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert attempt.message is not None
+    assert attempt.message.startswith("0/3 nodes are available: 1 quota exhausted, 2 busy.")
+    assert "Insufficient cpu" not in attempt.message
+    details = attempt.post_filter_result.details if attempt.post_filter_result else None
+    assert details is not None and "n3" not in [c.node for c in details.candidates]
+
+
+def test_a_node_that_needs_no_victim_makes_preemption_an_error() -> None:
+    """An extender failed n1, where the pod fits without evicting anything: the dry run
+    finds no victim there, ``expected at least one victim pod on node "n1"``, and with no
+    candidate that error is PostFilter's answer (the nomination is left as it is)."""
+    extender = Fake(filtering=lambda names: FilterAnswer(
+        [], failed={"n1": "busy"}, failed_unresolvable={"n2": "no", "n3": "no"}))
+    cluster = _cluster(make_pod("low").uid("uid-low").node("n1").req(cpu="1").obj())
+    attempt = _scheduler(extender).schedule(cluster, _pod(cluster, "high", "1", 100))
+    assert attempt.post_filter is not None and attempt.post_filter.code == Code.ERROR
+    assert attempt.post_filter.message == (
+        'preemption: expected at least one victim pod on node "n1"')
     result = attempt.post_filter_result
     assert result is None or result.nominated_node_name is None
