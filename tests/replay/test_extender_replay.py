@@ -331,3 +331,37 @@ def test_a_bind_call_for_a_pod_deleted_while_binding_is_kept(
     assert orjson.loads(result.output)["summary"]["extenderAnswers"]["missing"] == 0
     assert stored_digest(engine, _run_id(engine, "again")) == stored_digest(
         engine, _run_id(engine, "live-gone"))
+
+
+def test_an_extender_error_clears_the_pods_nomination(
+        engine: Engine, scenario: Path, extender_service: FakeExtender,
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    """p3 preempts ``low`` on n1 and is nominated there; its next attempt fails on C (an
+    error, not a FitError), which clears the nomination as upstream's cycle does: p4 then
+    finds n1's CPU free instead of held for p3."""
+    calls = []
+
+    def c_filter(body: dict[str, Any]) -> tuple[int, Any]:
+        calls.append(body)
+        if len(calls) == 1:
+            names = [item["metadata"]["name"] for item in body["Nodes"]["items"]]
+            return 200, {"Nodes": {"items": []}, "FailedNodes": dict.fromkeys(names, "busy")}
+        return 500, b"down"
+
+    extender_service.routes["c/filter"] = c_filter
+    nodes = [event for event in _events() if event[2]["kind"] == "Node"]
+    trace = write_trace(
+        tmp_path / "nominated.jsonl", *nodes,
+        (0.5, "ADDED", make_pod("low").uid("uid-low").node("n1").req(cpu="3").obj()),
+        (3.0, "ADDED", make_pod("p3").uid("uid-p3").req(cpu="3").priority(100)
+         .extended("example.com/foo", "1").obj()),
+        (20.0, "ADDED", make_pod("p4").uid("uid-p4").req(cpu="2").obj()))
+    ingest_trace(engine, [TraceInput(trace)], name="nominated")
+    assert run_kaudit("replay", "nominated", "--config", str(scenario),
+                      "--name", "nominated-run").exit_code == 0
+    p3 = _attempts(engine, "nominated-run", "p3")
+    assert p3[0]["preemption"]["nominatedNode"] == "n1"
+    assert p3[1]["result"] == "error"
+    story = orjson.loads(run_kaudit("explain", "nominated-run", "default/p4", "--json").output)
+    n1 = story["attempts"][0]["nodes"]["n1"]
+    assert n1["filter"]["NodeResourcesFit"]["code"] == "Success"
