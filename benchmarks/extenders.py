@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, func, select
 
-from kaudit.eventlog.sink import digest
 from kaudit.queries.extender_calls import recorded_extender_calls
+from kaudit.queries.runs import run_digest
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace, store_recorded_utilisation
 from kaudit.scheduler.build import load
@@ -93,15 +93,6 @@ def _events(nodes: int, pods: int) -> Iterator[bytes]:
                             .req(cpu="100m", memory="500Mi").obj()})
 
 
-def _digest(engine: Engine, run_id: int) -> str:
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
-                   RunEvent.data, RunEvent.blob)
-            .where(RunEvent.run_id == run_id).order_by(RunEvent.seq)).all()
-    return digest(iter([tuple(r) for r in rows]))
-
-
 def _bytes_per_attempt(engine: Engine, run_id: int) -> int:
     with engine.connect() as connection:
         count, data, blob = connection.execute(
@@ -154,7 +145,8 @@ def run(nodes: int, pods: int) -> dict[str, Any]:
             figures["liveExtender"]["meanCallMs"] = round(
                 sum(c["latencyUs"] for c in calls) / max(len(calls), 1) / 1000, 2)
             figures["recordedAnswersIdenticalLog"] = (
-                _digest(engine, runs["recordedAnswers"]) == _digest(engine, runs["liveExtender"]))
+                run_digest(engine, runs["recordedAnswers"])
+                == run_digest(engine, runs["liveExtender"]))
             engine.dispose()
             return figures
     finally:

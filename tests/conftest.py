@@ -153,16 +153,10 @@ def extender_service() -> Iterator[Any]:
 
 
 def stored_digest(engine: Engine, run_id: int) -> str:
-    """The event log digest of a stored run (as ``kaudit.eventlog.sink.digest``)."""
-    from kaudit.eventlog.sink import digest
-    from kaudit.store.models import RunEvent
+    """The event log digest of a stored run."""
+    from kaudit.queries.runs import run_digest
 
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
-                   RunEvent.data, RunEvent.blob)
-            .where(RunEvent.run_id == run_id).order_by(RunEvent.seq)).all()
-    return digest(iter([tuple(r) for r in rows]))
+    return run_digest(engine, run_id)
 
 
 @pytest.fixture

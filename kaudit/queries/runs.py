@@ -12,6 +12,7 @@ from sqlalchemy import Engine, delete, select
 
 from kaudit.errors import InputError, UnknownObjectError
 from kaudit.eventlog.runs import RunStatus, effective_status
+from kaudit.eventlog.sink import digest
 from kaudit.model.timestamps import format_timestamp
 from kaudit.store.models import Run, RunEvent, Trace
 
@@ -147,3 +148,15 @@ def iter_run_events(engine: Engine, run_id: int, *, pod: str | None = None,
             yield {"seq": seq, "time": format_timestamp(ts_us), "kind": kind_, "pod": pod_,
                    "node": node_, **orjson.loads(data)}
         last = rows[-1][0]
+
+
+def run_digest(engine: Engine, run_id: int) -> str:
+    """sha256 over the run's event log in order (``kaudit.eventlog.sink.digest``): equal for
+    two runs whose logs are the same, byte for byte, on any database."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.pod, RunEvent.node,
+                   RunEvent.data, RunEvent.blob)
+            .where(RunEvent.run_id == run_id).order_by(RunEvent.seq)).all()
+    return digest((row.seq, row.ts_us, row.kind, row.pod, row.node, row.data, row.blob)
+                  for row in rows)
