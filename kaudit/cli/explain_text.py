@@ -96,7 +96,7 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
         click.echo("  Rejected nodes:")
         click.echo(table(rejected, ["NODE", "REJECTED BY", "REASONS"], indent=4))
     elif rejected:
-        groups = story["verdict"]["causes"] if decisive else _grouped(attempt)
+        groups = (story["verdict"]["causes"] if decisive else []) or _grouped(attempt)
         click.echo("  Rejected nodes by cause (--all-nodes lists each):")
         click.echo(table([(g["count"], g["cause"], g["detail"], _examples(g)) for g in groups],
                          ["NODES", "CAUSE", "DETAIL", "FOR EXAMPLE"], indent=4))
@@ -182,7 +182,10 @@ def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: boo
     if others:
         click.echo("\nOther events:")
         for event in others:
-            detail = {k: v for k, v in event.items() if k not in ("time", "t", "kind", "node")}
+            detail = {k: v for k, v in event.items()
+                      if k not in ("time", "t", "kind", "node", "extenders")}
             words = " ".join(f"{k}={v}" for k, v in detail.items())
+            for call in event.get("extenders") or ():
+                words += f"; {extender_call_line(call)}"
             click.echo(f"  {units.seconds(event['t'])} {event['kind']} {event['node'] or ''} "
                        f"{words}".rstrip())

@@ -169,6 +169,10 @@ def test_a_replay_calls_extenders_records_them_and_replays_their_answers(
     assert nodes["n1"]["total"] == plugins["n1"] + 60
     assert nodes["n2"]["total"] == plugins["n2"] + 140
     assert explain["attempts"][0]["tiedNodes"] == ["n2"]
+    text = run_kaudit("explain", "live", "default/p1").output
+    assert f"extender filter {a} (3 node(s), " in text and "): 2 passed" in text
+    assert f"{a}: no GPU left" in text  # the rejected node's cause, grouped
+    assert f"extender bind {a} (1 node(s), " in text
 
     # A bound p1 (and later p2) instead of the default binder.
     binds = _records(engine, "live", "bind")
