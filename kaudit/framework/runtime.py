@@ -487,9 +487,11 @@ class Framework:
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return outcome, status.with_plugin(plugin.name)
             if not status.rejected:
-                # An error ends PostFilter; upstream's cycle still reports the pod
-                # unschedulable, with this message after the FitError's.
-                return outcome, status.with_plugin(plugin.name)
+                # An error ends PostFilter with no result (the details stay, to explain);
+                # upstream's cycle still reports the pod unschedulable, with this message
+                # after the FitError's.
+                kept = PostFilterResult(details=outcome.details) if outcome else None
+                return kept, status.with_plugin(plugin.name)
             # The last outcome that changes the nomination wins, as upstream's last non-noop
             # PostFilterResult; a no-op one is kept only for its details (for explanations).
             if outcome is not None and (outcome.nominated_node_name is not None

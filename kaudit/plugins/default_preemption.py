@@ -382,7 +382,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     batched, block = False, 1
                     continue
             else:
-                outcomes = [self.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
+                outcomes = [self._victims_or_error(state, pod, cluster, slot, pdbs)
                             for slot in work]
             by_slot = dict(zip(work, outcomes, strict=True))
             for index, slot in enumerate(slots):
@@ -410,6 +410,15 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             if batched:
                 block = self._next_block(wanted, len(non_violating) + len(violating), position)
         details.candidates = non_violating + violating
+
+    def _victims_or_error(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                          slot: int, pdbs: Sequence[dict[str, Any]]) -> Outcome:
+        """``SelectVictimsOnNode`` in a fork; a filter's error is that node's Error status,
+        as upstream's ``DryRunPreemption`` keeps it, and the dry run goes on."""
+        try:
+            return self.select_victims_on_node(state.clone(), pod, cluster, slot, pdbs)
+        except PluginError as exc:
+            return [], 0, Status.of(Code.ERROR, str(exc)), no_ties
 
     @staticmethod
     def _next_block(wanted: int, found: int, examined: int) -> int:

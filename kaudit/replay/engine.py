@@ -506,8 +506,18 @@ class Replay(TraceApplication):
             self.sink.record(now, RecordKind.BIND_FAIL, pod.key, node,
                              {**status.as_json(), **extender_record})
             rejected = status.rejected and status.plugin
+            # ``handleBindingCycleError``: forgetting the assumed pod is an AssignedPodDelete
+            # (after the pod's own requeue when a plugin rejected it, so that it is not moved
+            # by it), and the failure clears the pod's nomination.
+            if not rejected:
+                self._move(EVENT_ASSIGNED_POD_DELETE, placed, None)
             self.queue.requeue(now, queued, {status.plugin} if rejected else ())
             self._arm_unschedulable_flush(queued)
+            if rejected:
+                self._move(EVENT_ASSIGNED_POD_DELETE, placed, None,
+                           lambda other: other.pod.uid != pod.uid)
+            if queued.pod.nominated_node_name or pod.uid in self.nominated_at:
+                self._nominate(queued, "", None)
             return
         self.timeline.place(now, placed, "kaudit")
         self._clear_nomination(pod.uid)

@@ -3,15 +3,18 @@ of ``staging/src/k8s.io/kube-scheduler/extender/v1/types.go`` (Kubernetes v1.34)
 
 What Go does, and so what this does: only the first JSON value of the body is read (an empty
 body is ``EOF``); an object's keys are matched to a struct's fields ignoring case, and a later
-key overwrites an earlier one; unknown keys are ignored; ``null`` leaves a field as it is;
-a value of the wrong type is an error naming the field (``json: cannot unmarshal string into
-Go struct field ExtenderFilterResult.FailedNodes of type map[string]string``); an ``int64``
-takes integers only (no fraction, no exponent). Every problem is an :class:`AnswerError`.
+key overwrites an earlier one (or adds to a map); unknown keys are ignored; ``null`` makes a
+pointer, map or slice nil and leaves a string or a number as it is; a value of the wrong type
+is an error naming the field (``json: cannot unmarshal string into Go struct field
+ExtenderFilterResult.FailedNodes of type map[string]string``); an ``int64`` takes integers
+only (no fraction, no exponent); bytes that are not UTF-8 and escaped lone surrogates read as
+U+FFFD. Every problem is an :class:`AnswerError`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -40,23 +43,34 @@ class Number(float):
         return number
 
 
+class LongNumber(str):
+    """An integer too long for Python to read (over 4,300 digits): its literal."""
+
+
+def _integer(literal: str) -> int | LongNumber:
+    try:
+        return int(literal)
+    except ValueError:
+        return LongNumber(literal)
+
+
 def _constant(name: str) -> Any:
     # NaN and Infinity are not JSON; Python's reader would take them, Go's does not.
     where = "in numeric literal" if name.startswith("-") else "looking for beginning of value"
     raise AnswerError(f"invalid character '{name.lstrip('-')[0]}' {where}")
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=Pairs, parse_float=Number,
+_DECODER = json.JSONDecoder(object_pairs_hook=Pairs, parse_float=Number, parse_int=_integer,
                             parse_constant=_constant)
+#: A \uD800-\uDFFF escape: the answer may hold a lone surrogate, which Go reads as U+FFFD.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def parse(body: bytes) -> Any:
-    """The first JSON value in ``body``."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise AnswerError("invalid UTF-8 in extender answer") from None
-    text = text.lstrip(" \t\r\n")
+    """The first JSON value in ``body``. As Go, bytes that are not UTF-8 read as U+FFFD (an
+    error outside a string, where no such character may stand), and so does an escaped lone
+    surrogate."""
+    text = body.decode("utf-8", errors="replace").lstrip(" \t\r\n")
     if not text:
         raise AnswerError("EOF")
     try:
@@ -66,12 +80,26 @@ def parse(body: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise AnswerError(f"invalid JSON in extender answer: {exc.msg} at offset "
                           f"{exc.pos}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        value = _without_surrogates(value)
+    return value
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, LongNumber):
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
+    if isinstance(value, Pairs):
+        return Pairs((_without_surrogates(k), _without_surrogates(v)) for k, v in value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
     return value
 
 
 def kind(value: Any) -> str:
     """The JSON kind Go names in a type error (``number``, ``array``, ``object`` ...)."""
-    return "object" if isinstance(value, Pairs) else json_type(value)
+    if isinstance(value, Pairs):
+        return "object"
+    return "number" if isinstance(value, LongNumber) else json_type(value)
 
 
 def _mismatch(value: Any, where: str, go_type: str) -> AnswerError:
@@ -95,6 +123,10 @@ def int64(value: Any, where: str) -> int:
     raise _mismatch(value, where, "int64")
 
 
+#: Field readers of Go value types, which ``null`` leaves as they are.
+_SCALARS = (string, int64)
+
+
 def string_list(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or isinstance(value, Pairs):
         raise _mismatch(value, where, "[]string")
@@ -109,16 +141,26 @@ def string_map(value: Any, where: str) -> dict[str, str]:
 
 def struct(value: Any, type_name: str, fields: dict[str, Callable[[Any, str], Any]]
            ) -> dict[str, Any]:
-    """The fields of a Go struct decoded from ``value`` (only those given, not null)."""
+    """The fields of a Go struct decoded from ``value`` (only those given). As Go: ``null``
+    sets a pointer, map or slice field to nil (None here) and leaves a string or a number as
+    it was; an object for a map field already read adds to that map."""
     if not isinstance(value, Pairs):
         raise _mismatch(value, type_name, f"v1.{type_name}")
     by_fold = {name.casefold(): name for name in fields}
     decoded: dict[str, Any] = {}
     for key, item in value:
         name = key if key in fields else by_fold.get(key.casefold())
-        if name is None or item is None:
+        if name is None:
             continue
-        decoded[name] = fields[name](item, f"{type_name}.{name}")
+        read = fields[name]
+        if item is None:
+            if read not in _SCALARS:
+                decoded[name] = None
+            continue
+        new = read(item, f"{type_name}.{name}")
+        old = decoded.get(name)
+        decoded[name] = {**old, **new} if isinstance(old, dict) and isinstance(new, dict) \
+            else new
     return decoded
 
 
@@ -233,6 +275,8 @@ def plain(value: Any) -> Any:
     later)."""
     if isinstance(value, Number):
         return float(value)
+    if isinstance(value, LongNumber):
+        return str(value)
     if isinstance(value, Pairs):
         decoded: dict[str, Any] = {}
         for key, item in value:

@@ -235,8 +235,9 @@ class Scheduler:
                 else:
                     self._record_statuses(cluster, run, diagnosis)
 
-        # ``processedNodes`` counts every node with a status, the nominated node's too.
-        nominated_status = pod.nominated_node_name in diagnosis.node_statuses
+        # ``processedNodes`` counts every node with a status: those the nominated node's
+        # evaluation set (its own, any an extender named) count too.
+        nominated_statuses = set(diagnosis.node_statuses)
         nodes = order
         if candidates is not None:
             wanted = {cluster.slot_of[n] for n in candidates if n in cluster.slot_of}
@@ -251,6 +252,9 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]")
         if len(nodes) == 0:
             result.filters = framework.run_filter(state, pod, cluster, nodes)
+            if not exhaustive and nominated_statuses:
+                self.next_start_node_index = ((self.next_start_node_index
+                                               + len(nominated_statuses)) % len(order))
             return
 
         if exhaustive:
@@ -269,8 +273,8 @@ class Scheduler:
                 run = self._filter_until(framework, cluster, pod, state, rotation, to_find,
                                          nominator)
             processed = len(run.slots)
-            if nominated_status and not self._failed_in(cluster, run, pod.nominated_node_name):
-                processed += 1
+            if nominated_statuses:
+                processed += len(nominated_statuses - self._failed_names(cluster, run))
             self.next_start_node_index = (self.next_start_node_index + processed) % len(order)
         result.filters = run
         extender_statuses: dict[str, Status] = {}
@@ -290,13 +294,9 @@ class Scheduler:
         diagnosis.node_statuses.update(extender_statuses)
 
     @staticmethod
-    def _failed_in(cluster: ClusterState, run: FilterRun, name: str) -> bool:
-        """Whether ``name`` was examined by ``run`` and failed (its status replaced then)."""
-        slot = cluster.slot_of.get(name)
-        if slot is None:
-            return False
-        positions = np.flatnonzero(run.slots == slot)
-        return len(positions) > 0 and not bool(run.feasible[positions[0]])
+    def _failed_names(cluster: ClusterState, run: FilterRun) -> set[str]:
+        """The nodes ``run`` failed (their statuses replace any earlier ones)."""
+        return set(cluster.names(run.slots[~run.feasible].tolist()))
 
     def _has_scoring(self, framework: Framework) -> bool:
         """``hasScoring``: score plugins, or an extender that prioritizes."""

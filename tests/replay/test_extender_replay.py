@@ -369,3 +369,20 @@ def test_an_extender_error_clears_the_pods_nomination(
     story = orjson.loads(run_kaudit("explain", "nominated-run", "default/p4", "--json").output)
     n1 = story["attempts"][0]["nodes"]["n1"]
     assert n1["filter"]["NodeResourcesFit"]["code"] == "Success"
+
+
+def test_a_failed_extender_bind_is_a_binding_cycle_failure(
+        engine: Engine, scenario: Path, extender_service: FakeExtender,
+        run_kaudit: Callable[..., Result]) -> None:
+    """A's bind answers an error: the binding cycle fails (bindfail with A as binder and
+    upstream's status), the pod is forgotten and retried, and binds once A accepts."""
+    answers = iter([{"Error": "conflict"}])
+    extender_service.routes["a/bind"] = lambda body: (200, next(answers, {"Error": ""}))
+    assert run_kaudit("replay", "ext", "--config", str(scenario), "--name", "binds").exit_code == 0
+    failed = _records(engine, "binds", "bindfail")
+    assert [(pod, node, data["code"], data["reasons"], data["binder"])
+            for pod, node, data in failed] == [
+        ("default/p1", "n2", "Error", ["conflict"], f"{extender_service.url}a")]
+    assert "default/p1" in [pod for pod, _, _ in _records(engine, "binds", "bind")]
+    attempts = _attempts(engine, "binds", "p1")
+    assert len(attempts) >= 2 and attempts[-1]["result"] == "scheduled"

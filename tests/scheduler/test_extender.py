@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kaudit.cluster.objects import pod_info
@@ -406,3 +407,35 @@ def test_a_question_without_a_recorded_answer_fails_and_is_counted() -> None:
                                             r"with extender at URL http://x/filter"):
         extender.filter(POD, _nodes("a"))
     assert answers.missing == [("http://x/", "filter", 1)]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # null makes a pointer, map or slice nil, and leaves a string as it was
+    (b'{"NodeNames": ["a"], "nodenames": null}', (None, {}, {})),
+    (b'{"Error": "", "error": null, "NodeNames": ["a"]}', (["a"], {}, {})),
+    # a second object for a map adds to it
+    (b'{"FailedNodes": {"a": "x"}, "failedNodes": {"b": "y"}, "NodeNames": []}',
+     ([], {"a": "x", "b": "y"}, {})),
+    # an unknown field may hold any number, however long
+    (b'{"NodeNames": ["a"], "x": 1' + b"0" * 5000 + b"}", (["a"], {}, {})),
+    # bytes that are not UTF-8 and lone surrogates in strings read as U+FFFD
+    (b'{"NodeNames": ["a"], "FailedNodes": {"b": "caf\xe9 \\ud800"}}',
+     (["a"], {"b": "caf\ufffd \ufffd"}, {})),
+])
+def test_answers_decode_as_go_decodes_them(body: bytes, expected: Any) -> None:
+    extender = HTTPExtender(ExtenderConfig(url_prefix="http://x", filter_verb="filter",
+                                           node_cache_capable=True),
+                            transport=lambda url, data, timeout: Reply(200, body))
+    answer = extender.filter(POD, _nodes("a", "b"))
+    assert (answer.passing, answer.failed, answer.failed_unresolvable) == expected
+    orjson.dumps(extender.calls[0].as_json())  # the event log can store it
+
+
+def test_a_score_too_long_for_int64_fails_the_call() -> None:
+    body = b'[{"Host": "a", "Score": ' + b"9" * 5000 + b"}]"
+    extender = HTTPExtender(ExtenderConfig(url_prefix="http://x", prioritize_verb="p",
+                                           weight=1),
+                            transport=lambda url, data, timeout: Reply(200, body))
+    with pytest.raises(ExtenderError, match=r"^json: cannot unmarshal number 9{5000} into Go "
+                                            r"struct field HostPriority\.Score of type int64$"):
+        extender.prioritize(POD, _nodes("a"))

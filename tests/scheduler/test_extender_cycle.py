@@ -303,3 +303,18 @@ def test_a_node_that_needs_no_victim_makes_preemption_an_error() -> None:
         'preemption: expected at least one victim pod on node "n1"')
     result = attempt.post_filter_result
     assert result is None or result.nominated_node_name is None
+
+
+def test_the_start_index_counts_the_statuses_of_the_nominated_nodes_check() -> None:
+    """``processedNodes = len(feasibleNodes) + NodeToStatus.Len()``: statuses an extender set
+    while the nominated node was checked count, even for nodes it was not sent."""
+    answers = iter([FilterAnswer([], failed={"n1": "busy", "n2": "busy"})])
+    extender = Fake(filtering=lambda names: next(answers, FilterAnswer(names)))
+    cluster = _cluster()
+    scheduler = _scheduler(extender)
+    pod = pod_info(cluster, {**make_pod("p").uid("uid-p").req(cpu="1").obj(),
+                             "status": {"nominatedNodeName": "n1"}})
+    attempt = scheduler.schedule(cluster, pod)
+    assert attempt.selected is not None and not attempt.nominated_node_used
+    assert extender.asked[:2] == [("filter", ["n1"]), ("filter", ["n1", "n2", "n3"])]
+    assert scheduler.next_start_node_index == (3 + 2) % 3
