@@ -16,7 +16,7 @@ per-node arrays as one zlib-compressed blob:
   plugin. Weighted scores and totals are derived (normalized × weight);
 * ``ext:<extender>``: a prioritizing extender's final scores (answered score × weight × 10),
   with its weight in the JSON's ``extenderWeights``; its calls (filter, prioritize, preempt:
-  nodes sent, answer or error, latency) are the JSON's ``extenders``.
+  nodes sent, the answer's body or the error, latency) are the JSON's ``extenders``.
 
 Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...] | data ).
 """

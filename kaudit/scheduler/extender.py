@@ -18,9 +18,10 @@ Mirrors ``pkg/scheduler/extender.go`` (``HTTPExtender``) and the wire types of
 * ``is_interested``: no managed resources, or a container or init container that requests
   or limits one of them.
 
-Every call is kept as an :class:`ExtenderCall` (verb, nodes sent, answer or error, latency)
-for the event log. ``transport`` is how a request reaches the extender: HTTP by default, or
-anything that answers (status, body) for a (url, body, timeout), such as recorded answers.
+Every call is kept as an :class:`ExtenderCall` (verb, nodes sent, the answer's body as
+received or the error, latency) for the event log. ``transport`` is how a request reaches the
+extender: HTTP by default, or anything that gives a :class:`Reply` for a (url, body, timeout),
+such as recorded answers.
 """
 
 from __future__ import annotations
