@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kaudit.cli.options import table, tie_note
+from kaudit.eventlog.codec import rejects
 from kaudit.queries import units
 from kaudit.queries.verdict import group_rejections
 
@@ -91,7 +92,7 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
     rejected = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
                 for name, node in attempt["nodes"].items()
                 for plugin, v in node["filter"].items()
-                if v["code"] not in ("Success", "Skip") and not v.get("ignored")]
+                if rejects(v)]
     if rejected and all_nodes:
         click.echo("  Rejected nodes:")
         click.echo(table(rejected, ["NODE", "REJECTED BY", "REASONS"], indent=4))

@@ -11,7 +11,7 @@ from kaudit.cli.explain_text import extender_call_line
 from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
-from kaudit.eventlog.codec import pack_attempt, unpack_attempt
+from kaudit.eventlog.codec import pack_attempt, rejects, unpack_attempt
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import build_scheduler, load
 
@@ -103,7 +103,7 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
     for name, node in report["nodes"].items():
         failed = [f"{plugin}: {'; '.join(v['reasons']) or v['code']}"
                   for plugin, v in node["filter"].items()
-                  if v["code"] != "Success" and not v.get("ignored")]
+                  if rejects(v)]
         rows.append((name, "yes" if node["feasible"] else "no", node.get("total", ""),
                      " | ".join(failed)))
     rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))

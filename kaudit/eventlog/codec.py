@@ -23,7 +23,6 @@ Blob layout: zlib( uint32 header length | header JSON [[name, dtype, shape], ...
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import struct
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
-from kaudit.framework.extender import EXTENDER_NAME
+from kaudit.framework.extender import EXTENDER_NAME, recorded_body
 from kaudit.framework.runtime import NOT_RUN, FilterRun, Framework
 from kaudit.framework.status import Code
 from kaudit.scheduler import extender_wire as wire
@@ -172,6 +171,12 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     return document, pack_arrays(arrays) if arrays else b""
 
 
+def rejects(verdict: dict[str, Any]) -> bool:
+    """Whether a node's filter verdict (a plugin's or an extender's, as unpacked) turned the
+    node down: not a success, and not an ignorable extender's failure."""
+    return verdict["code"] not in ("Success", "Skip") and not verdict.get("ignored")
+
+
 def _positions(slots: np.ndarray, only: set[int] | None) -> list[tuple[int, int]]:
     """(position, slot) pairs of ``slots``, restricted to ``only`` when given."""
     if only is None:
@@ -234,8 +239,9 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
             entry["score"] = score
             entry["total"] = total
     calls = document.get("extenders") or []
+    answers = [_answer(call) for call in calls]
     if calls:
-        _extender_verdicts(calls, nodes, node_names, only)
+        _extender_verdicts(calls, answers, nodes, node_names, only)
     tied = [node_names.get(s, str(s)) for s in arrays.get("tied", np.zeros(0, np.int32)).tolist()]
     shaped: dict[str, Any] = {
         "profile": document.get("profile"),
@@ -251,7 +257,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         "feasibleNodes": document.get("feasibleNodes"),
     }
     if calls:
-        shaped["extenderCalls"] = extender_calls_json(calls)
+        shaped["extenderCalls"] = extender_calls_json(calls, answers)
     if "postFilter" in document:
         shaped["postFilter"] = document["postFilter"]
     preemption = preemption_json(document)
@@ -262,11 +268,8 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
 
 def _answer(call: dict[str, Any]) -> Any:
     """The call's answer decoded as the scheduler decoded it (None when it has none)."""
-    if call.get("bodyBase64") is not None:
-        body = base64.b64decode(call["bodyBase64"])
-    elif call.get("body") is not None:
-        body = str(call["body"]).encode()
-    else:
+    body = recorded_body(call)
+    if body is None:
         return None
     try:
         return wire.parse(body)
@@ -274,17 +277,13 @@ def _answer(call: dict[str, Any]) -> Any:
         return None
 
 
-def extender_calls_json(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The recorded calls as shown: each with its ``answer`` decoded in place of the body."""
-    shown = []
-    for call in calls:
-        entry = {k: v for k, v in call.items() if k not in ("body", "bodyBase64")}
-        entry["answer"] = wire.plain(_answer(call))
-        shown.append(entry)
-    return shown
+def extender_calls_json(calls: list[dict[str, Any]], answers: list[Any]) -> list[dict[str, Any]]:
+    """The recorded calls as shown: each with its decoded ``answer`` in place of the body."""
+    return [{**{k: v for k, v in call.items() if k not in ("body", "bodyBase64")},
+             "answer": wire.plain(answer)} for call, answer in zip(calls, answers, strict=True)]
 
 
-def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
+def _extender_verdicts(calls: list[dict[str, Any]], answers: list[Any], nodes: dict[str, Any],
                        node_names: dict[int, str], only: set[int] | None) -> None:
     """Each filter call's verdict on each node it was sent, beside the filter plugins' (a
     later call about the same node, after the nominated node's, replaces an earlier one).
@@ -292,7 +291,7 @@ def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
     passed and failed passes (upstream keeps it, with the failure as its status)."""
     wanted = None if only is None else {node_names.get(s, str(s)) for s in only}
     touched: set[str] = set()
-    for call in calls:
+    for call, answer in zip(calls, answers, strict=True):
         if call.get("step") != "filter":
             continue
         extender = call["extender"]
@@ -302,7 +301,7 @@ def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
         unresolvable: dict[str, str] = {}
         if not error:
             try:
-                result = wire.filter_result(_answer(call))
+                result = wire.filter_result(answer)
                 failed, unresolvable = result.failed, result.failed_unresolvable
             except wire.AnswerError:
                 pass
@@ -331,8 +330,7 @@ def _extender_verdicts(calls: list[dict[str, Any]], nodes: dict[str, Any],
             entry["filter"][extender] = {**verdict, "extender": True}
     for name in touched:
         entry = nodes[name]
-        entry["feasible"] = all(v["code"] == "Success" or v.get("ignored")
-                                for v in entry["filter"].values())
+        entry["feasible"] = not any(map(rejects, entry["filter"].values()))
 
 
 def preemption_json(document: dict[str, Any]) -> dict[str, Any] | None:

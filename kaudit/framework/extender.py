@@ -66,6 +66,15 @@ class ExtenderCall:
         return out
 
 
+def recorded_body(call: Mapping[str, Any]) -> bytes | None:
+    """The answer's body of a recorded call (:meth:`ExtenderCall.as_json`), None without one."""
+    if call.get("bodyBase64") is not None:
+        return base64.b64decode(call["bodyBase64"])
+    if call.get("body") is not None:
+        return str(call["body"]).encode()
+    return None
+
+
 @dataclass(frozen=True)
 class FilterAnswer:
     """What a filter call answered: the nodes that pass (None drops them all), and the

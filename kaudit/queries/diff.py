@@ -22,7 +22,7 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import InputError
-from kaudit.eventlog.codec import unpack_attempt
+from kaudit.eventlog.codec import rejects, unpack_attempt
 from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run, node_names
 from kaudit.queries.summary_rows import diff_rows
@@ -141,7 +141,7 @@ def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
                 f"{attempt['evaluatedNodes']} nodes from its rotating start)", {})
     if not lost.get("feasible"):
         failed = [(p, v) for p, v in lost["filter"].items()
-                  if v["code"] != "Success" and not v.get("ignored")]
+                  if rejects(v)]
         plugin, verdict = failed[0]
         return (f"{label} rejected {other}: {plugin} "
                 f"({'; '.join(verdict['reasons']) or verdict['code']})", {})

@@ -27,7 +27,7 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import UnknownObjectError
-from kaudit.eventlog.codec import preemption_json, unpack_attempt
+from kaudit.eventlog.codec import preemption_json, rejects, unpack_attempt
 from kaudit.model.pod import Taint, Toleration, tolerated
 from kaudit.queries import units
 from kaudit.queries.decision_inputs import (
@@ -150,7 +150,7 @@ def group_rejections(nodes: dict[str, Any]) -> list[_Group]:
         if verdicts.get("feasible"):
             continue
         failed = [(plugin, v) for plugin, v in verdicts["filter"].items()
-                  if v["code"] not in ("Success", "Skip") and not v.get("ignored")]
+                  if rejects(v)]
         if not failed:
             continue
         plugin, verdict = failed[0]

@@ -485,10 +485,14 @@ class Replay(TraceApplication):
         self._arm_unschedulable_flush(queued)
         if result is not None and result.nominated_node_name is not None:
             self._nominate(queued, result.nominated_node_name, result.details)
-        elif (attempt.error is not None or attempt.num_all_nodes == 0) and (
-                queued.pod.nominated_node_name or queued.pod.uid in self.nominated_at):
+        elif attempt.error is not None or attempt.num_all_nodes == 0:
             # Not a FitError (an error, no nodes at all): upstream's cycle answers
-            # clearNominatedNode, and the failure's status patch clears the nomination.
+            # clearNominatedNode.
+            self._clear_nominated_node(queued)
+
+    def _clear_nominated_node(self, queued: QueuedPod) -> None:
+        """``clearNominatedNode``: the failure's status patch clears the pod's nomination."""
+        if queued.pod.nominated_node_name or queued.pod.uid in self.nominated_at:
             self._nominate(queued, "", None)
 
     def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
@@ -516,8 +520,7 @@ class Replay(TraceApplication):
             if rejected:
                 self._move(EVENT_ASSIGNED_POD_DELETE, placed, None,
                            lambda other: other.pod.uid != pod.uid)
-            if queued.pod.nominated_node_name or pod.uid in self.nominated_at:
-                self._nominate(queued, "", None)
+            self._clear_nominated_node(queued)
             return
         self.timeline.place(now, placed, "kaudit")
         self._clear_nomination(pod.uid)

@@ -16,7 +16,6 @@ and the replay counts it in :attr:`RecordedAnswers.missing`.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections import defaultdict, deque
@@ -24,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kaudit.config.extenders import ExtenderConfig
-from kaudit.framework.extender import ExtenderError
+from kaudit.framework.extender import ExtenderError, recorded_body
 from kaudit.scheduler.extender import Reply, Transport
 
 
@@ -56,10 +55,9 @@ class RecordedAnswers:
                                     "the recorded run)", latency_us=0)
             call = queue.popleft()
             latency = int(call.get("latencyUs") or 0)
-            if call.get("bodyBase64") is not None:
-                return Reply(200, base64.b64decode(call["bodyBase64"]), latency)
-            if call.get("body") is not None:
-                return Reply(200, str(call["body"]).encode(), latency)
+            recorded = recorded_body(call)
+            if recorded is not None:
+                return Reply(200, recorded, latency)
             # No answer was read (refused, timed out, not HTTP 200): the same failure again.
             raise ExtenderError(str(call.get("error") or "no answer recorded"),
                                 latency_us=latency)
