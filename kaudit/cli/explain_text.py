@@ -101,6 +101,8 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
         click.echo("  Rejected nodes by cause (--all-nodes lists each):")
         click.echo(table([(g["count"], g["cause"], g["detail"], _examples(g)) for g in groups],
                          ["NODES", "CAUSE", "DETAIL", "FOR EXAMPLE"], indent=4))
+    for line in device_lines((attempt.get("pluginNotes") or {}).get("DynamicResources")):
+        click.echo(f"  {line}")
     preemption = attempt.get("preemption")
     if preemption and preemption.get("nominatedNode"):
         pdb = preemption.get("pdbViolations") or 0
@@ -124,6 +126,29 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
             rows.append(row)
         click.echo(f"  Scores (top {min(TOP_SCORES, len(scored))} of {len(scored)}, weighted):")
         click.echo(table(rows, headers, indent=4))
+
+
+def device_lines(notes: dict[str, Any] | None) -> list[str]:
+    """DynamicResources' notes on an attempt: the devices the pod's claims got, or, when it
+    fit nowhere, the devices each request could use."""
+    if not notes:
+        return []
+    lines = []
+    claims = ", ".join(f"{c['claim']} ({'allocated already' if c['allocated'] else 'to allocate'})"
+                       for c in notes.get("claims") or [])
+    lines.append(f"ResourceClaims: {claims}")
+    for device in notes.get("devices") or []:
+        lines.append(f"  {device['claim']} request {device['request']}: {device['driver']} "
+                     f"pool {device['pool']} device {device['device']}")
+    for request in notes.get("requests") or []:
+        if "error" in request:
+            lines.append(f"  {request['claim']} request {request['request']}: {request['error']}")
+            continue
+        lines.append(f"  {request['claim']} request {request['request']} wants "
+                     f"{request['count']} of class {request['deviceClass']}: "
+                     f"{request['matching']} device(s) in the cluster match, "
+                     f"{request['free']} of them free")
+    return lines
 
 
 def extender_call_line(call: dict[str, Any]) -> str:

@@ -3,7 +3,8 @@
 Nodes become slots; pods bound to a node (``spec.nodeName``) and not terminal (phase
 Succeeded or Failed, which the scheduler's informer excludes) are accounted on it; other kinds
 the plugins read (namespaces, priority classes, volumes, owners, PodDisruptionBudgets) are
-stored by kind. Pod priority is resolved as the Priority admission plugin does: ``spec.priority``
+stored by kind (DRA objects of older ``resource.k8s.io`` versions in the v1 shape). Pod
+priority is resolved as the Priority admission plugin does: ``spec.priority``
 if set, else the value of ``priorityClassName``, else the global default class, else 0.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaudit.cluster.state import ClusterState
+from kaudit.model import dra
 from kaudit.model.kinds import STORED_KINDS
 from kaudit.model.pod import FINISHED_PHASES, PodInfo, parse_pod
 
@@ -58,6 +60,8 @@ def apply_object(cluster: ClusterState, obj: dict[str, Any], deleted: bool = Fal
     elif kind == "Pod":
         apply_pod(cluster, obj, deleted)
     elif kind in STORED_KINDS:
+        if kind in dra.DRA_KINDS:
+            obj = dra.normalize(obj)
         if deleted:
             cluster.delete_object(kind, obj)
         else:

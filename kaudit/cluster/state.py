@@ -94,6 +94,9 @@ class ClusterState:
         # Other API objects, keyed by name or "namespace/name".
         self.namespaces: dict[str, dict[str, str]] = {}
         self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        #: Bumped whenever an object of the kind is set or deleted (for plugins that keep
+        #: what they derived from a kind's objects, such as DynamicResources).
+        self.kind_generation: dict[str, int] = defaultdict(int)
         #: Each node's GPUs as devices, and the devices GPU pods hold (``cluster/gpus.py``).
         self.gpus = GpuDevices(_INITIAL_CAPACITY)
         #: A ``fork(nodes_only=True)``: cluster-wide pod indexes are shared, not kept.
@@ -582,6 +585,7 @@ class ClusterState:
         self.objects[kind][key] = obj
         if kind == "Namespace":
             self.namespaces[metadata.get("name") or ""] = dict(metadata.get("labels") or {})
+        self.kind_generation[kind] += 1
         self.generation += 1
 
     def delete_object(self, kind: str, obj: dict[str, Any]) -> None:
@@ -589,6 +593,7 @@ class ClusterState:
         self.objects[kind].pop(_object_key(metadata), None)
         if kind == "Namespace":
             self.namespaces.pop(metadata.get("name") or "", None)
+        self.kind_generation[kind] += 1
         self.generation += 1
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:

@@ -166,9 +166,24 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
         document["preemption"] = details.as_json()
     if attempt.extender_calls:
         document["extenders"] = [call.as_json() for call in attempt.extender_calls]
+    notes = _plugin_notes(attempt, framework)
+    if notes:
+        document["pluginNotes"] = notes
     if attempt.error:
         document["error"] = attempt.error
     return document, pack_arrays(arrays) if arrays else b""
+
+
+def _plugin_notes(attempt: Attempt, framework: Framework) -> dict[str, Any]:
+    """Each plugin's ``attempt_notes`` (its own facts about the attempt), by plugin name."""
+    if attempt.state is None:
+        return {}
+    notes = {}
+    for name, plugin in framework.instances.items():
+        note = plugin.attempt_notes(attempt.state, attempt.selected)
+        if note:
+            notes[name] = note
+    return notes
 
 
 def rejects(verdict: dict[str, Any]) -> bool:
@@ -260,6 +275,8 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
         shaped["extenderCalls"] = extender_calls_json(calls, answers)
     if "postFilter" in document:
         shaped["postFilter"] = document["postFilter"]
+    if "pluginNotes" in document:
+        shaped["pluginNotes"] = document["pluginNotes"]
     preemption = preemption_json(document)
     if preemption is not None:
         shaped["preemption"] = preemption

@@ -68,6 +68,12 @@ class Handle:
     preempting: Any = None
     #: The scheduler's extenders in call order (``Handle.Extenders``), for preemption.
     extenders: tuple[Any, ...] = ()
+    #: The cluster state of the replay (set by the replay), for plugins whose PreEnqueue or
+    #: queueing hints read API objects (DynamicResources reads the pod's ResourceClaims).
+    cluster: Any = None
+    #: ``api_update(obj)``: write an object as the plugin's API call would (set by the replay,
+    #: which applies it and delivers its watch event); None outside a replay.
+    api_update: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,6 +100,11 @@ class Plugin:
         (``handle.extra["workloadPodShapes"]``: the shape of every pod of the trace), as the
         FGD paper's score does to know its typical pods."""
         return False
+
+    def attempt_notes(self, state: CycleState, selected: str | None) -> dict[str, Any] | None:
+        """What the plugin wants kept in the attempt's event-log record, for explanations
+        (``selected``: the node chosen, None when the pod did not fit); None keeps nothing."""
+        return None
 
     def events_to_register(self) -> list[ClusterEventWithHint] | None:
         """``EnqueueExtensions.EventsToRegister``: the cluster events that may make a pod this

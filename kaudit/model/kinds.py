@@ -39,6 +39,10 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("replicasets", "ReplicaSet", "apps/v1", True),
     KindSpec("statefulsets", "StatefulSet", "apps/v1", True),
     KindSpec("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", True),
+    KindSpec("deviceclasses", "DeviceClass", "resource.k8s.io/v1", False),
+    KindSpec("resourceslices", "ResourceSlice", "resource.k8s.io/v1", False),
+    KindSpec("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1", True),
+    KindSpec("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", True),
     KindSpec("pods", "Pod", "v1", True),
 )
 

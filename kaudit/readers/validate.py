@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaudit.errors import QuantityError
+from kaudit.model import dra
 from kaudit.model.gpu import gpu_demand
 from kaudit.quantity import parse_quantity
 
@@ -139,6 +140,37 @@ POD_STATUS = {"phase": str, "nominatedNodeName": str}
 NODE_SPEC = {"unschedulable": bool, "taints": _list_of(
     {"key": str, "value": str, "effect": str})}
 NODE_STATUS = {"images": _list_of({"names": STRINGS, "sizeBytes": INT64})}
+# Dynamic resource allocation (``resource.k8s.io/v1``; older versions are checked after
+# conversion to v1, see ``kaudit.model.dra.normalize``).
+NODE_SELECTOR = {"nodeSelectorTerms": _list_of(NODE_SELECTOR_TERM)}
+DEVICE_SELECTORS = _list_of({"cel": {"expression": str}})
+DEVICE_SUB_REQUEST = {"name": str, "deviceClassName": str, "selectors": DEVICE_SELECTORS,
+                      "allocationMode": str, "count": INT64}
+DEVICE_REQUEST = {"name": str, "exactly": {**DEVICE_SUB_REQUEST, "adminAccess": bool},
+                  "firstAvailable": _list_of(DEVICE_SUB_REQUEST)}
+CLAIM_SPEC = {"devices": {"requests": _list_of(DEVICE_REQUEST),
+                          "constraints": _list_of({"requests": STRINGS, "matchAttribute": str}),
+                          "config": _list_of({"requests": STRINGS})}}
+CLAIM_STATUS = {
+    "allocation": {"devices": {"results": _list_of({
+        "request": str, "driver": str, "pool": str, "device": str, "adminAccess": bool})},
+        "nodeSelector": NODE_SELECTOR},
+    "reservedFor": _list_of({"resource": str, "name": str, "uid": str}),
+}
+SLICE_DEVICE = {"name": str, "attributes": ("map", {"int": INT64, "bool": bool, "string": str,
+                                                     "version": str}),
+                "capacity": ("map", {"value": "int-or-string"}), "nodeName": str,
+                "allNodes": bool, "nodeSelector": NODE_SELECTOR}
+SLICE_SPEC = {"driver": str, "pool": {"name": str, "generation": INT64,
+                                      "resourceSliceCount": INT64},
+              "nodeName": str, "allNodes": bool, "nodeSelector": NODE_SELECTOR,
+              "devices": _list_of(SLICE_DEVICE)}
+DRA_FIELDS: dict[str, dict[str, Any]] = {
+    "ResourceClaim": {"spec": CLAIM_SPEC, "status": CLAIM_STATUS},
+    "ResourceClaimTemplate": {"spec": {"spec": CLAIM_SPEC}},
+    "ResourceSlice": {"spec": SLICE_SPEC},
+    "DeviceClass": {"spec": {"selectors": DEVICE_SELECTORS}},
+}
 KIND_FIELDS: dict[str, dict[str, Any]] = {
     "Pod": {"spec": POD_SPEC, "status": POD_STATUS},
     "Node": {"spec": NODE_SPEC, "status": NODE_STATUS},
@@ -247,7 +279,43 @@ def _validate_claim(obj: dict[str, Any]) -> None:
         _requirements(_mapping(spec, "object.spec").get("resources"), "object.spec.resources")
 
 
+def _validate_slice(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if spec is None:
+        return
+    for index, device in enumerate(_mapping(spec, "object.spec").get("devices") or []):
+        where = f"object.spec.devices[{index}]"
+        _name(device.get("name"), f"{where}.name", 128)
+        for attribute, value in (device.get("attributes") or {}).items():
+            if len([kind for kind in ("int", "bool", "string", "version")
+                    if value.get(kind) is not None]) != 1:
+                raise ObjectError(f"{where}.attributes.{attribute}: exactly one of int, bool, "
+                                  "string and version must be set")
+        capacity = {name: (value or {}).get("value")
+                    for name, value in (device.get("capacity") or {}).items()}
+        _quantities(capacity, f"{where}.capacity")
+
+
+def _validate_requests(spec: Any, path: str) -> None:
+    devices = (_mapping(spec, path).get("devices") or {}) if spec is not None else {}
+    for index, request in enumerate(devices.get("requests") or []):
+        where = f"{path}.devices.requests[{index}]"
+        _name(request.get("name"), f"{where}.name", 63)
+        for part, body in [("exactly", request.get("exactly")),
+                           *((f"firstAvailable[{i}]", sub) for i, sub in
+                             enumerate(request.get("firstAvailable") or []))]:
+            if body is None:
+                continue
+            count = body.get("count")
+            if count is not None and count < 1:
+                raise ObjectError(f"{where}.{part}.count: must be at least 1, not {count}")
+
+
 _KIND_CHECKS = {
+    "ResourceSlice": lambda obj, exists: _validate_slice(obj),
+    "ResourceClaim": lambda obj, exists: _validate_requests(obj.get("spec"), "object.spec"),
+    "ResourceClaimTemplate": lambda obj, exists: _validate_requests(
+        (obj.get("spec") or {}).get("spec"), "object.spec.spec"),
     "Node": lambda obj, exists: _validate_node(obj),
     "Pod": _validate_pod,
     "PersistentVolume": lambda obj, exists: _validate_persistent_volume(obj),
@@ -274,7 +342,9 @@ def validate_object(obj: Any, event_type: str) -> tuple[str, str, str, str | Non
     if uid is not None and not isinstance(uid, str):
         raise ObjectError(f"object.metadata.uid: must be a string, not {uid!r}")
     _check(metadata, METADATA, "object.metadata")
-    fields = KIND_FIELDS.get(kind)
+    if kind in DRA_FIELDS:
+        obj = dra.normalize(obj)
+    fields = KIND_FIELDS.get(kind) or DRA_FIELDS.get(kind)
     if fields:
         _check(obj, fields, "object")
     check = _KIND_CHECKS.get(kind)

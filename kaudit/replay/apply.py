@@ -4,7 +4,8 @@ A watch event updates the cluster state (``addNodeToCache``, ``addPodToCache`` a
 and delete twins in ``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34) and reaches the
 scheduling queue as cluster events (``MoveAllToActiveOrBackoffQueue``) or as a pending pod
 added, updated or deleted. Pods kaudit schedules keep the trace's own binding as their
-*recorded placement* instead of applying it.
+*recorded placement* instead of applying it; likewise the status a trace gives the
+ResourceClaims of those pods (see :mod:`kaudit.replay.claims`).
 
 :class:`TraceApplication` is the part of :class:`~kaudit.replay.engine.Replay` that does this;
 the engine supplies the state it works on.
@@ -31,8 +32,10 @@ from kaudit.framework.events import (
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
+from kaudit.model import dra
 from kaudit.model.kinds import STORED_KINDS
 from kaudit.model.pod import FINISHED_PHASES, PodInfo
+from kaudit.replay.claims import ClaimController, claims_record
 from kaudit.replay.clock import EventLoop
 from kaudit.scheduler.queue import QueuedPod, SchedulingQueue
 from kaudit.scheduler.schedule import Scheduler
@@ -55,6 +58,7 @@ class TraceApplication:
     options: Any
     kaudit_pods: set[str]
     recorded: dict[str, str]
+    claims: ClaimController
     _origin: dict[str, tuple[int, int]]
 
     def _move(self, event: ClusterEvent, old: Any, new: Any,
@@ -70,6 +74,12 @@ class TraceApplication:
         if held is None:
             return {}
         return {"gpus": {"devices": list(held.devices), "milli": held.milli}}
+
+    def _claims_record(self, pod: PodInfo) -> dict[str, Any]:
+        """The devices the pod's ResourceClaims hold, for its ``bind`` record."""
+        if not (pod.obj.get("spec") or {}).get("resourceClaims"):
+            return {}
+        return claims_record(self.cluster, pod.obj)
 
     def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
         raise NotImplementedError
@@ -97,12 +107,18 @@ class TraceApplication:
         elif event.kind == "Node":
             self._apply_node(event, deleted)
         elif event.kind in STORED_KINDS:
-            old = self.cluster.objects[event.kind].get(_object_key(event.object))
-            apply_object(self.cluster, event.object, deleted)
+            obj = event.object
+            if event.kind in dra.DRA_KINDS:
+                obj = dra.normalize(obj)
+                if event.kind == "ResourceClaim" and not deleted:
+                    obj = self.claims.from_trace(obj, self.kaudit_pods)
+            old = self.cluster.objects[event.kind].get(_object_key(obj))
+            apply_object(self.cluster, obj, deleted)
             action = ActionType.DELETE if deleted else (
                 ActionType.UPDATE if old is not None else ActionType.ADD)
             self._move(ClusterEvent(event.kind, action), old if old is not None else None,
-                       None if deleted else event.object)
+                       None if deleted else self.cluster.objects[event.kind].get(
+                           _object_key(obj), obj))
 
     def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
         """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""
@@ -149,6 +165,9 @@ class TraceApplication:
                     self.sink.record(now, RecordKind.RECORDED, pod.key, pod.node_name)
             elif uid in self.queue.pods:
                 old = self.queue.pods[uid].pod
+                kept = self.claims.keep_generated(obj, old.obj)
+                if kept is not obj:
+                    pod = pod_info(self.cluster, kept)
                 new = self._keep_nomination(pod)
                 self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
             return
@@ -161,7 +180,8 @@ class TraceApplication:
             placed = self.cluster.pods.get(uid)
             if placed_before is None:
                 self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name,
-                                 {"by": "trace", **self._gpu_record(uid)})
+                                 {"by": "trace", **self._gpu_record(uid),
+                                  **(self._claims_record(placed) if placed else {})})
                 if placed is not None:
                     self.timeline.place(now, placed, "trace")
                 self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
@@ -172,6 +192,9 @@ class TraceApplication:
         if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
             return  # another scheduler's pod (or no scheduling): wait for the trace's binding
         self.kaudit_pods.add(uid)
+        with_claims = self.claims.generate(obj)
+        if with_claims is not obj:
+            pod = pod_info(self.cluster, with_claims)
         if pod.nominated_node_name:
             pod = replace(pod, nominated_node_name="")
         self.queue.add(now, pod)

@@ -30,7 +30,7 @@ from typing import Any
 
 from kaudit.cluster.gpu_frag import FragMeasure, PodShape, pod_shape, typical_pods
 from kaudit.cluster.nominated import NominatedLoad
-from kaudit.cluster.objects import pod_info
+from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
 from kaudit.eventlog.codec import pack_attempt
@@ -43,6 +43,7 @@ from kaudit.framework.events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
     NODE,
+    ActionType,
     ClusterEvent,
     pod_scheduling_properties_change,
 )
@@ -50,6 +51,7 @@ from kaudit.model.pod import FINISHED_PHASES, PodInfo, parse_pod, terminating_ob
 from kaudit.model.timestamps import format_timestamp
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.apply import DATA_ERRORS, TraceApplication
+from kaudit.replay.claims import ClaimController
 from kaudit.replay.clock import EventLoop, Priority
 from kaudit.replay.collector import replay_pace
 from kaudit.replay.gpu_sharing import GpuSharingTracker
@@ -222,9 +224,12 @@ class Replay(TraceApplication):
         self.allocation = AllocationTracker()
         self.timeline = Timeline() if sink.keeps_timeline else NoTimeline()
         self._placements_changed = False
+        self.claims = ClaimController(self.cluster, self._api_write)
         for framework in scheduler.frameworks.values():
             for plugin in framework.instances.values():
                 if plugin.handle is not None:
+                    plugin.handle.cluster = self.cluster
+                    plugin.handle.api_update = self._api_update
                     plugin.handle.nominator = self.nominated_for
                     plugin.handle.now_us = self._now
                     plugin.handle.preempting = self.preempting.__contains__
@@ -235,6 +240,24 @@ class Replay(TraceApplication):
 
     def _now(self) -> int:
         return self.loop.now_us
+
+    def _api_update(self, obj: dict[str, Any]) -> None:
+        """A plugin's API write (DynamicResources' claim updates): applied at once, its watch
+        event delivered to the queue."""
+        if obj.get("kind") == "ResourceClaim":
+            self.claims.written(obj)
+        self._api_write(obj, False)
+
+    def _api_write(self, obj: dict[str, Any], deleted: bool) -> None:
+        kind = str(obj.get("kind") or "")
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+            else str(meta.get("name") or "")
+        old = self.cluster.objects[kind].get(key)
+        apply_object(self.cluster, obj, deleted)
+        action = ActionType.DELETE if deleted else (
+            ActionType.UPDATE if old is not None else ActionType.ADD)
+        self._move(ClusterEvent(kind, action), old, None if deleted else obj)
 
     # ------------------------------------------------------------------ logging helpers
 
@@ -409,6 +432,7 @@ class Replay(TraceApplication):
             self.timeline.release(now, uid)
             self.sink.record(now, RecordKind.DELETE, bound.key, bound.node_name, {"reason": reason})
             self._move(EVENT_ASSIGNED_POD_DELETE, bound, None)  # ``deletePodFromCache``
+        self.claims.release(uid)
 
     def _clear_nomination(self, uid: str) -> None:
         node = self.nominated_at.pop(uid, None)
@@ -559,6 +583,7 @@ class Replay(TraceApplication):
             return
         self.sink.record(now, RecordKind.BIND, placed.key, node,
                          {"by": "kaudit", **self._gpu_record(placed.uid),
+                          **self._claims_record(placed),
                           **(extender_record or {})})
         # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
         # pending pod leaves the queue, releasing any nomination it had.

@@ -1,0 +1,132 @@
+"""Dynamic resource allocation objects (``resource.k8s.io``) as kaudit reads them.
+
+Traces may carry DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate objects
+of ``resource.k8s.io/v1`` (GA in v1.34) or of the older ``v1beta1`` and ``v1beta2`` versions;
+:func:`normalize` turns them into the v1 shape the scheduler reads, as the API server's
+conversion does (``pkg/apis/resource/v1beta1/conversion.go``): a v1beta1 request's fields move
+under ``exactly`` and a v1beta1 device's ``basic`` fields move up to the device.
+
+The helpers mirror ``staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/
+resourceclaim.go`` (v1.34): which claim a pod's ``spec.resourceClaims`` entry names, whether a
+claim was generated for the pod, and whether it is (or can be) reserved for it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+JSON = dict[str, Any]
+
+GROUP = "resource.k8s.io"
+API_VERSION = f"{GROUP}/v1"
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+#: ``ResourceClaimReservedForMaxSize``: how many consumers a claim can be reserved for.
+RESERVED_FOR_MAX_SIZE = 256
+#: ``AllocationResultsMaxSize``: how many devices one claim's allocation may hold.
+ALLOCATION_RESULTS_MAX_SIZE = 32
+#: The finalizer the scheduler adds to claims it allocates.
+FINALIZER = "resource.kubernetes.io/delete-protection"
+#: The annotation the resourceclaim controller puts on claims it generates from templates.
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+
+_REQUEST_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
+                   "tolerations", "capacity")
+
+
+def _exact_requests(spec: JSON | None) -> None:
+    """A v1beta1 claim spec's requests in the v1 shape (in place)."""
+    devices = (spec or {}).get("devices") or {}
+    for request in devices.get("requests") or []:
+        if not isinstance(request, dict) or "exactly" in request or request.get("firstAvailable"):
+            continue
+        exactly = {name: request.pop(name) for name in _REQUEST_FIELDS if name in request}
+        if exactly:
+            request["exactly"] = exactly
+
+
+def normalize(obj: JSON) -> JSON:
+    """``obj`` in the ``resource.k8s.io/v1`` shape (a copy when it had to change)."""
+    version = str(obj.get("apiVersion") or "")
+    if not version.startswith(GROUP + "/") or version == API_VERSION:
+        return obj
+    kind = obj.get("kind")
+    converted = copy.deepcopy(obj)
+    converted["apiVersion"] = API_VERSION
+    spec = converted.get("spec")
+    if version.endswith("/v1beta1") and isinstance(spec, dict):
+        if kind == "ResourceClaim":
+            _exact_requests(spec)
+        elif kind == "ResourceClaimTemplate":
+            _exact_requests(spec.get("spec"))
+        elif kind == "ResourceSlice":
+            for device in spec.get("devices") or []:
+                basic = device.pop("basic", None) if isinstance(device, dict) else None
+                if isinstance(basic, dict):
+                    device.update(basic)
+    return converted
+
+
+# --------------------------------------------------------------------------- claims of a pod
+
+def _metadata(obj: JSON) -> JSON:
+    return obj.get("metadata") or {}
+
+
+def claim_name(pod: JSON, pod_claim: JSON) -> tuple[str | None, bool, str | None]:
+    """``resourceclaim.Name``: (the claim's name or None, whether the pod must own it, an
+    error message)."""
+    meta = _metadata(pod)
+    where = f'pod "{meta.get("namespace", "")}/{meta.get("name", "")}"'
+    if pod_claim.get("resourceClaimName"):
+        return str(pod_claim["resourceClaimName"]), False, None
+    if pod_claim.get("resourceClaimTemplateName"):
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            if status.get("name") == pod_claim.get("name"):
+                name = status.get("resourceClaimName")
+                return (str(name) if name else None), True, None
+        return None, False, f"{where}: ResourceClaim not created yet"
+    return None, False, (f'{where}, spec.resourceClaim "{pod_claim.get("name", "")}": '
+                         "resource claim reference has neither name nor template name")
+
+
+def is_for_pod(pod: JSON, claim: JSON) -> str | None:
+    """``resourceclaim.IsForPod``: None when the pod controls the claim, else the error."""
+    pod_meta, claim_meta = _metadata(pod), _metadata(claim)
+    uid = pod_meta.get("uid")
+    controlled = any(ref.get("controller") and ref.get("uid") == uid
+                     for ref in claim_meta.get("ownerReferences") or [])
+    if claim_meta.get("namespace") != pod_meta.get("namespace") or not controlled:
+        return (f"ResourceClaim {claim_meta.get('namespace', '')}/{claim_meta.get('name', '')} "
+                f"was not created for pod {pod_meta.get('namespace', '')}/"
+                f"{pod_meta.get('name', '')} (pod is not owner)")
+    return None
+
+
+def reserved_for(claim: JSON) -> list[JSON]:
+    return list((claim.get("status") or {}).get("reservedFor") or [])
+
+
+def is_reserved_for_pod(pod_uid: str, claim: JSON) -> bool:
+    return any(ref.get("uid") == pod_uid for ref in reserved_for(claim))
+
+
+def can_be_reserved(claim: JSON) -> bool:
+    return len(reserved_for(claim)) < RESERVED_FOR_MAX_SIZE
+
+
+def allocation(claim: JSON) -> JSON | None:
+    return (claim.get("status") or {}).get("allocation")
+
+
+def generated_claim_name(pod_name: str, pod_claim_name: str, suffix: str) -> str:
+    """The name the resourceclaim controller gives a claim generated from a template
+    (``handleClaim`` in ``pkg/controller/resourceclaim/controller.go``): ``<pod>-<claim>-``
+    with both parts shortened in proportion when longer than 57 characters, then the API
+    server's five random characters (``suffix``)."""
+    base = f"{pod_name}-{pod_claim_name}-"
+    if len(base) > 57:
+        pod_part = pod_name[:len(pod_name) * 57 // len(base)]
+        claim_part = pod_claim_name[:len(pod_claim_name) * 57 // len(base)]
+        base = f"{pod_part}-{claim_part}"
+    return base + suffix

@@ -1,0 +1,662 @@
+"""The structured-parameters allocator: which devices a pod's claims get on one node.
+
+Mirrors ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/
+allocator_stable.go`` (Kubernetes v1.34): claims are allocated one after the other, each
+request (or, for ``firstAvailable``, the first of its subrequests that works) device by
+device, in a depth-first search over the devices of the node's complete, valid pools that are
+not allocated already, match the DeviceClass's and the request's CEL selectors and keep the
+claim's ``matchAttribute`` constraints; the first full solution wins. ``All`` mode takes every
+matching device (and fails on an incomplete or invalid pool); admin access may use devices
+that are allocated already. Error messages are upstream's.
+
+Gated features kaudit does not model (partitionable devices, device taints, consumable
+capacity, binding conditions) behave as with their alpha gates off: devices that consume
+counters or have binding conditions are not allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaudit.model.dra import ALLOCATION_RESULTS_MAX_SIZE
+from kaudit.model.node import NodeInfo
+from kaudit.plugins.dynamic_resources.cel_env import CelError, SelectorCache
+from kaudit.plugins.dynamic_resources.pools import (
+    Device,
+    DeviceID,
+    Pool,
+    PoolError,
+    Slice,
+    device_id_text,
+    gather_pools,
+    node_matches,
+)
+
+JSON = dict[str, Any]
+EXACT_COUNT, ALL = "ExactCount", "All"
+
+
+class AllocationError(Exception):
+    """A problem with the claims, classes or slices: the scheduling attempt fails."""
+
+
+class FailedOnNode(AllocationError):
+    """``ErrFailedAllocationOnNode``: only this node fails (invalid pools met)."""
+
+
+@dataclass(frozen=True)
+class Features:
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = False
+    device_taints: bool = False
+    binding_conditions: bool = False
+
+
+@dataclass
+class Request:
+    """A request or subrequest (upstream's ``requestAccessor``)."""
+
+    name: str
+    class_name: str
+    mode: str
+    count: int
+    admin_access: bool
+    has_admin_access: bool
+    selectors: list[JSON]
+
+    @classmethod
+    def exact(cls, request: JSON) -> Request:
+        exactly = request.get("exactly") or {}
+        return cls(str(request.get("name") or ""), str(exactly.get("deviceClassName") or ""),
+                   str(exactly.get("allocationMode") or EXACT_COUNT),
+                   _count(exactly.get("count")),
+                   bool(exactly.get("adminAccess")), exactly.get("adminAccess") is not None,
+                   list(exactly.get("selectors") or []))
+
+    @classmethod
+    def sub(cls, sub: JSON) -> Request:
+        return cls(str(sub.get("name") or ""), str(sub.get("deviceClassName") or ""),
+                   str(sub.get("allocationMode") or EXACT_COUNT),
+                   _count(sub.get("count")),
+                   False, False, list(sub.get("selectors") or []))
+
+
+def _expressions(selectors: list[JSON]) -> tuple[str, ...]:
+    return tuple(str((s.get("cel") or {}).get("expression") or "") for s in selectors)
+
+
+def _count(value: Any) -> int:
+    """``count``, defaulted to 1 as the API server defaults it."""
+    return 1 if value is None else int(value)
+
+
+@dataclass
+class RequestData:
+    request: Request
+    parent: Request | None
+    claim_class: JSON | None = None
+    num_devices: int = 0
+    selected_sub: int = 0
+    all_devices: list[Device] = field(default_factory=list)
+    _signature: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    @property
+    def signature(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What decides whether a device is selectable for the request: the class's and the
+        request's expressions."""
+        if self._signature is None:
+            class_selectors = ((self.claim_class or {}).get("spec") or {}).get("selectors") or []
+            self._signature = (_expressions(class_selectors),
+                               _expressions(self.request.selectors))
+        return self._signature
+
+    @property
+    def full_name(self) -> str:
+        if self.parent is not None:
+            return f"{self.parent.name}/{self.request.name}"
+        return self.request.name
+
+
+@dataclass
+class _Result:
+    device: Device
+    request: str
+    parent: str
+    admin_access: bool
+
+    @property
+    def request_name(self) -> str:
+        return f"{self.parent}/{self.request}" if self.parent else self.request
+
+
+class _MatchAttribute:
+    """``matchAttributeConstraint``: all devices of the named requests share the attribute."""
+
+    def __init__(self, requests: list[str], attribute: str) -> None:
+        self.requests = set(requests)
+        self.attribute = attribute
+        self.value: tuple[str, Any] | None = None
+        self.count = 0
+
+    def _applies(self, request: str, sub: str) -> bool:
+        if not self.requests:
+            return True
+        if not sub:
+            return request in self.requests
+        return request in self.requests or f"{request}/{sub}" in self.requests
+
+    def add(self, request: str, sub: str, device: Device) -> bool:
+        if not self._applies(request, sub):
+            return True
+        value = lookup_attribute(device, self.attribute)
+        if value is None:
+            return False
+        if self.count == 0:
+            self.value, self.count = value, 1
+            return True
+        if self.value != value:
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: str, sub: str, device: Device) -> None:
+        if self._applies(request, sub):
+            self.count -= 1
+
+
+_VALUE_KINDS = ("string", "int", "bool", "version")
+
+
+def lookup_attribute(device: Device, name: str) -> tuple[str, Any] | None:
+    """``lookupAttribute``: a fully qualified name, or the short name when the domain is the
+    device's driver; the value with its kind (values of different kinds never match)."""
+    attributes = device.obj.get("attributes") or {}
+    raw = attributes.get(name)
+    if raw is None:
+        domain, sep, short = name.partition("/")
+        if not sep or domain != device.slice.driver:
+            return None
+        raw = attributes.get(short)
+        if raw is None:
+            return None
+    for kind in _VALUE_KINDS:
+        if isinstance(raw, dict) and raw.get(kind) is not None:
+            return kind, raw[kind]
+    return "unknown", object()  # an unknown kind never equals another value
+
+
+def _claim_ref(claim: JSON) -> str:
+    meta = claim.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name") or "")
+
+
+class Allocator:
+    """``NewAllocator``: the allocated devices, classes and slices of one scheduling cycle;
+    :meth:`allocate` then answers for one node at a time."""
+
+    def __init__(self, features: Features, allocated: frozenset[DeviceID] | set[DeviceID],
+                 classes: Mapping[str, JSON], slices: list[Slice], cel: SelectorCache,
+                 pools_for: Any = None) -> None:
+        self.features = features
+        self.allocated = allocated
+        self.classes = classes
+        self.slices = slices
+        self.cel = cel
+        self._pools_for = pools_for
+        self._by_pool: dict[tuple[str, str], list[Slice]] = {}
+        for piece in slices:
+            self._by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
+
+    def pools(self, node: NodeInfo | None) -> list[Pool]:
+        if self._pools_for is not None and node is not None:
+            return self._pools_for(node)  # type: ignore[no-any-return]
+        return gather_pools(self.slices, node, self.features.partitionable_devices,
+                            self._by_pool)
+
+    def allocate(self, node: NodeInfo | None, claims: list[JSON]) -> list[JSON] | None:
+        """One allocation result per claim, or None when they cannot all be allocated on
+        ``node``. Raises :class:`AllocationError` (or :class:`FailedOnNode`)."""
+        try:
+            pools = self.pools(node)
+        except PoolError as exc:
+            raise AllocationError(f"gather pool information: {exc}") from exc
+        return _Allocation(self, node, claims, pools).run()
+
+
+class _Allocation:
+    """One ``Allocate`` call (upstream's ``allocator``)."""
+
+    def __init__(self, owner: Allocator, node: NodeInfo | None, claims: list[JSON],
+                 pools: list[Pool]) -> None:
+        self.owner = owner
+        self.features = owner.features
+        self.node = node
+        self.claims = claims
+        self.pools = pools
+        self.request_data: dict[tuple[int, int, int], RequestData] = {}
+        self.constraints: list[list[_MatchAttribute]] = []
+        self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[_Result]] = [[] for _ in claims]
+
+    # ------------------------------------------------------------------ set-up
+
+    def run(self) -> list[JSON] | None:
+        for claim_index, claim in enumerate(self.claims):
+            devices = ((claim.get("spec") or {}).get("devices") or {})
+            min_devices = 0
+            for request_index, raw in enumerate(devices.get("requests") or []):
+                subs = raw.get("firstAvailable") or []
+                if subs:
+                    if not self.features.prioritized_list:
+                        raise AllocationError(
+                            f"claim {_claim_ref(claim)}, request {raw.get('name', '')}: has "
+                            "subrequests, but the DRAPrioritizedList feature is disabled")
+                    fewest = None
+                    parent = Request.exact({"name": raw.get("name"), "exactly": {}})
+                    for sub_index, sub in enumerate(subs):
+                        key = (claim_index, request_index, sub_index)
+                        data = self._validate(Request.sub(sub), parent, key)
+                        self.request_data[key] = data
+                        fewest = data.num_devices if fewest is None else min(fewest,
+                                                                             data.num_devices)
+                    min_devices += fewest or 0
+                else:
+                    key = (claim_index, request_index, 0)
+                    data = self._validate(Request.exact(raw), None, key)
+                    self.request_data[key] = data
+                    min_devices += data.num_devices
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {_claim_ref(claim)}: number of requested devices {min_devices} "
+                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
+            constraints = []
+            for i, constraint in enumerate(devices.get("constraints") or []):
+                if constraint.get("matchAttribute"):
+                    constraints.append(_MatchAttribute(list(constraint.get("requests") or []),
+                                                       str(constraint["matchAttribute"])))
+                else:
+                    raise AllocationError(f"claim {_claim_ref(claim)}, constraint #{i}: empty "
+                                          "constraint (unsupported constraint type?)")
+            self.constraints.append(constraints)
+        done = self._allocate_one(0, 0, 0, 0, False)
+        if done is not True:
+            for pool in self.pools:
+                if pool.invalid:
+                    raise FailedOnNode("invalid resource pools were encountered")
+            return None
+        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _validate(self, request: Request, parent: Request | None,
+                  key: tuple[int, int, int]) -> RequestData:
+        claim = self.claims[key[0]]
+        data = RequestData(request, parent)
+        for i, selector in enumerate(request.selectors):
+            if not (selector.get("cel") or {}).get("expression"):
+                raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}, "
+                                      f"selector #{i}: CEL expression empty (unsupported "
+                                      "selector type?)")
+        if not self.features.admin_access and request.has_admin_access:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: admin "
+                                  "access is requested, but the feature is disabled")
+        if not request.class_name:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: missing "
+                                  "device class name (unsupported request type?)")
+        claim_class = self.owner.classes.get(request.class_name)
+        if claim_class is None:
+            raise AllocationError(
+                f"claim {_claim_ref(claim)}, request {request.name}: could not retrieve device "
+                f'class {request.class_name}: deviceclass.resource.k8s.io '
+                f'"{request.class_name}" not found')
+        data.claim_class = claim_class
+        if request.mode == EXACT_COUNT:
+            data.num_devices = request.count
+        elif request.mode == ALL:
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {_claim_ref(claim)}, request {request.name}: asks for all "
+                        f"devices, but resource pool {pool.id_text} is currently being updated")
+                if pool.invalid:
+                    raise AllocationError(
+                        f"claim {_claim_ref(claim)}, request {request.name}: asks for all "
+                        f"devices, but resource pool {pool.id_text} is currently invalid")
+                for piece in pool.slices:
+                    for device in piece.devices:
+                        if self._selectable(key, data, device):
+                            data.all_devices.append(device)
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: "
+                                  f"unsupported count mode {request.mode}")
+        return data
+
+    # ------------------------------------------------------------------ search
+
+    def _allocate_one(self, claim_index: int, request_index: int, sub_index: int,
+                      device_index: int, in_sub: bool) -> bool | str:
+        """True when everything got allocated; False when not; ``"max"`` when the allocation
+        result size limit stopped it (upstream's errAllocationResultMaxSizeExceeded)."""
+        if claim_index >= len(self.claims):
+            return True
+        claim = self.claims[claim_index]
+        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        if request_index >= len(requests):
+            outcome = self._allocate_one(claim_index + 1, 0, 0, 0, False)
+            return False if outcome == "max" else outcome
+        key = (claim_index, request_index, sub_index)
+        data = self.request_data[key]
+        if not in_sub and data.parent is not None:
+            all_exceeded = True
+            sub = 0
+            while (claim_index, request_index, sub) in self.request_data:
+                outcome = self._allocate_one(claim_index, request_index, sub, device_index,
+                                             True)
+                if outcome == "max":
+                    sub += 1
+                    continue
+                all_exceeded = False
+                if outcome is True:
+                    self.request_data[(claim_index, request_index, 0)].selected_sub = sub
+                    return True
+                sub += 1
+            return "max" if all_exceeded else False
+        request = data.request
+        if request.mode == ALL and not data.all_devices:
+            return False
+        if device_index >= data.num_devices:
+            return self._allocate_one(claim_index, request_index + 1, 0, 0, False)
+        if len(self.results[claim_index]) + data.num_devices - device_index > \
+                ALLOCATION_RESULTS_MAX_SIZE:
+            return "max"
+        if request.mode == ALL:
+            device = data.all_devices[device_index]
+            undo = self._allocate_device(key, data, device, must=True)
+            if undo is None:
+                return False
+            outcome = self._allocate_one(claim_index, request_index, sub_index,
+                                         device_index + 1, in_sub)
+            if outcome is not True:
+                undo()
+            return outcome
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for piece in pool.slices:
+                for device in piece.devices:
+                    if request.admin_access:
+                        if claim_index in self.allocating.get(device.id, ()):
+                            continue
+                    elif device.id in self.owner.allocated or self.allocating.get(device.id):
+                        continue
+                    if not self._selectable(key, data, device):
+                        continue
+                    undo = self._allocate_device(key, data, device, must=False)
+                    if undo is None:
+                        continue
+                    outcome = self._allocate_one(claim_index, request_index, sub_index,
+                                                 device_index + 1, in_sub)
+                    if outcome is True:
+                        return True
+                    undo()
+                    if outcome == "max":
+                        return outcome
+        return False
+
+    def _selectable(self, key: tuple[int, int, int], data: RequestData, device: Device) -> bool:
+        """``isSelectable``: the class's and the request's selectors (and, for slices that
+        select nodes per device, the device's node)."""
+        if not self.features.binding_conditions and device.obj.get("bindingConditions"):
+            return False
+        signature = data.signature
+        known = device.selectable.get(signature)
+        if known is None:
+            known = True
+            if data.claim_class is not None:
+                class_selectors = (data.claim_class.get("spec") or {}).get("selectors") or []
+                known = self._selectors_match(key, device, data.claim_class, class_selectors)
+            if known:
+                known = self._selectors_match(key, device, None, data.request.selectors)
+            device.selectable[signature] = known
+        if known and device.slice.per_device_selection:
+            try:
+                return _device_on_node(device, self.node)
+            except PoolError as exc:
+                raise AllocationError(str(exc)) from exc
+        return known
+
+    def _selectors_match(self, key: tuple[int, int, int], device: Device,
+                         claim_class: JSON | None, selectors: list[JSON]) -> bool:
+        cel = self.owner.cel
+        for i, selector in enumerate(selectors):
+            expression = str((selector.get("cel") or {}).get("expression") or "")
+            known = device.matches.get(expression)
+            if known is None:
+                compiled = cel.get(expression)
+                if compiled.error is not None:
+                    where = (f"class {claim_class['metadata']['name']}" if claim_class else
+                             f"claim {_claim_ref(self.claims[key[0]])}")
+                    raise AllocationError(f"{where}: selector #{i}: CEL compile error: "
+                                          f"{compiled.error}")
+                known = cel.results.get((expression, device.content))
+                if known is None:
+                    try:
+                        known = compiled.matches(device.activation())
+                    except CelError as exc:
+                        where = (f"class {claim_class['metadata']['name']}" if claim_class
+                                 else f"claim {_claim_ref(self.claims[key[0]])}")
+                        raise AllocationError(f"{where}: selector #{i}: CEL runtime error: "
+                                              f"{exc}") from exc
+                    cel.results[(expression, device.content)] = known
+                device.matches[expression] = known
+            if not known:
+                return False
+        return True
+
+    def _allocate_device(self, key: tuple[int, int, int], data: RequestData, device: Device,
+                         must: bool) -> Any:
+        """``allocateDevice``: the device taken for the request, or None; returns the undo."""
+        claim_index = key[0]
+        request = data.request
+        if request.admin_access:
+            if claim_index in self.allocating.get(device.id, ()):
+                return None
+        elif device.id in self.owner.allocated or self.allocating.get(device.id):
+            return None
+        if device.obj.get("consumesCounters") and not self.features.partitionable_devices:
+            return None
+        if data.parent is None:
+            base, sub = request.name, ""
+        else:
+            base, sub = data.parent.name, request.name
+        constraints = self.constraints[claim_index]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, device):
+                if must:
+                    raise AllocationError(
+                        f"claim {_claim_ref(self.claims[claim_index])}, request {request.name}: "
+                        f"cannot add device {device_id_text(device.id)} because a claim "
+                        "constraint would not be satisfied")
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub, device)
+                return None
+        self.allocating.setdefault(device.id, set()).add(claim_index)
+        results = self.results[claim_index]
+        results.append(_Result(device, request.name, data.parent.name if data.parent else "",
+                               request.admin_access))
+        size = len(results) - 1
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub, device)
+            self.allocating[device.id].discard(claim_index)
+            del results[size:]
+        return undo
+
+    # ------------------------------------------------------------------ results
+
+    def _result(self, claim_index: int, claim: JSON) -> JSON:
+        spec_devices = (claim.get("spec") or {}).get("devices") or {}
+        requests = spec_devices.get("requests") or []
+        results = []
+        for found in self.results[claim_index]:
+            entry: JSON = {"request": found.request_name, "driver": found.device.id[0],
+                           "pool": found.device.id[1], "device": found.device.id[2]}
+            if found.admin_access:
+                entry["adminAccess"] = True
+            results.append(entry)
+        config: list[JSON] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for request_index in range(len(requests)):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is not None:
+                data = self.request_data[(claim_index, request_index, data.selected_sub)]
+            if data.claim_class is None:
+                continue
+            class_name = data.claim_class["metadata"]["name"]
+            if class_name in class_ranges:
+                start, end = class_ranges[class_name]
+                for i in range(start, end):
+                    config[i]["requests"].append(data.full_name)
+                continue
+            start = len(config)
+            for entry in (data.claim_class.get("spec") or {}).get("config") or []:
+                config.append({"source": "FromClass", "requests": [data.full_name],
+                               **{k: v for k, v in entry.items() if k != "requests"}})
+            class_ranges[class_name] = (start, len(config))
+        for entry in spec_devices.get("config") or []:
+            wanted = list(entry.get("requests") or [])
+            body = {k: v for k, v in entry.items() if k != "requests"}
+            if not wanted:
+                config.append({"source": "FromClaim", **body})
+                continue
+            for request_index, request in enumerate(requests):
+                if request.get("name") in wanted:
+                    config.append({"source": "FromClaim", "requests": wanted, **body})
+                    continue
+                data = self.request_data[(claim_index, request_index, 0)]
+                if data.parent is None:
+                    continue
+                subs = request.get("firstAvailable") or []
+                chosen = subs[data.selected_sub].get("name") if subs else ""
+                if f"{request.get('name')}/{chosen}" in wanted:
+                    config.append({"source": "FromClaim", "requests": wanted, **body})
+        allocation: JSON = {"devices": {"results": results}}
+        if config:
+            allocation["devices"]["config"] = config
+        selector = self._node_selector(self.results[claim_index])
+        if selector is not None:
+            allocation["nodeSelector"] = selector
+        return allocation
+
+    def _node_selector(self, results: list[_Result]) -> JSON | None:
+        """``createNodeSelector``."""
+        fields: list[JSON] = []
+        expressions: list[JSON] = []
+        for found in results:
+            piece = found.device.slice
+            if piece.per_device_selection:
+                node_name = found.device.obj.get("nodeName")
+                selector = found.device.obj.get("nodeSelector")
+            else:
+                node_name = piece.node_name or None
+                selector = (piece.obj.get("spec") or {}).get("nodeSelector")
+            if node_name:
+                return {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
+            if selector is not None:
+                terms = selector.get("nodeSelectorTerms") or []
+                if len(terms) == 1:
+                    _add_new(terms[0].get("matchFields") or [], fields)
+                    _add_new(terms[0].get("matchExpressions") or [], expressions)
+                elif len(terms) > 1:
+                    raise AllocationError(f"create NodeSelector for claim: unsupported "
+                                          f"ResourceSlice.NodeSelector with {len(terms)} terms")
+        if not fields and not expressions:
+            return None
+        term: JSON = {}
+        if expressions:
+            term["matchExpressions"] = expressions
+        if fields:
+            term["matchFields"] = fields
+        return {"nodeSelectorTerms": [term]}
+
+
+def request_supply(allocator: Allocator, claims: list[JSON]) -> list[JSON]:
+    """For each request (or subrequest) of ``claims``: how many devices anywhere in the
+    cluster its class and selectors match, and how many of those are not allocated (an
+    explanation of ``cannot allocate all claims``; kaudit's, not upstream's)."""
+    supply = []
+    for claim in claims:
+        devices_spec = (claim.get("spec") or {}).get("devices") or {}
+        for raw in devices_spec.get("requests") or []:
+            subs = raw.get("firstAvailable") or []
+            requests = [Request.sub(sub) for sub in subs] if subs else [Request.exact(raw)]
+            for request in requests:
+                name = f"{raw.get('name')}/{request.name}" if subs else request.name
+                entry: JSON = {"claim": _claim_ref(claim), "request": name,
+                               "deviceClass": request.class_name,
+                               "count": request.count if request.mode == EXACT_COUNT else "All"}
+                claim_class = allocator.classes.get(request.class_name)
+                if claim_class is None:
+                    entry["error"] = f"device class {request.class_name} does not exist"
+                    supply.append(entry)
+                    continue
+                selectors = [*((claim_class.get("spec") or {}).get("selectors") or []),
+                             *request.selectors]
+                try:
+                    matching = [d for piece in allocator.slices for d in piece.devices
+                                if _matches_all(allocator.cel, d, selectors)]
+                except CelError as exc:
+                    entry["error"] = str(exc)
+                    supply.append(entry)
+                    continue
+                entry["matching"] = len(matching)
+                entry["free"] = sum(1 for d in matching if d.id not in allocator.allocated)
+                supply.append(entry)
+    return supply
+
+
+def _matches_all(cel: SelectorCache, device: Device, selectors: list[JSON]) -> bool:
+    for selector in selectors:
+        expression = str((selector.get("cel") or {}).get("expression") or "")
+        known = device.matches.get(expression)
+        if known is None:
+            compiled = cel.get(expression)
+            if compiled.error is not None:
+                raise CelError(compiled.error)
+            known = compiled.matches(device.activation())
+            device.matches[expression] = known
+        if not known:
+            return False
+    return True
+
+
+def _add_new(source: list[JSON], target: list[JSON]) -> None:
+    for requirement in source:
+        values = set(requirement.get("values") or [])
+        if not any(existing.get("key") == requirement.get("key")
+                   and existing.get("operator") == requirement.get("operator")
+                   and set(existing.get("values") or []) == values for existing in target):
+            target.append(requirement)
+
+
+def _device_on_node(device: Device, node: NodeInfo | None) -> bool:
+    from kaudit.model.selectors import NodeSelector, SelectorError
+    selector = None
+    raw = device.obj.get("nodeSelector")
+    if raw is not None:
+        try:
+            selector = NodeSelector.parse(raw, "nodeSelector")
+        except SelectorError as exc:
+            raise PoolError(str(exc)) from exc
+    return node_matches(node, str(device.obj.get("nodeName") or ""),
+                        bool(device.obj.get("allNodes")), selector)
+
+
+__all__ = ["ALL", "EXACT_COUNT", "AllocationError", "Allocator", "FailedOnNode", "Features",
+           "Request", "Slice"]

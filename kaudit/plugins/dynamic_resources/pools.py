@@ -1,0 +1,265 @@
+"""ResourceSlices as the DRA allocator reads them: devices, slices and resource pools.
+
+Mirrors ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/
+pools_stable.go`` (Kubernetes v1.34): the slices a node can reach are those published for it
+(``nodeName``), for all nodes (``allNodes``) or for nodes matching a ``nodeSelector``
+(network-attached devices); slices of a pool with an older generation are ignored, one with a
+newer generation replaces the older ones; a pool is *incomplete* while it has fewer slices
+than ``resourceSliceCount`` and *invalid* when a device name repeats. Slices that select nodes
+per device (``perDeviceNodeSelection``, the alpha DRAPartitionableDevices gate) are left out
+while that gate is off.
+
+Upstream collects pools in a Go map, so their order is random; kaudit orders them by driver and
+pool name so that a replay is reproducible.
+
+:class:`SliceIndex` keeps the parsed slices of a cluster between scheduling cycles and, for
+each device, the CEL selector results already known (a selector's answer for a device only
+depends on the expression and the device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kaudit.model.node import NodeInfo
+from kaudit.model.selectors import NodeSelector, SelectorError
+from kaudit.plugins.dynamic_resources.cel_env import device_activation
+
+JSON = dict[str, Any]
+DeviceID = tuple[str, str, str]
+
+
+def device_id_text(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+@dataclass(eq=False)
+class Device:
+    name: str
+    obj: JSON
+    slice: Slice
+    id: DeviceID
+    #: CEL expression → whether this device satisfies it (errors are not kept).
+    matches: dict[str, bool] = field(default_factory=dict)
+    #: A request's selector signature (class, expressions) → whether the device is selectable.
+    selectable: dict[Any, bool] = field(default_factory=dict)
+    _activation: dict[str, Any] | None = None
+    _content: bytes | None = None
+
+    def activation(self) -> dict[str, Any]:
+        if self._activation is None:
+            self._activation = device_activation(self.slice.driver, self.obj)
+        return self._activation
+
+    @property
+    def content(self) -> bytes:
+        """What a CEL selector can see of the device (devices alike in it match alike)."""
+        if self._content is None:
+            self._content = orjson.dumps(
+                [self.slice.driver, self.obj.get("attributes"), self.obj.get("capacity"),
+                 bool(self.obj.get("allowMultipleAllocations"))], option=orjson.OPT_SORT_KEYS)
+        return self._content
+
+
+@dataclass(eq=False)
+class Slice:
+    obj: JSON
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    count: int
+    node_name: str
+    all_nodes: bool
+    node_selector: NodeSelector | None
+    node_selector_error: str | None
+    per_device: bool
+    devices: list[Device] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, obj: JSON) -> Slice:
+        spec = obj.get("spec") or {}
+        pool = spec.get("pool") or {}
+        selector, error = None, None
+        if spec.get("nodeSelector") is not None:
+            try:
+                selector = NodeSelector.parse(spec["nodeSelector"], "spec.nodeSelector")
+            except SelectorError as exc:
+                error = str(exc)
+        made = cls(obj=obj, name=str((obj.get("metadata") or {}).get("name") or ""),
+                   driver=str(spec.get("driver") or ""), pool=str(pool.get("name") or ""),
+                   generation=int(pool.get("generation") or 0),
+                   count=int(pool.get("resourceSliceCount") or 0),
+                   node_name=str(spec.get("nodeName") or ""),
+                   all_nodes=bool(spec.get("allNodes")), node_selector=selector,
+                   node_selector_error=error,
+                   per_device=spec.get("perDeviceNodeSelection") is not None)
+        for device in spec.get("devices") or []:
+            name = str(device.get("name") or "")
+            made.devices.append(Device(name, device, made, (made.driver, made.pool, name)))
+        return made
+
+    @property
+    def per_device_selection(self) -> bool:
+        return bool((self.obj.get("spec") or {}).get("perDeviceNodeSelection"))
+
+
+@dataclass
+class Pool:
+    driver: str
+    name: str
+    slices: list[Slice]
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+
+    @property
+    def id_text(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+class PoolError(Exception):
+    """GatherPools failed (a node selector that cannot be parsed)."""
+
+
+def node_matches(node: NodeInfo | None, node_name: str, all_nodes: bool,
+                 selector: NodeSelector | None, selector_error: str | None = None) -> bool:
+    """``nodeMatches``."""
+    if node_name:
+        return node is not None and node.name == node_name
+    if all_nodes:
+        return True
+    if selector_error is not None:
+        raise PoolError(selector_error)
+    if selector is not None:
+        return node is not None and selector.matches(node.labels, node.name)
+    return False
+
+
+def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
+                 partitionable_devices: bool = False,
+                 by_pool: dict[tuple[str, str], list[Slice]] | None = None) -> list[Pool]:
+    """``GatherPools``: the pools of the slices ``node`` can reach, sorted by id.
+
+    A pool's completeness and validity count all its slices of the newest generation the
+    node sees, also those published for other nodes (``by_pool``: every slice by pool; by
+    default the slices given), so a pool spread over several nodes is complete on each."""
+    slices = list(slices)
+    if by_pool is None:
+        by_pool = {}
+        for piece in slices:
+            by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
+    pools: dict[tuple[str, str], Pool] = {}
+    for piece in slices:
+        if not partitionable_devices and piece.per_device:
+            continue
+        if piece.node_name or piece.all_nodes or piece.node_selector is not None or \
+                piece.node_selector_error is not None:
+            try:
+                matched = node_matches(node, piece.node_name, piece.all_nodes,
+                                       piece.node_selector, piece.node_selector_error)
+            except PoolError as exc:
+                raise PoolError(f"failed to perform node selection for slice {piece.name}: "
+                                f"{exc}") from exc
+        elif piece.per_device_selection:
+            matched = any(_device_matches_node(device.obj, node) for device in piece.devices)
+        else:
+            continue  # an unknown future way of selecting nodes
+        if matched:
+            _add_slice(pools, piece)
+    result = []
+    for key in sorted(pools):
+        pool = pools[key]
+        members = [piece for piece in by_pool.get(key, pool.slices)
+                   if partitionable_devices or not piece.per_device]
+        newest = pool.slices[0].generation
+        current = [piece for piece in members if piece.generation == newest]
+        pool.incomplete = len(current) != pool.slices[0].count
+        seen: set[str] = set()
+        for piece in current:
+            for device in piece.devices:
+                if device.name in seen and not pool.invalid:
+                    pool.invalid, pool.invalid_reason = True, f"duplicate device name {device.name}"
+                seen.add(device.name)
+        result.append(pool)
+    return result
+
+
+def _device_matches_node(device: JSON, node: NodeInfo | None) -> bool:
+    selector = None
+    if device.get("nodeSelector") is not None:
+        try:
+            selector = NodeSelector.parse(device["nodeSelector"], "nodeSelector")
+        except SelectorError as exc:
+            raise PoolError(str(exc)) from exc
+    return node_matches(node, str(device.get("nodeName") or ""), bool(device.get("allNodes")),
+                        selector)
+
+
+def _add_slice(pools: dict[tuple[str, str], Pool], piece: Slice) -> None:
+    key = (piece.driver, piece.pool)
+    pool = pools.get(key)
+    if pool is None:
+        pools[key] = Pool(piece.driver, piece.pool, [piece])
+        return
+    current = pool.slices[0].generation
+    if piece.generation < current:
+        return
+    if piece.generation > current:
+        pool.slices = []
+    pool.slices.append(piece)
+
+
+class SliceIndex:
+    """The cluster's ResourceSlices, parsed once per object and grouped by the node they are
+    published for; ``pools_for(node)`` answers GatherPools from the group of that node and
+    the slices that select nodes (network-attached devices)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[int, Slice] = {}
+        self._source: dict[str, JSON] | None = None
+        self._version: int | None = None
+        self.by_node: dict[str, list[Slice]] = {}
+        self.selecting: list[Slice] = []
+        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
+        self._pools: dict[str, tuple[Any, list[Pool]]] = {}
+
+    def refresh(self, objects: dict[str, JSON], version: int) -> None:
+        if version == self._version and objects is self._source:
+            return
+        parsed: dict[int, Slice] = {}
+        by_node: dict[str, list[Slice]] = {}
+        selecting: list[Slice] = []
+        by_pool: dict[tuple[str, str], list[Slice]] = {}
+        for name in sorted(objects):
+            obj = objects[name]
+            piece = self._parsed.get(id(obj))
+            if piece is None or piece.obj is not obj:
+                piece = Slice.of(obj)
+            parsed[id(obj)] = piece
+            by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
+            if piece.node_name:
+                by_node.setdefault(piece.node_name, []).append(piece)
+            else:
+                selecting.append(piece)
+        self._parsed, self.by_node, self.selecting = parsed, by_node, selecting
+        self.by_pool = by_pool
+        self._source, self._version = objects, version
+        self._pools = {}
+
+    @property
+    def slices(self) -> list[Slice]:
+        return list(self._parsed.values())
+
+    def pools_for(self, node: NodeInfo, partitionable_devices: bool = False) -> list[Pool]:
+        cached = self._pools.get(node.name)
+        if cached is not None and cached[0] is node.obj:
+            return cached[1]
+        reachable = [*self.by_node.get(node.name, ()), *self.selecting]
+        pools = gather_pools(reachable, node, partitionable_devices, self.by_pool)
+        self._pools[node.name] = (node.obj, pools)
+        return pools

@@ -1,0 +1,198 @@
+"""ResourceClaims in a replay: the resourceclaim controller's part, and whose status counts.
+
+kube-scheduler only allocates and reserves claims; the resourceclaim controller
+(``pkg/controller/resourceclaim/controller.go``, Kubernetes v1.34) does the rest, and a replay
+has to do it too:
+
+* **Claims from templates.** A pending pod whose ``spec.resourceClaims`` entry names a
+  ResourceClaimTemplate gets a claim generated from it, named as the controller names it
+  (``<pod>-<claim>-<5 characters>``, see :func:`kaudit.model.dra.generated_claim_name`; the
+  characters are derived from the pod so a replay repeats), owned by the pod and recorded in
+  the pod's ``status.resourceClaimStatuses``. Claims a trace already names for the pod are used
+  as they are.
+* **Release.** When a pod is deleted or completes, it leaves the ``reservedFor`` of its claims;
+  a claim nobody uses any more is deallocated, and one generated for the pod is deleted.
+* **Status.** A claim's allocation and reservations are the scheduler's decision: for the pods
+  kaudit schedules they are kaudit's, so the status a trace records for such a claim (the
+  recorded cluster's scheduler's choice) is not applied, as a pod's recorded binding is not.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable, Collection
+from typing import Any
+
+from kaudit.cluster.state import ClusterState
+from kaudit.model import dra
+
+JSON = dict[str, Any]
+CLAIM, TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+
+
+def _key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _suffix(*parts: str) -> str:
+    digest = hashlib.sha256("\0".join(parts).encode()).digest()
+    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+
+
+class ClaimController:
+    """The resourceclaim controller's work, applied through ``write(obj, deleted)`` (which
+    updates the cluster and delivers the watch event)."""
+
+    def __init__(self, cluster: ClusterState,
+                 write: Callable[[JSON, bool], None]) -> None:
+        self.cluster = cluster
+        self.write = write
+        #: Claims whose status kaudit decides (allocated or reserved for pods it schedules).
+        self.owned: set[str] = set()
+        #: Claims generated for each pod, by pod uid.
+        self.generated: dict[str, list[str]] = {}
+
+    # ------------------------------------------------------------------ templates
+
+    def generate(self, pod: JSON) -> JSON:
+        """The pod with a claim for each template entry that has none yet (the claims are
+        created); the pod unchanged when there is nothing to do."""
+        spec = pod.get("spec") or {}
+        entries = spec.get("resourceClaims") or []
+        if not any(entry.get("resourceClaimTemplateName") for entry in entries):
+            return pod
+        meta = pod.get("metadata") or {}
+        namespace, name, uid = (str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+                                str(meta.get("uid") or ""))
+        statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+        known = {status.get("name") for status in statuses}
+        added = False
+        for entry in entries:
+            template_name = entry.get("resourceClaimTemplateName")
+            if not template_name or entry.get("name") in known:
+                continue
+            template = self.cluster.objects[TEMPLATE].get(f"{namespace}/{template_name}")
+            if template is None:
+                continue  # the controller waits for the template; so does the pod
+            claim_name = dra.generated_claim_name(name, str(entry.get("name") or ""),
+                                                  _suffix(uid, str(entry.get("name") or "")))
+            template_meta = template.get("metadata") or {}
+            claim: JSON = {
+                "apiVersion": dra.API_VERSION, "kind": CLAIM,
+                "metadata": {
+                    "name": claim_name, "namespace": namespace,
+                    "uid": f"claim-{_suffix(uid, claim_name, 'uid')}-{uid}",
+                    "labels": dict(template_meta.get("labels") or {}),
+                    "annotations": {**(template_meta.get("annotations") or {}),
+                                    dra.POD_CLAIM_NAME_ANNOTATION: entry.get("name")},
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name,
+                                         "uid": uid, "controller": True,
+                                         "blockOwnerDeletion": True}],
+                },
+                "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+            }
+            self.write(claim, False)
+            self.owned.add(_key(claim))
+            self.generated.setdefault(uid, []).append(_key(claim))
+            statuses.append({"name": entry.get("name"), "resourceClaimName": claim_name})
+            added = True
+        if not added:
+            return pod
+        updated = dict(pod)
+        updated["status"] = {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}
+        return updated
+
+    def keep_generated(self, pod: JSON, previous: JSON) -> JSON:
+        """A trace's update of a pending pod, with the claims kaudit generated for it kept
+        (the trace's own generated claims are the recorded cluster's)."""
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        if uid not in self.generated:
+            return pod
+        statuses = (previous.get("status") or {}).get("resourceClaimStatuses")
+        updated = dict(pod)
+        updated["status"] = {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}
+        return updated
+
+    # ------------------------------------------------------------------ status
+
+    def from_trace(self, claim: JSON, kaudit_pods: Collection[str]) -> JSON:
+        """The trace's version of a claim, with kaudit's status where kaudit decides it."""
+        key = _key(claim)
+        incoming = {ref.get("uid") for ref in dra.reserved_for(claim)}
+        if key not in self.owned and not incoming & set(kaudit_pods):
+            return claim
+        self.owned.add(key)
+        stored = self.cluster.objects[CLAIM].get(key)
+        kept = dict(claim)
+        status = dict(claim.get("status") or {})
+        for field in ("allocation", "reservedFor", "devices"):
+            status.pop(field, None)
+            if stored is not None and (stored.get("status") or {}).get(field) is not None:
+                status[field] = stored["status"][field]
+        kept["status"] = status
+        if stored is not None:
+            finalizers = (stored.get("metadata") or {}).get("finalizers")
+            if finalizers and dra.FINALIZER in finalizers:
+                meta = dict(claim.get("metadata") or {})
+                meta["finalizers"] = sorted({*(meta.get("finalizers") or []), dra.FINALIZER})
+                kept["metadata"] = meta
+        return kept
+
+    def written(self, claim: JSON) -> None:
+        """kaudit's scheduler wrote the claim (its status is kaudit's from now on)."""
+        self.owned.add(_key(claim))
+
+    # ------------------------------------------------------------------ release
+
+    def release(self, pod_uid: str) -> None:
+        """The pod is gone or done: it leaves its claims' reservations; unused claims are
+        deallocated, and the ones generated for it deleted."""
+        generated = set(self.generated.pop(pod_uid, []))
+        for key, claim in list(self.cluster.objects[CLAIM].items()):
+            reserved = dra.reserved_for(claim)
+            owned_by_pod = key in generated or any(
+                ref.get("controller") and ref.get("uid") == pod_uid
+                for ref in (claim.get("metadata") or {}).get("ownerReferences") or [])
+            if not any(ref.get("uid") == pod_uid for ref in reserved) and not owned_by_pod:
+                continue
+            remaining = [ref for ref in reserved if ref.get("uid") != pod_uid]
+            updated = copy.deepcopy(claim)
+            status = updated.setdefault("status", {})
+            status["reservedFor"] = remaining
+            if not remaining:
+                # No consumer left: the controller deallocates (an update, which wakes pods
+                # waiting for devices) and then deletes a claim generated for the pod.
+                for field in ("reservedFor", "allocation", "devices"):
+                    status.pop(field, None)
+                finalizers = (updated.get("metadata") or {}).get("finalizers") or []
+                if dra.FINALIZER in finalizers:
+                    updated["metadata"]["finalizers"] = [
+                        f for f in finalizers if f != dra.FINALIZER]
+            if updated != claim:
+                self.write(updated, False)
+            if owned_by_pod and not remaining:
+                self.write(updated, True)
+                self.owned.discard(key)
+
+
+def claims_record(cluster: ClusterState, pod: JSON) -> JSON:
+    """The devices the pod's claims hold, for its ``bind`` record: ``{"claims": [{claim,
+    request, driver, pool, device}]}`` (nothing for a pod without claims)."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    held = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name, _, _ = dra.claim_name(pod, entry)
+        claim = cluster.objects[CLAIM].get(f"{namespace}/{name}") if name else None
+        if claim is None or not dra.is_reserved_for_pod(uid, claim):
+            continue
+        allocation = dra.allocation(claim) or {}
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            held.append({"claim": name, "podClaim": entry.get("name"),
+                         **{k: result[k] for k in ("request", "driver", "pool", "device")
+                            if k in result},
+                         **({"adminAccess": True} if result.get("adminAccess") else {})})
+    return {"claims": held} if held else {}

@@ -1,0 +1,38 @@
+"""The DRA CEL environment against upstream's ``TestCEL`` table
+(``staging/src/k8s.io/dynamic-resource-allocation/cel/compile_test.go``, v1.34.2), transcribed
+into ``tests/data/dra/cel_cases.json``: compile errors, matches and runtime errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.plugins.dynamic_resources.cel_env import CelError, SelectorCache, device_activation
+
+CASES = json.loads((Path(__file__).parents[2] / "data" / "dra" / "cel_cases.json")
+                   .read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_upstream_cel_case(case: dict[str, Any]) -> None:
+    if case.get("skip"):
+        pytest.skip(case["skip"])
+    if case.get("envType") == "NewExpressions" and not case.get("enableConsumableCapacity"):
+        pytest.skip("the NewExpressions environment (API validation of new objects); the "
+                    "scheduler compiles with StoredExpressions")
+    compiled = SelectorCache().get(case["expression"])
+    if case["expectCompileError"]:
+        assert compiled.error is not None and case["expectCompileError"] in compiled.error
+        return
+    assert compiled.error is None, compiled.error
+    device = {"attributes": case.get("attributes") or {}, "capacity": case.get("capacity") or {},
+              "allowMultipleAllocations": case.get("allowMultipleAllocations")}
+    activation = device_activation(case["driver"], device)
+    if case["expectMatchError"]:
+        with pytest.raises(CelError, match=case["expectMatchError"]):
+            compiled.matches(activation)
+        return
+    assert compiled.matches(activation) is case["expectMatch"]
