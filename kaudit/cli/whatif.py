@@ -7,12 +7,13 @@ from typing import Any
 
 import click
 
-from kaudit.cli.explain_text import extender_call_line
+from kaudit.cli.explain_text import device_lines, extender_call_line
 from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt, rejects, unpack_attempt
 from kaudit.readers.snapshot import load_objects
+from kaudit.replay.claims import with_generated_claims
 from kaudit.scheduler.build import build_scheduler, load
 
 feature_gates_option = click.option(
@@ -63,7 +64,7 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     echo_config_warnings(config)
     scheduler = build_scheduler(config, registry, seed=seed)
     cluster, _pending = cluster_from_objects(load_objects(cluster_path))
-    pod = pod_info(cluster, _load_pod(pod_path))
+    pod = pod_info(cluster, with_generated_claims(cluster, _load_pod(pod_path)))
     framework = scheduler.framework_for(pod)
     if framework is None:
         raise InputError(f"{pod_path}: spec.schedulerName {pod.scheduler_name!r} has no profile "
@@ -84,6 +85,8 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
         echo_json(report)
         return
     _print_report(report, len(cluster.order))
+    for line in device_lines((report.get("pluginNotes") or {}).get("DynamicResources")):
+        click.echo(line)
     details = attempt.post_filter_result.details if attempt.post_filter_result else None
     chosen = getattr(details, "chosen", None)
     if chosen is not None:

@@ -24,6 +24,7 @@ class RecordKind(StrEnum):
     DELETE = "delete"
     CREATE = "create"
     EXTENDER = "extender"
+    CLAIM = "claim"
 
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]

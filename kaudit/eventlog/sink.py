@@ -22,7 +22,11 @@ Record kinds and their ``data``:
 * ``delete`` — the pod left ``{"reason": trace|completed|preempted|lifetime}``;
 * ``create`` — kaudit created the pod (a recreated victim): ``{"replaces"}``;
 * ``extender`` — extender calls no other record holds: the bind call for a pod deleted
-  while it was being bound (``{"extenders", "binder", "reason"}``).
+  while it was being bound (``{"extenders", "binder", "reason"}``);
+* ``claim`` — a ResourceClaim as kaudit wrote it (a claim generated from a template, an
+  allocation and reservation, a release, a deallocation) or kept it (a trace's version with
+  kaudit's status): ``{"type": ADDED|MODIFIED|DELETED, "object"}``, the pod it concerns when
+  there is one.
 
 At the end of the run the sink also receives the run's :class:`~kaudit.eventlog.timeline.Timeline`
 (node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the

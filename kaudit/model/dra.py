@@ -27,6 +27,8 @@ RESERVED_FOR_MAX_SIZE = 256
 ALLOCATION_RESULTS_MAX_SIZE = 32
 #: The finalizer the scheduler adds to claims it allocates.
 FINALIZER = "resource.kubernetes.io/delete-protection"
+#: The versions of the group kaudit reads (v1alpha3 shares v1beta1's shape).
+KNOWN_VERSIONS = frozenset(f"{GROUP}/{v}" for v in ("v1", "v1beta2", "v1beta1", "v1alpha3"))
 #: The annotation the resourceclaim controller puts on claims it generates from templates.
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
@@ -34,10 +36,12 @@ _REQUEST_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "a
                    "tolerations", "capacity")
 
 
-def _exact_requests(spec: JSON | None) -> None:
-    """A v1beta1 claim spec's requests in the v1 shape (in place)."""
-    devices = (spec or {}).get("devices") or {}
-    for request in devices.get("requests") or []:
+def _exact_requests(spec: Any) -> None:
+    """A v1beta1 claim spec's requests in the v1 shape (in place; what is not shaped as the
+    API's is left for validation to name)."""
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    requests = devices.get("requests") if isinstance(devices, dict) else None
+    for request in requests if isinstance(requests, list) else []:
         if not isinstance(request, dict) or "exactly" in request or request.get("firstAvailable"):
             continue
         exactly = {name: request.pop(name) for name in _REQUEST_FIELDS if name in request}
@@ -48,22 +52,22 @@ def _exact_requests(spec: JSON | None) -> None:
 def normalize(obj: JSON) -> JSON:
     """``obj`` in the ``resource.k8s.io/v1`` shape (a copy when it had to change)."""
     version = str(obj.get("apiVersion") or "")
-    if not version.startswith(GROUP + "/") or version == API_VERSION:
-        return obj
+    if version not in KNOWN_VERSIONS or version == API_VERSION:
+        return obj  # v1 already, or a version kaudit does not read (ingest refuses it)
     kind = obj.get("kind")
     converted = copy.deepcopy(obj)
     converted["apiVersion"] = API_VERSION
     spec = converted.get("spec")
-    if version.endswith("/v1beta1") and isinstance(spec, dict):
+    if version.endswith(("/v1beta1", "/v1alpha3")) and isinstance(spec, dict):
         if kind == "ResourceClaim":
             _exact_requests(spec)
         elif kind == "ResourceClaimTemplate":
             _exact_requests(spec.get("spec"))
         elif kind == "ResourceSlice":
-            for device in spec.get("devices") or []:
-                basic = device.pop("basic", None) if isinstance(device, dict) else None
-                if isinstance(basic, dict):
-                    device.update(basic)
+            devices = spec.get("devices")
+            for device in devices if isinstance(devices, list) else []:
+                if isinstance(device, dict) and isinstance(device.get("basic"), dict):
+                    device.update(device.pop("basic"))
     return converted
 
 
@@ -78,16 +82,16 @@ def claim_name(pod: JSON, pod_claim: JSON) -> tuple[str | None, bool, str | None
     error message)."""
     meta = _metadata(pod)
     where = f'pod "{meta.get("namespace", "")}/{meta.get("name", "")}"'
-    if pod_claim.get("resourceClaimName"):
+    if pod_claim.get("resourceClaimName") is not None:
         return str(pod_claim["resourceClaimName"]), False, None
-    if pod_claim.get("resourceClaimTemplateName"):
+    if pod_claim.get("resourceClaimTemplateName") is not None:
         for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
             if status.get("name") == pod_claim.get("name"):
                 name = status.get("resourceClaimName")
                 return (str(name) if name else None), True, None
         return None, False, f"{where}: ResourceClaim not created yet"
     return None, False, (f'{where}, spec.resourceClaim "{pod_claim.get("name", "")}": '
-                         "resource claim reference has neither name nor template name")
+                         "none of the supported fields are set")
 
 
 def is_for_pod(pod: JSON, claim: JSON) -> str | None:
@@ -112,7 +116,9 @@ def is_reserved_for_pod(pod_uid: str, claim: JSON) -> bool:
 
 
 def can_be_reserved(claim: JSON) -> bool:
-    return len(reserved_for(claim)) < RESERVED_FOR_MAX_SIZE
+    """``CanBeReserved``: in v1 there is no limit on sharing (the API server enforces
+    ``reservedFor``'s maximum size)."""
+    return True
 
 
 def allocation(claim: JSON) -> JSON | None:

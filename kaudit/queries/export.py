@@ -12,6 +12,9 @@ replayed cluster would have produced:
   of its relative lifetime, is ``DELETED`` when gone, and the trace's later events for it are
   left out;
 * a pod kaudit created in place of a preempted one (as its controller would) is ``ADDED``;
+* a ResourceClaim kaudit wrote (generated from a template, allocated and reserved, released)
+  is exported as written (``claim`` records); a trace's version of a claim whose status is
+  kaudit's is followed at the same instant by the claim as kaudit kept it;
 * everything else is the trace's event as recorded.
 """
 
@@ -96,7 +99,7 @@ def _scheduled_by_kaudit(engine: Engine, run_id: int) -> set[str]:
 
 
 def _log(engine: Engine, run_id: int, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
-    kinds = ("watch", "bind", "terminate", "delete", "create")
+    kinds = ("watch", "bind", "terminate", "delete", "create", "claim")
     last = -1
     while True:
         with engine.connect() as connection:
@@ -110,6 +113,17 @@ def _log(engine: Engine, run_id: int, batch: int = 5000) -> Iterator[tuple[Any, 
             return
         yield from rows
         last = rows[-1][0]
+
+
+def _with_claim_status(pod: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
+    """The pod with a claim kaudit generated for it in ``status.resourceClaimStatuses``."""
+    entry = ((claim.get("metadata") or {}).get("annotations") or {}).get(
+        "resource.kubernetes.io/pod-claim-name")
+    statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+    if entry is None or any(s.get("name") == entry for s in statuses):
+        return pod
+    statuses.append({"name": entry, "resourceClaimName": claim["metadata"]["name"]})
+    return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}}
 
 
 def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent]:
@@ -169,6 +183,11 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             if document["reason"] == "preempted":
                 victims[pod] = obj
             yield ExportedEvent(ts_us, "DELETED", obj)
+        elif kind == "claim":
+            claim = document["object"]
+            if document["type"] == "ADDED" and pod in last:
+                last[pod] = _with_claim_status(last[pod], claim)  # shown with its binding
+            yield ExportedEvent(ts_us, document["type"], claim)
         elif kind == "create" and document.get("replaces") in victims and pod:
             obj = _replacement(victims[document["replaces"]], pod)
             last[pod] = obj

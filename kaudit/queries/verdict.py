@@ -316,9 +316,13 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
         verdict["headline"] = f"{lead}: {why}"
     else:
         gates = inputs.document.get("schedulingGates") or []
+        held = _held_back(engine, run.id, key)
         if gates:
             verdict["state"] = "gated"
             verdict["headline"] = f"Never attempted: held by scheduling gates {', '.join(gates)}"
+        elif held is not None:
+            verdict["state"] = "gated"
+            verdict["headline"] = f"Never attempted: held back by {held[0]}: {held[1]}"
         else:
             verdict["state"] = "not-attempted"
             verdict["headline"] = "Never attempted by kaudit: " + _not_ours(inputs)
@@ -354,6 +358,20 @@ def _pending_reason(attempt: dict[str, Any], causes: list[dict[str, Any]]) -> st
     if causes:
         return "no node fits — " + ", ".join(c["text"] for c in causes)
     return attempt.get("message") or "no node fits"
+
+
+def _held_back(engine: Engine, run_id: int, key: str) -> tuple[str, str] | None:
+    """The PreEnqueue plugin (other than SchedulingGates) that last held the pod back, and
+    its message, when the pod's latest queue move was into the gated set."""
+    with engine.connect() as connection:
+        data = connection.execute(
+            select(RunEvent.data).where(RunEvent.run_id == run_id, RunEvent.pod == key,
+                                        RunEvent.kind == "queue")
+            .order_by(RunEvent.seq.desc()).limit(1)).scalar()
+    document = orjson.loads(data) if data else {}
+    if document.get("to") != "gated" or "gate" not in document:
+        return None
+    return str(document["gate"]), str(document.get("reason") or "")
 
 
 def _not_ours(inputs: PodInputs) -> str:

@@ -22,6 +22,7 @@ from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import run_configuration
 from kaudit.queries.timeline import run_span
+from kaudit.replay.claims import with_generated_claims
 from kaudit.scheduler.build import build_scheduler, load_object_config
 from kaudit.yaml_limits import BoundedSafeLoader
 
@@ -86,7 +87,7 @@ def whatif_at(engine: Engine, run_ref: str, t: str | None, pod: dict[str, Any],
                                           _gates(engine, source.run_id))
     scheduler = build_scheduler(config, registry, seed=seed)
     cluster, _pending = cluster_from_objects(list(alive.values()))
-    info = pod_info(cluster, pod)
+    info = pod_info(cluster, with_generated_claims(cluster, pod))
     framework = scheduler.framework_for(info)
     if framework is None:
         raise InputError(f"pod manifest: spec.schedulerName {info.scheduler_name!r} has no "

@@ -14,6 +14,7 @@ the field. Fields replay never reads are not checked.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kaudit.errors import QuantityError
@@ -247,6 +248,7 @@ def _validate_pod(obj: dict[str, Any], exists: bool) -> None:
         _containers(spec["initContainers"], "object.spec.initContainers")
     _quantities(spec.get("overhead"), "object.spec.overhead")
     _requirements(spec.get("resources"), "object.spec.resources")
+    _validate_pod_claims(spec, obj.get("status"))
     node_name = spec.get("nodeName")
     if node_name is not None and not isinstance(node_name, str):
         raise ObjectError(f"object.spec.nodeName: must be a string, not {type_name(node_name)}")
@@ -279,18 +281,89 @@ def _validate_claim(obj: dict[str, Any]) -> None:
         _requirements(_mapping(spec, "object.spec").get("resources"), "object.spec.resources")
 
 
-def _validate_slice(obj: dict[str, Any]) -> None:
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
+    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
+_NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+_MAX_SUBREQUESTS = 8  # FirstAvailableDeviceRequestMaxSize
+_MAX_EXPRESSION = 10 * 1024  # CELSelectorExpressionMaxLength
+
+
+def _validate_dra_version(obj: dict[str, Any]) -> None:
+    version = obj.get("apiVersion")
+    if isinstance(version, str) and version.startswith(dra.GROUP + "/") and \
+            version not in dra.KNOWN_VERSIONS:
+        raise ObjectError(f"object.apiVersion: {version!r} is not a version kaudit reads "
+                          f"({', '.join(sorted(dra.KNOWN_VERSIONS))})")
+
+
+def _selectors(selectors: Any, path: str) -> None:
+    for index, selector in enumerate(_list(selectors, path) if selectors is not None else []):
+        expression = (_mapping(selector, f"{path}[{index}]").get("cel") or {})
+        expression = _mapping(expression, f"{path}[{index}].cel").get("expression")
+        if not isinstance(expression, str) or not expression.strip():
+            raise ObjectError(f"{path}[{index}].cel.expression: a CEL expression is required")
+        if len(expression) > _MAX_EXPRESSION:
+            raise ObjectError(f"{path}[{index}].cel.expression: {len(expression)} characters, "
+                              f"more than {_MAX_EXPRESSION}")
+
+
+def _exact(body: dict[str, Any], path: str) -> None:
+    if not body.get("deviceClassName"):
+        raise ObjectError(f"{path}.deviceClassName: required")
+    mode = body.get("allocationMode")
+    if mode not in (None, "ExactCount", "All"):
+        raise ObjectError(f"{path}.allocationMode: {mode!r} is not ExactCount or All")
+    count = body.get("count")
+    if mode == "All" and count is not None:
+        raise ObjectError(f"{path}.count: must not be set when allocationMode is All")
+    if count is not None and count < 1:
+        raise ObjectError(f"{path}.count: must be at least 1, not {count}")
+    _selectors(body.get("selectors"), f"{path}.selectors")
+
+
+def _validate_dra_class(obj: dict[str, Any]) -> None:
+    _validate_dra_version(obj)
     spec = obj.get("spec")
-    if spec is None:
-        return
-    for index, device in enumerate(_mapping(spec, "object.spec").get("devices") or []):
+    if spec is not None:
+        _selectors(_mapping(spec, "object.spec").get("selectors"), "object.spec.selectors")
+
+
+def _validate_slice(obj: dict[str, Any]) -> None:
+    _validate_dra_version(obj)
+    obj = dra.normalize(obj)
+    spec = _mapping(obj.get("spec"), "object.spec")
+    if not spec.get("driver"):
+        raise ObjectError("object.spec.driver: required")
+    pool = _mapping(spec.get("pool"), "object.spec.pool")
+    if not pool.get("name"):
+        raise ObjectError("object.spec.pool.name: required")
+    if (pool.get("resourceSliceCount") or 0) < 1:
+        raise ObjectError("object.spec.pool.resourceSliceCount: must be at least 1")
+    chosen = [field for field in _NODE_SELECTION if spec.get(field) not in (None, False, "")]
+    if len(chosen) != 1:
+        raise ObjectError(f"object.spec: exactly one of {', '.join(_NODE_SELECTION)} must be "
+                          f"set{' (got ' + ', '.join(chosen) + ')' if chosen else ''}")
+    for index, device in enumerate(_list(spec.get("devices") or [], "object.spec.devices")):
         where = f"object.spec.devices[{index}]"
-        _name(device.get("name"), f"{where}.name", 128)
+        device = _mapping(device, where)
+        if "basic" in device:
+            raise ObjectError(f"{where}.basic: must be an object")
+        name = _name(device.get("name"), f"{where}.name", 63)
+        if not _DNS_LABEL.match(name):
+            raise ObjectError(f"{where}.name: {name!r} is not a DNS label (lower-case letters, "
+                              "digits and '-')")
         for attribute, value in (device.get("attributes") or {}).items():
             if len([kind for kind in ("int", "bool", "string", "version")
                     if value.get(kind) is not None]) != 1:
                 raise ObjectError(f"{where}.attributes.{attribute}: exactly one of int, bool, "
                                   "string and version must be set")
+            version = value.get("version")
+            if version is not None and not _SEMVER.match(version):
+                raise ObjectError(f"{where}.attributes.{attribute}.version: {version!r} is not "
+                                  "a semantic version")
         capacity = {name: (value or {}).get("value")
                     for name, value in (device.get("capacity") or {}).items()}
         _quantities(capacity, f"{where}.capacity")
@@ -298,24 +371,87 @@ def _validate_slice(obj: dict[str, Any]) -> None:
 
 def _validate_requests(spec: Any, path: str) -> None:
     devices = (_mapping(spec, path).get("devices") or {}) if spec is not None else {}
+    names: set[str] = set()
     for index, request in enumerate(devices.get("requests") or []):
         where = f"{path}.devices.requests[{index}]"
-        _name(request.get("name"), f"{where}.name", 63)
-        for part, body in [("exactly", request.get("exactly")),
-                           *((f"firstAvailable[{i}]", sub) for i, sub in
-                             enumerate(request.get("firstAvailable") or []))]:
-            if body is None:
-                continue
-            count = body.get("count")
-            if count is not None and count < 1:
-                raise ObjectError(f"{where}.{part}.count: must be at least 1, not {count}")
+        name = _name(request.get("name"), f"{where}.name", 63)
+        if name in names:
+            raise ObjectError(f"{where}.name: {name!r} is used by another request")
+        names.add(name)
+        exactly, subs = request.get("exactly"), request.get("firstAvailable")
+        if (exactly is None) == (not subs):
+            raise ObjectError(f"{where}: exactly one of exactly and firstAvailable must be set")
+        if exactly is not None:
+            _exact(exactly, f"{where}.exactly")
+            continue
+        if len(subs) > _MAX_SUBREQUESTS:
+            raise ObjectError(f"{where}.firstAvailable: {len(subs)} subrequests, more than "
+                              f"{_MAX_SUBREQUESTS}")
+        sub_names: set[str] = set()
+        for sub_index, sub in enumerate(subs):
+            sub_where = f"{where}.firstAvailable[{sub_index}]"
+            sub_name = _name(sub.get("name"), f"{sub_where}.name", 63)
+            if sub_name in sub_names:
+                raise ObjectError(f"{sub_where}.name: {sub_name!r} is used by another "
+                                  "subrequest")
+            sub_names.add(sub_name)
+            names.add(f"{name}/{sub_name}")
+            _exact(sub, sub_where)
+    for index, constraint in enumerate(devices.get("constraints") or []):
+        where = f"{path}.devices.constraints[{index}]"
+        attribute = constraint.get("matchAttribute")
+        if not attribute or "/" not in attribute:
+            raise ObjectError(f"{where}.matchAttribute: a fully qualified attribute name "
+                              "(domain/id) is required")
+        for request in constraint.get("requests") or []:
+            if request not in names:
+                raise ObjectError(f"{where}.requests: {request!r} names no request of the claim")
+
+
+def _validate_dra_claim(obj: dict[str, Any], template: bool) -> None:
+    _validate_dra_version(obj)
+    obj = dra.normalize(obj)
+    spec = obj.get("spec")
+    if template:
+        spec = _mapping(spec, "object.spec").get("spec") if spec is not None else None
+        _validate_requests(spec, "object.spec.spec")
+    else:
+        _validate_requests(spec, "object.spec")
+
+
+def _validate_pod_claims(spec: dict[str, Any], status: Any) -> None:
+    entries = spec.get("resourceClaims")
+    names: set[str] = set()
+    for index, entry in enumerate(_list(entries, "object.spec.resourceClaims")
+                                  if entries is not None else []):
+        where = f"object.spec.resourceClaims[{index}]"
+        entry = _mapping(entry, where)
+        name = _name(entry.get("name"), f"{where}.name", 63)
+        if name in names:
+            raise ObjectError(f"{where}.name: {name!r} is used by another entry")
+        names.add(name)
+        claim, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        if (claim is None) == (template is None):
+            raise ObjectError(f"{where}: exactly one of resourceClaimName and "
+                              "resourceClaimTemplateName must be set")
+        field = "resourceClaimName" if claim is not None else "resourceClaimTemplateName"
+        _name(entry[field], f"{where}.{field}", 253)
+    statuses = (status or {}).get("resourceClaimStatuses") if isinstance(status, dict) else None
+    for index, entry in enumerate(_list(statuses, "object.status.resourceClaimStatuses")
+                                  if statuses is not None else []):
+        where = f"object.status.resourceClaimStatuses[{index}]"
+        entry = _mapping(entry, where)
+        _name(entry.get("name"), f"{where}.name", 63)
+        if entry.get("resourceClaimName") is not None:
+            _name(entry["resourceClaimName"], f"{where}.resourceClaimName", 253)
 
 
 _KIND_CHECKS = {
-    "ResourceSlice": lambda obj, exists: _validate_slice(obj),
-    "ResourceClaim": lambda obj, exists: _validate_requests(obj.get("spec"), "object.spec"),
-    "ResourceClaimTemplate": lambda obj, exists: _validate_requests(
-        (obj.get("spec") or {}).get("spec"), "object.spec.spec"),
+    "ResourceSlice": lambda obj, exists: _validate_slice(obj) if exists else None,
+    "ResourceClaim": lambda obj, exists: _validate_dra_claim(obj, False) if exists else None,
+    "ResourceClaimTemplate": lambda obj, exists: _validate_dra_claim(obj, True)
+    if exists else None,
+    "DeviceClass": lambda obj, exists: _validate_dra_class(obj) if exists else None,
     "Node": lambda obj, exists: _validate_node(obj),
     "Pod": _validate_pod,
     "PersistentVolume": lambda obj, exists: _validate_persistent_volume(obj),

@@ -75,6 +75,17 @@ class TraceApplication:
             return {}
         return {"gpus": {"devices": list(held.devices), "milli": held.milli}}
 
+    def _record_claim(self, claim: dict[str, Any], event_type: str) -> None:
+        """A ``claim`` record: the claim as kaudit wrote or kept it, with the pod it is
+        reserved for or owned by (the first), for ``kaudit export`` and the event log."""
+        meta = claim.get("metadata") or {}
+        pods = [ref.get("name") for ref in (claim.get("status") or {}).get("reservedFor") or []]
+        pods += [ref.get("name") for ref in meta.get("ownerReferences") or []
+                 if ref.get("kind") == "Pod"]
+        pod = f"{meta.get('namespace')}/{pods[0]}" if pods and meta.get("namespace") else None
+        self.sink.record(self.loop.now_us, RecordKind.CLAIM, pod, None,
+                         {"type": event_type, "object": claim})
+
     def _claims_record(self, pod: PodInfo) -> dict[str, Any]:
         """The devices the pod's ResourceClaims hold, for its ``bind`` record."""
         if not (pod.obj.get("spec") or {}).get("resourceClaims"):
@@ -111,7 +122,10 @@ class TraceApplication:
             if event.kind in dra.DRA_KINDS:
                 obj = dra.normalize(obj)
                 if event.kind == "ResourceClaim" and not deleted:
-                    obj = self.claims.from_trace(obj, self.kaudit_pods)
+                    kept = self.claims.from_trace(obj, self.kaudit_pods)
+                    if kept is not obj:
+                        self._record_claim(kept, event.type)
+                    obj = kept
             old = self.cluster.objects[event.kind].get(_object_key(obj))
             apply_object(self.cluster, obj, deleted)
             action = ActionType.DELETE if deleted else (
@@ -119,6 +133,8 @@ class TraceApplication:
             self._move(ClusterEvent(event.kind, action), old if old is not None else None,
                        None if deleted else self.cluster.objects[event.kind].get(
                            _object_key(obj), obj))
+            if event.kind == "ResourceClaimTemplate" and not deleted:
+                self._generate_waiting_claims()
 
     def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
         """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""
@@ -198,6 +214,18 @@ class TraceApplication:
         if pod.nominated_node_name:
             pod = replace(pod, nominated_node_name="")
         self.queue.add(now, pod)
+
+    def _generate_waiting_claims(self) -> None:
+        """A template arrived: the controller now makes the claims of the pods that waited for
+        it (their update reaches the queue as ``UpdatePodGeneratedResourceClaim``)."""
+        now = self.loop.now_us
+        for queued in list(self.queue.pods.values()):
+            old = queued.pod
+            obj = self.claims.generate(old.obj)
+            if obj is old.obj:
+                continue
+            new = self._keep_nomination(pod_info(self.cluster, obj))
+            self.queue.update(now, old, new, pod_scheduling_properties_change(new, old))
 
     def _keep_nomination(self, pod: PodInfo) -> PodInfo:
         """The updated pod with kaudit's own nomination: a ``nominatedNodeName`` in the trace

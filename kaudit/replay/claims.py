@@ -24,6 +24,7 @@ import hashlib
 from collections.abc import Callable, Collection
 from typing import Any
 
+from kaudit.cluster.objects import apply_object
 from kaudit.cluster.state import ClusterState
 from kaudit.model import dra
 
@@ -79,7 +80,7 @@ class ClaimController:
                 continue  # the controller waits for the template; so does the pod
             claim_name = dra.generated_claim_name(name, str(entry.get("name") or ""),
                                                   _suffix(uid, str(entry.get("name") or "")))
-            template_meta = template.get("metadata") or {}
+            template_meta = (template.get("spec") or {}).get("metadata") or {}
             claim: JSON = {
                 "apiVersion": dra.API_VERSION, "kind": CLAIM,
                 "metadata": {
@@ -161,20 +162,20 @@ class ClaimController:
             remaining = [ref for ref in reserved if ref.get("uid") != pod_uid]
             updated = copy.deepcopy(claim)
             status = updated.setdefault("status", {})
-            status["reservedFor"] = remaining
-            if not remaining:
-                # No consumer left: the controller deallocates (an update, which wakes pods
-                # waiting for devices) and then deletes a claim generated for the pod.
-                for field in ("reservedFor", "allocation", "devices"):
-                    status.pop(field, None)
-                finalizers = (updated.get("metadata") or {}).get("finalizers") or []
-                if dra.FINALIZER in finalizers:
-                    updated["metadata"]["finalizers"] = [
-                        f for f in finalizers if f != dra.FINALIZER]
-            if updated != claim:
+            meta = updated.setdefault("metadata", {})
+            if len(remaining) < len(reserved):
+                status["reservedFor"] = remaining
+                finalizers = meta.get("finalizers") or []
+                if not remaining and dra.FINALIZER in finalizers and \
+                        status.get("allocation") is not None:
+                    # No consumer left: the controller deallocates (an update, which wakes
+                    # pods waiting for devices) and drops its finalizer.
+                    for field in ("reservedFor", "allocation", "devices"):
+                        status.pop(field, None)
+                    meta["finalizers"] = [f for f in finalizers if f != dra.FINALIZER]
                 self.write(updated, False)
             if owned_by_pod and not remaining:
-                self.write(updated, True)
+                self.write(updated, True)  # generated for the pod, which is gone
                 self.owned.discard(key)
 
 
@@ -196,3 +197,10 @@ def claims_record(cluster: ClusterState, pod: JSON) -> JSON:
                             if k in result},
                          **({"adminAccess": True} if result.get("adminAccess") else {})})
     return {"claims": held} if held else {}
+
+
+def with_generated_claims(cluster: ClusterState, pod: JSON) -> JSON:
+    """``pod`` with its template claims generated into ``cluster`` (for ``whatif``, which
+    asks where a new pod would go: the controller would have made its claims first)."""
+    return ClaimController(cluster, lambda obj, deleted: apply_object(cluster, obj, deleted)
+                           ).generate(pod)

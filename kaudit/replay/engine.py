@@ -214,6 +214,8 @@ class Replay(TraceApplication):
         #: Bumped whenever a nomination is made or cleared.
         self.nomination_version = 0
         self.kaudit_pods: set[str] = set()
+        #: The PreEnqueue plugin holding each gated pod back, and its message.
+        self._gated_by: dict[str, tuple[str, str]] = {}
         self.recorded: dict[str, str] = {}
         self.unschedulable_once: set[str] = set()
         #: Pods tried once and given up (``one_try``), still pending.
@@ -257,14 +259,20 @@ class Replay(TraceApplication):
         apply_object(self.cluster, obj, deleted)
         action = ActionType.DELETE if deleted else (
             ActionType.UPDATE if old is not None else ActionType.ADD)
+        self._record_claim(obj, "DELETED" if deleted else (
+            "MODIFIED" if old is not None else "ADDED"))
         self._move(ClusterEvent(kind, action), old, None if deleted else obj)
 
     # ------------------------------------------------------------------ logging helpers
 
     def _transition(self, now: int, pod: PodInfo, source: str, target: str, event: str
                     ) -> None:
-        self.sink.record(now, RecordKind.QUEUE, pod.key, None, {"from": source, "to": target,
-                                                       "event": event})
+        data: dict[str, Any] = {"from": source, "to": target, "event": event}
+        gate = self._gated_by.get(pod.uid) if target == "gated" else None
+        if gate is not None and gate[0] != "SchedulingGates":
+            # Which PreEnqueue holds the pod back, and why (scheduling gates are in the spec).
+            data["gate"], data["reason"] = gate
+        self.sink.record(now, RecordKind.QUEUE, pod.key, None, data)
         self.timeline.queue(now, pod, source, target)
 
     def _log_new_slots(self) -> None:
@@ -415,7 +423,11 @@ class Replay(TraceApplication):
         if framework is None:
             return None
         status = framework.run_pre_enqueue(pod)
-        return None if status.ok else (status.plugin or "PreEnqueue")
+        if status.ok:
+            self._gated_by.pop(pod.uid, None)
+            return None
+        self._gated_by[pod.uid] = (status.plugin or "PreEnqueue", status.message)
+        return status.plugin or "PreEnqueue"
 
     def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
         now = self.loop.now_us

@@ -37,6 +37,7 @@ from tests.conftest import replay_gpu_policies, replay_sample_twice
 REQUIRED = os.environ.get("KAUDIT_REQUIRE_BROWSER") == "1"
 ARTIFACTS = Path(os.environ.get("KAUDIT_ARTIFACTS",
                                 Path(__file__).resolve().parents[2] / "artifacts"))
+DRA_TRACE = Path(__file__).resolve().parents[2] / "traces" / "dra-gpu.jsonl"
 HOSTILE = '<img src=x onerror="window.__xss=1">'
 HOSTILE_RUN = "<img id=xss src=x onerror=window.__xss=2>"
 KILLED_RUN = "killed"
@@ -117,6 +118,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
     _killed_run(engine, config, registry)
     replay_gpu_policies(engine, directory)
+    ingest_trace(engine, [TraceInput(DRA_TRACE)], name="dra")
+    replay_trace(engine, get_trace(engine, "dra"), config, registry, name="dra")
     try:
         with serving(url) as base:
             yield {"base": base, "engine": engine, "chromium": chromium}
@@ -506,4 +509,30 @@ def test_a_nodes_gpus_on_the_history_page(server: dict[str, Any], browser: Any) 
     rows = _rows(page, "node-gpus")
     assert any("default/job-00 (500)" in row[-1] for row in rows), rows
     visit.screenshot("history-gpus")
+    visit.close()
+
+
+def test_the_devices_a_pod_got_and_why_none_were_left(server: dict[str, Any],
+                                                     browser: Any) -> None:
+    """DRA pods: the pod page shows the devices of the chosen node's allocation, and for a pod
+    that fit nowhere each request's matching and free devices, as ``kaudit explain`` does."""
+    engine = server["engine"]
+    bound = explain_pod(engine, "dra", "default/train-0001")
+    notes = bound["attempts"][-1]["pluginNotes"]["DynamicResources"]
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/dra/pods/default/train-0001")
+    _until(page, lambda: page.locator("#devices-table tbody tr").count() > 0)
+    rows = _rows(page, "devices-table")
+    assert [row[-1] for row in rows] == [d["device"] for d in notes["devices"]]
+    assert rows[0][3] == notes["devices"][0]["pool"]
+    visit.screenshot("pod-dra-devices")
+    pending = explain_pod(engine, "dra", "default/train-0047")
+    supply = pending["attempts"][-1]["pluginNotes"]["DynamicResources"]["requests"]
+    page = visit.open("/runs/dra/pods/default/train-0047")
+    _until(page, lambda: page.locator("#device-supply-table tbody tr").count() > 0)
+    rows = _rows(page, "device-supply-table")
+    assert [(r[1], r[4], r[5]) for r in rows] == [
+        (s["request"], str(s["matching"]), str(s["free"])) for s in supply]
+    assert "cannot allocate all claims" in page.inner_text("#attempt-message")
+    visit.screenshot("pod-dra-supply")
     visit.close()

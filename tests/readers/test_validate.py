@@ -66,3 +66,123 @@ def test_invalid_disruption_budget_status(status: dict, message: str) -> None:
         validate_object(pdb, "ADDED")
     pdb["status"] = {"disruptionsAllowed": 1, "disruptedPods": {"web-0": "2026-01-05T08:00:00Z"}}
     assert validate_object(pdb, "ADDED")[:3] == ("PodDisruptionBudget", "shop", "web")
+
+
+def _dra_objects() -> dict[str, dict]:  # type: ignore[type-arg]
+    from kaudit.tracegen.dra import (
+        claim,
+        claim_spec,
+        claim_template,
+        device_class,
+        exact_request,
+        gpu,
+        resource_slice,
+    )
+    return {"claim": claim("c", claim_spec(exact_request("gpu", "gpu.example.com", 2))),
+            "template": claim_template("t", claim_spec(exact_request("gpu", "g"))),
+            "slice": resource_slice("s", "gpu.example.com", "n1",
+                                    [gpu(0, "A100", "80Gi", "pci-0")], node="n1"),
+            "class": device_class("gpu.example.com", 'device.driver == "gpu.example.com"')}
+
+
+@pytest.mark.parametrize(("which", "mutate", "message"), [
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(count="2"),
+     "object.spec.devices.requests[0].exactly.count: must be an integer"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(count=0),
+     "object.spec.devices.requests[0].exactly.count: must be at least 1"),
+    ("claim", lambda o: o["spec"]["devices"].update(requests={"gpu": {}}),
+     "object.spec.devices.requests: must be a list"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(
+        selectors=[{"cel": {"expression": 3}}]),
+     "object.spec.devices.requests[0].exactly.selectors[0].cel.expression: must be a string"),
+    ("template", lambda o: o["spec"]["spec"]["devices"]["requests"][0].update(name=""),
+     "object.spec.spec.devices.requests[0].name: must be a non-empty string"),
+    ("slice", lambda o: o["spec"]["devices"][0]["capacity"]["memory"].update(value="lots"),
+     "object.spec.devices[0].capacity.memory: invalid quantity 'lots'"),
+    ("slice", lambda o: o["spec"]["devices"][0]["attributes"].update(model="A100"),
+     "object.spec.devices[0].attributes.model: must be an object"),
+    ("slice", lambda o: o["spec"]["devices"][0]["attributes"].update(
+        model={"string": "A100", "int": 1}),
+     "object.spec.devices[0].attributes.model: exactly one of int, bool, string and version"),
+    ("slice", lambda o: o["spec"]["pool"].update(generation="1"),
+     "object.spec.pool.generation: must be an integer"),
+    ("class", lambda o: o["spec"].update(selectors=[{"cel": None}, "x"]),
+     "object.spec.selectors[1]: must be an object"),
+])
+def test_invalid_dra_objects(which: str, mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    obj = _dra_objects()[which]
+    assert validate_object(obj, "ADDED")[0] == obj["kind"]
+    mutate(obj)
+    with pytest.raises(ObjectError) as caught:
+        validate_object(obj, "ADDED")
+    assert message in str(caught.value)
+
+
+def test_v1beta1_dra_objects_are_checked_in_the_v1_shape() -> None:
+    beta = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "d"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "g",
+                                               "count": "one"}]}}}
+    with pytest.raises(ObjectError, match=r"requests\[0\]\.exactly\.count: must be an integer"):
+        validate_object(beta, "ADDED")
+
+
+@pytest.mark.parametrize(("which", "mutate", "message"), [
+    ("claim", lambda o: o["spec"]["devices"]["requests"].append(
+        {"name": "gpu", "exactly": {"deviceClassName": "g"}}), "'gpu' is used by another"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0].update(
+        firstAvailable=[{"name": "a", "deviceClassName": "g"}]),
+     "exactly one of exactly and firstAvailable must be set"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0].pop("exactly"),
+     "exactly one of exactly and firstAvailable must be set"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"].__setitem__(0, {
+        "name": "gpu", "firstAvailable": [{"name": f"s{i}", "deviceClassName": "g"}
+                                          for i in range(9)]}), "9 subrequests, more than 8"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(
+        allocationMode="All"), "count: must not be set when allocationMode is All"),
+    ("claim", lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(
+        allocationMode="Most"), "'Most' is not ExactCount or All"),
+    ("claim", lambda o: o["spec"]["devices"].update(
+        constraints=[{"requests": ["cpu"], "matchAttribute": "gpu.example.com/x"}]),
+     "'cpu' names no request"),
+    ("claim", lambda o: o["spec"]["devices"].update(
+        constraints=[{"matchAttribute": "model"}]), "fully qualified attribute name"),
+    ("claim", lambda o: o.update(apiVersion="resource.k8s.io/v9"), "is not a version kaudit"),
+    ("slice", lambda o: o["spec"].update(allNodes=True), "exactly one of nodeName"),
+    ("slice", lambda o: o["spec"]["devices"][0].update(name="GPU_0"), "not a DNS label"),
+    ("slice", lambda o: o["spec"]["devices"][0]["attributes"].update(
+        driverVersion={"version": "not-semver"}), "is not a semantic version"),
+    ("slice", lambda o: o["spec"]["pool"].update(resourceSliceCount=0), "must be at least 1"),
+    ("class", lambda o: o["spec"].update(selectors=[{"cel": {"expression": ""}}]),
+     "a CEL expression is required"),
+])
+def test_dra_objects_the_api_server_would_refuse(which: str, mutate,  # type: ignore[no-untyped-def]
+                                                 message: str) -> None:
+    obj = _dra_objects()[which]
+    mutate(obj)
+    with pytest.raises(ObjectError) as caught:
+        validate_object(obj, "ADDED")
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("claims", "message"), [
+    ([None], "object.spec.resourceClaims[0]: must be an object, not null"),
+    ("gpu", "object.spec.resourceClaims: must be a list"),
+    ([{"name": "gpu"}], "exactly one of resourceClaimName and resourceClaimTemplateName"),
+    ([{"name": "gpu", "resourceClaimName": 3}], "resourceClaimName: must be a non-empty string"),
+    ([{"name": "a", "resourceClaimName": "c"}, {"name": "a", "resourceClaimName": "d"}],
+     "'a' is used by another entry"),
+])
+def test_a_pods_resource_claims_are_checked(claims: object, message: str) -> None:
+    pod = make_pod("p").req(cpu="1").obj()
+    pod["spec"]["resourceClaims"] = claims
+    with pytest.raises(ObjectError) as caught:
+        validate_object(pod, "ADDED")
+    assert message in str(caught.value)
+
+
+def test_a_malformed_v1beta1_object_is_an_error_not_a_crash() -> None:
+    beta = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "d"}, "spec": {"devices": "x"}}
+    with pytest.raises(ObjectError, match=r"object\.spec\.devices: must be an object"):
+        validate_object(beta, "ADDED")

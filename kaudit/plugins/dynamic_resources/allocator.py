@@ -46,6 +46,18 @@ class FailedOnNode(AllocationError):
     """``ErrFailedAllocationOnNode``: only this node fails (invalid pools met)."""
 
 
+class TimedOut(AllocationError):
+    """The search went past its budget (upstream: the filter timeout,
+    ``DRASchedulerFilterTimeout``)."""
+
+
+#: Search steps (``allocateOne`` calls) one node's allocation may take when the filter
+#: timeout is on: upstream gives the search 10 s of wall time by default; a replay's clock
+#: does not run during a cycle, so kaudit bounds the search by steps instead (about a second
+#: of Python), which gives the same answer for every search that ends in reasonable time.
+DEFAULT_SEARCH_BUDGET = 1_000_000
+
+
 @dataclass(frozen=True)
 class Features:
     admin_access: bool = True
@@ -200,22 +212,19 @@ class Allocator:
 
     def __init__(self, features: Features, allocated: frozenset[DeviceID] | set[DeviceID],
                  classes: Mapping[str, JSON], slices: list[Slice], cel: SelectorCache,
-                 pools_for: Any = None) -> None:
+                 pools_for: Any = None, search_budget: int | None = None) -> None:
         self.features = features
         self.allocated = allocated
         self.classes = classes
         self.slices = slices
         self.cel = cel
         self._pools_for = pools_for
-        self._by_pool: dict[tuple[str, str], list[Slice]] = {}
-        for piece in slices:
-            self._by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
+        self.search_budget = search_budget
 
     def pools(self, node: NodeInfo | None) -> list[Pool]:
         if self._pools_for is not None and node is not None:
             return self._pools_for(node)  # type: ignore[no-any-return]
-        return gather_pools(self.slices, node, self.features.partitionable_devices,
-                            self._by_pool)
+        return gather_pools(self.slices, node, self.features.partitionable_devices)
 
     def allocate(self, node: NodeInfo | None, claims: list[JSON]) -> list[JSON] | None:
         """One allocation result per claim, or None when they cannot all be allocated on
@@ -242,6 +251,7 @@ class _Allocation:
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
+        self.steps_left = owner.search_budget
 
     # ------------------------------------------------------------------ set-up
 
@@ -296,7 +306,7 @@ class _Allocation:
         claim = self.claims[key[0]]
         data = RequestData(request, parent)
         for i, selector in enumerate(request.selectors):
-            if not (selector.get("cel") or {}).get("expression"):
+            if selector.get("cel") is None:
                 raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}, "
                                       f"selector #{i}: CEL expression empty (unsupported "
                                       "selector type?)")
@@ -341,6 +351,10 @@ class _Allocation:
                       device_index: int, in_sub: bool) -> bool | str:
         """True when everything got allocated; False when not; ``"max"`` when the allocation
         result size limit stopped it (upstream's errAllocationResultMaxSizeExceeded)."""
+        if self.steps_left is not None:
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise TimedOut("timed out trying to allocate devices")
         if claim_index >= len(self.claims):
             return True
         claim = self.claims[claim_index]
@@ -510,24 +524,17 @@ class _Allocation:
                 entry["adminAccess"] = True
             results.append(entry)
         config: list[JSON] = []
-        class_ranges: dict[str, tuple[int, int]] = {}
         for request_index in range(len(requests)):
+            # v1.34 adds each class config once per request that uses the class, for all
+            # requests (naming the requests came in v1.35, PR #134793).
             data = self.request_data[(claim_index, request_index, 0)]
             if data.parent is not None:
                 data = self.request_data[(claim_index, request_index, data.selected_sub)]
             if data.claim_class is None:
                 continue
-            class_name = data.claim_class["metadata"]["name"]
-            if class_name in class_ranges:
-                start, end = class_ranges[class_name]
-                for i in range(start, end):
-                    config[i]["requests"].append(data.full_name)
-                continue
-            start = len(config)
             for entry in (data.claim_class.get("spec") or {}).get("config") or []:
-                config.append({"source": "FromClass", "requests": [data.full_name],
+                config.append({"source": "FromClass",
                                **{k: v for k, v in entry.items() if k != "requests"}})
-            class_ranges[class_name] = (start, len(config))
         for entry in spec_devices.get("config") or []:
             wanted = list(entry.get("requests") or [])
             body = {k: v for k, v in entry.items() if k != "requests"}
@@ -548,12 +555,13 @@ class _Allocation:
         allocation: JSON = {"devices": {"results": results}}
         if config:
             allocation["devices"]["config"] = config
-        selector = self._node_selector(self.results[claim_index])
+        selector = self._node_selector(self.results[claim_index],
+                                       str((claim.get("metadata") or {}).get("name") or ""))
         if selector is not None:
             allocation["nodeSelector"] = selector
         return allocation
 
-    def _node_selector(self, results: list[_Result]) -> JSON | None:
+    def _node_selector(self, results: list[_Result], claim_name: str) -> JSON | None:
         """``createNodeSelector``."""
         fields: list[JSON] = []
         expressions: list[JSON] = []
@@ -574,8 +582,9 @@ class _Allocation:
                     _add_new(terms[0].get("matchFields") or [], fields)
                     _add_new(terms[0].get("matchExpressions") or [], expressions)
                 elif len(terms) > 1:
-                    raise AllocationError(f"create NodeSelector for claim: unsupported "
-                                          f"ResourceSlice.NodeSelector with {len(terms)} terms")
+                    raise AllocationError(f"create NodeSelector for claim {claim_name}: "
+                                          "unsupported ResourceSlice.NodeSelector with "
+                                          f"{len(terms)} terms")
         if not fields and not expressions:
             return None
         term: JSON = {}
@@ -659,4 +668,4 @@ def _device_on_node(device: Device, node: NodeInfo | None) -> bool:
 
 
 __all__ = ["ALL", "EXACT_COUNT", "AllocationError", "Allocator", "FailedOnNode", "Features",
-           "Request", "Slice"]
+           "Request", "Slice", "TimedOut"]

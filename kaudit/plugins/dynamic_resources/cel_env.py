@@ -55,7 +55,9 @@ class CelQuantity:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CelQuantity) and self.quantity.nanos == other.quantity.nanos
 
-    def __lt__(self, other: CelQuantity) -> bool:
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, CelQuantity):
+            return NotImplemented  # CEL has no ordering of quantities with other types
         return self.quantity.nanos < other.quantity.nanos
 
     def __hash__(self) -> int:
@@ -383,8 +385,12 @@ class CompiledSelector:
             result = self.program.evaluate(activation)
         except celpy.CELEvalError as exc:
             raise CelError(_go_message(exc)) from exc
-        except (TypeError, ValueError, KeyError, ArithmeticError) as exc:
-            raise CelError(str(exc)) from exc
+        except TypeError as exc:
+            raise CelError("no such overload") from exc
+        except RecursionError as exc:
+            raise CelError("expression nested too deeply to evaluate") from exc
+        except Exception as exc:  # the interpreter's own failure on this expression
+            raise CelError(f"{type(exc).__name__}: {exc}") from exc
         if isinstance(result, celpy.CELEvalError):
             raise CelError(_go_message(result))
         if not isinstance(result, celtypes.BoolType):
@@ -422,18 +428,31 @@ class SelectorCache:
         return compiled
 
 
+#: ``CELSelectorExpressionMaxLength``: the API server refuses longer expressions.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+
+
 def _compile(expression: str) -> CompiledSelector:
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        return CompiledSelector(expression, error=f"compilation failed: expression is "
+                                f"{len(expression)} characters long, more than "
+                                f"{MAX_EXPRESSION_LENGTH}")
     try:
         ast = _ENV.compile(_rewrite_bind(expression))
     except celpy.CELParseError as exc:
-        first = str(exc).strip().splitlines()
-        return CompiledSelector(expression, error=f"compilation failed: ERROR: <input>: "
-                                f"Syntax error: {first[-1].strip() if first else 'invalid'}")
+        return CompiledSelector(expression, error=_syntax_error(expression, exc))
+    except RecursionError:
+        return CompiledSelector(expression, error="compilation failed: expression nested too "
+                                "deeply")
     undeclared = _undeclared(ast)
     if undeclared:
         return CompiledSelector(expression, error="compilation failed: ERROR: <input>: "
                                 f"undeclared reference to '{undeclared}' (in container '')")
-    program = _ENV.program(ast, functions=FUNCTIONS)
+    try:
+        program = _ENV.program(ast, functions=FUNCTIONS)
+    except RecursionError:
+        return CompiledSelector(expression, error="compilation failed: expression nested too "
+                                "deeply")
     if "device" not in expression:
         # A constant expression: its type is known before any device is seen, as CEL-Go's
         # type check knows it.
@@ -445,6 +464,21 @@ def _compile(expression: str) -> CompiledSelector:
             return CompiledSelector(expression, error="must evaluate to bool or the unknown "
                                     f"type, not {_type_name(value)}")
     return CompiledSelector(expression, program=program)
+
+
+def _syntax_error(expression: str, exc: Exception) -> str:
+    """CEL-Go's shape of a syntax error: ``ERROR: <input>:LINE:COLUMN: Syntax error: …``,
+    with the source line and a caret."""
+    line = getattr(exc, "line", None)
+    column = getattr(exc, "column", None)
+    lines = expression.splitlines() or [""]
+    if isinstance(line, int) and isinstance(column, int) and 1 <= line <= len(lines):
+        where = f"{line}:{column}"
+        source = lines[line - 1]
+        caret = "." * max(column - 1, 0) + "^"
+        return (f"compilation failed: ERROR: <input>:{where}: Syntax error: unexpected "
+                f"input\n | {source}\n | {caret}")
+    return f"compilation failed: ERROR: <input>: Syntax error: {str(exc).strip()}"
 
 
 def _rewrite_bind(expression: str) -> str:

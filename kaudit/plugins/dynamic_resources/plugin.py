@@ -12,8 +12,8 @@ v1.34, where the plugin is on by default):
   slices.
 * **Filter** checks allocated claims' node selectors and runs the allocator for the node,
   keeping its result for Reserve. Its messages are upstream's (``cannot allocate all claims``,
-  ``resourceclaim not available on the node``); a problem with a claim or class (a CEL error)
-  is an Error that ends the attempt.
+  ``resourceclaim not available on the node``, ``timed out trying to allocate devices``); a
+  problem with a claim or class (a CEL error) is an Error that ends the attempt.
 * **PostFilter** deallocates one allocated claim that kept the pod off nodes when no other
   pod uses it (``deallocation of ResourceClaim completed``), else answers ``still not
   schedulable`` (``no new claims to deallocate`` for pods without claims).
@@ -24,8 +24,8 @@ v1.34, where the plugin is on by default):
 
 Upstream v1.34 has no Score for this plugin (scoring of ``firstAvailable`` choices arrived in
 v1.35); nor does kaudit. The extended-resource bridge (``DRAExtendedResource``) is alpha and off
-in v1.34 and is not modelled; the filter timeout (``DRASchedulerFilterTimeout``) never fires in
-a replay, whose clock does not run during a scheduling cycle.
+in v1.34 and is not modelled. The filter timeout (``DRASchedulerFilterTimeout``, beta, 10 s) is a
+budget of search steps per node (a replay's clock does not run during a cycle).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import orjson
 from kaudit.cluster.matching import node_selector_mask
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.config.duration import parse_duration
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     DEVICE_CLASS,
@@ -68,10 +69,12 @@ from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import NodeSelector, SelectorError
 from kaudit.plugins import names
 from kaudit.plugins.dynamic_resources.allocator import (
+    DEFAULT_SEARCH_BUDGET,
     AllocationError,
     Allocator,
     FailedOnNode,
     Features,
+    TimedOut,
     request_supply,
 )
 from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
@@ -148,6 +151,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             device_taints=gate("DRADeviceTaints", False),
             binding_conditions=gate("DRADeviceBindingConditions", False)
             and gate("DRAResourceClaimDeviceStatus", True))
+        timeout = self.args.get("filterTimeout")
+        timed = gate("DRASchedulerFilterTimeout", True) and timeout is not None and \
+            parse_duration(str(timeout)) > 0
+        #: The filter timeout as a budget of search steps (None: no timeout, as upstream
+        #: with the gate off or ``filterTimeout: 0s``).
+        self.search_budget = DEFAULT_SEARCH_BUDGET if timed else None
         self.cel = SelectorCache()
         self.slices = SliceIndex()
         #: Allocations between Reserve and PreBind (``SignalClaimPendingAllocation``), by
@@ -158,7 +167,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._pool_versions: dict[tuple[str, str], int] = {}
         #: (node, claim specs) → (the node's pools, the versions the answer depends on, the
         #: allocator's answer).
-        self._node_results: dict[tuple[str, bytes], tuple[Any, Any, list[JSON] | None]] = {}
+        self._node_results: dict[tuple[str, bytes], tuple[Any, Any, Any]] = {}
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return False  # it reads the claims and slices, not the pods on the node
@@ -197,7 +206,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return QueueingHint.QUEUE_SKIP
         if original is None:
             return QueueingHint.QUEUE
-        if (original.get("status") or {}) == (modified.get("status") or {}):
+        if _semantic(original.get("status")) == _semantic(modified.get("status")):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 
@@ -215,13 +224,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     # ------------------------------------------------------------------ claims of a pod
 
     def claim(self, cluster: ClusterState, namespace: str, name: str) -> JSON | None:
-        """The claim as the scheduler sees it: the stored object, or the allocation this
-        plugin has in flight for it."""
-        stored = cluster.objects[CLAIM].get(f"{namespace}/{name}")
-        if stored is None:
-            return None
-        pending = self.in_flight.get(_uid(stored))
-        return pending if pending is not None else stored
+        """The claim as the scheduler's claim tracker has it (an allocation in flight is not
+        in it yet: PreFilter holds pods back on it)."""
+        return cluster.objects[CLAIM].get(f"{namespace}/{name}")
 
     def _pod_claims(self, pod: JSON, cluster: ClusterState) -> tuple[list[JSON], str | None]:
         """``foreachPodResourceClaim``: the pod's claims, or why the pod must wait."""
@@ -235,7 +240,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 continue
             claim = self.claim(cluster, namespace, name)
             if claim is None:
-                return claims, f'resourceclaim.resource.k8s.io "{name}" not found'
+                return claims, f'could not find ResourceClaim "{namespace}/{name}"'
             if (claim.get("metadata") or {}).get("deletionTimestamp"):
                 return claims, f'resourceclaim "{name}" is being deleted'
             if must_own:
@@ -348,7 +353,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         allocated = self.allocated_devices(cluster)
         self._note_allocation_changes(allocated)
         return Allocator(self.features, allocated, cluster.objects[CLASS],
-                         self.slices.slices, self.cel,
+                         self.slices.slices, self.cel, search_budget=self.search_budget,
                          pools_for=lambda node: self.slices.pools_for(node, partitionable))
 
     # ------------------------------------------------------------------ Filter
@@ -395,8 +400,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     tuple(self._pool_versions.get((p.driver, p.name), 0) for p in pools))
         cached = self._node_results.get((node.name, found.spec_key))
         if cached is not None and cached[0] is pools and cached[1] == versions:
-            return cached[2]
-        allocations = found.allocator.allocate(node, found.to_allocate)
+            if isinstance(cached[2], TimedOut):
+                raise cached[2]
+            return cached[2]  # type: ignore[no-any-return]
+        try:
+            allocations = found.allocator.allocate(node, found.to_allocate)
+        except TimedOut as exc:  # as deterministic as an answer: keep it
+            self._node_results[(node.name, found.spec_key)] = (pools, versions, exc)
+            raise
         if len(self._node_results) >= _NODE_RESULTS_LIMIT:
             self._node_results.clear()
         self._node_results[(node.name, found.spec_key)] = (pools, versions, allocations)
@@ -409,7 +420,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if found.allocator is not None:
             try:
                 allocations = self._allocate(found, cluster, node)
-            except FailedOnNode as exc:
+            except (FailedOnNode, TimedOut) as exc:
                 return Status.of(_UNRESOLVABLE, str(exc))
             except AllocationError as exc:
                 return Status.of(Code.ERROR, str(exc))
@@ -567,6 +578,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             api_update(claim)
         else:
             cluster.set_object(CLAIM, claim)
+
+
+def _semantic(value: Any) -> Any:
+    """``value`` with empty lists, maps and nulls dropped (``apiequality.Semantic``)."""
+    if isinstance(value, dict):
+        kept = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
 
 
 def _uses_claims(pod: PodInfo) -> bool:

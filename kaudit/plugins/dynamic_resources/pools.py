@@ -141,18 +141,12 @@ def node_matches(node: NodeInfo | None, node_name: str, all_nodes: bool,
 
 
 def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
-                 partitionable_devices: bool = False,
-                 by_pool: dict[tuple[str, str], list[Slice]] | None = None) -> list[Pool]:
+                 partitionable_devices: bool = False) -> list[Pool]:
     """``GatherPools``: the pools of the slices ``node`` can reach, sorted by id.
 
-    A pool's completeness and validity count all its slices of the newest generation the
-    node sees, also those published for other nodes (``by_pool``: every slice by pool; by
-    default the slices given), so a pool spread over several nodes is complete on each."""
-    slices = list(slices)
-    if by_pool is None:
-        by_pool = {}
-        for piece in slices:
-            by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
+    As in v1.34, a pool's completeness and validity count only the slices the node reaches:
+    a pool spread over several nodes' slices is incomplete on each (upstream counts the other
+    nodes' slices too from v1.35 on, PR #134466)."""
     pools: dict[tuple[str, str], Pool] = {}
     for piece in slices:
         if not partitionable_devices and piece.per_device:
@@ -174,13 +168,9 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     result = []
     for key in sorted(pools):
         pool = pools[key]
-        members = [piece for piece in by_pool.get(key, pool.slices)
-                   if partitionable_devices or not piece.per_device]
-        newest = pool.slices[0].generation
-        current = [piece for piece in members if piece.generation == newest]
-        pool.incomplete = len(current) != pool.slices[0].count
+        pool.incomplete = len(pool.slices) != pool.slices[0].count
         seen: set[str] = set()
-        for piece in current:
+        for piece in pool.slices:
             for device in piece.devices:
                 if device.name in seen and not pool.invalid:
                     pool.invalid, pool.invalid_reason = True, f"duplicate device name {device.name}"
@@ -225,7 +215,6 @@ class SliceIndex:
         self._version: int | None = None
         self.by_node: dict[str, list[Slice]] = {}
         self.selecting: list[Slice] = []
-        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
         self._pools: dict[str, tuple[Any, list[Pool]]] = {}
 
     def refresh(self, objects: dict[str, JSON], version: int) -> None:
@@ -234,20 +223,17 @@ class SliceIndex:
         parsed: dict[int, Slice] = {}
         by_node: dict[str, list[Slice]] = {}
         selecting: list[Slice] = []
-        by_pool: dict[tuple[str, str], list[Slice]] = {}
         for name in sorted(objects):
             obj = objects[name]
             piece = self._parsed.get(id(obj))
             if piece is None or piece.obj is not obj:
                 piece = Slice.of(obj)
             parsed[id(obj)] = piece
-            by_pool.setdefault((piece.driver, piece.pool), []).append(piece)
             if piece.node_name:
                 by_node.setdefault(piece.node_name, []).append(piece)
             else:
                 selecting.append(piece)
         self._parsed, self.by_node, self.selecting = parsed, by_node, selecting
-        self.by_pool = by_pool
         self._source, self._version = objects, version
         self._pools = {}
 
@@ -260,6 +246,6 @@ class SliceIndex:
         if cached is not None and cached[0] is node.obj:
             return cached[1]
         reachable = [*self.by_node.get(node.name, ()), *self.selecting]
-        pools = gather_pools(reachable, node, partitionable_devices, self.by_pool)
+        pools = gather_pools(reachable, node, partitionable_devices)
         self._pools[node.name] = (node.obj, pools)
         return pools

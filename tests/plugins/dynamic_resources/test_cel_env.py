@@ -36,3 +36,30 @@ def test_upstream_cel_case(case: dict[str, Any]) -> None:
             compiled.matches(activation)
         return
     assert compiled.matches(activation) is case["expectMatch"]
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("(" * 80 + "true" + ")" * 80, "nested too deeply"),
+    ('device.capacity["d"].memory < 5', "no such overload"),
+    ('device.capacity["d"].memory >= "40Gi"', "no such overload"),
+])
+def test_what_the_interpreter_cannot_evaluate_is_a_cel_error(expression: str,
+                                                             message: str) -> None:
+    """Expressions upstream's type check or stack would refuse end as CEL errors (the pod's
+    attempt fails with them), never as a crash of the replay."""
+    compiled = SelectorCache().get(expression)
+    activation = device_activation("d", {"capacity": {"memory": {"value": "1Gi"}}})
+    if compiled.error is not None:
+        assert message in compiled.error
+        return
+    with pytest.raises(CelError, match=message):
+        compiled.matches(activation)
+
+
+def test_long_expressions_and_syntax_errors_are_named() -> None:
+    cache = SelectorCache()
+    error = cache.get(" || ".join(["true"] * 3000)).error
+    assert error is not None and "more than 10240" in error
+    error = cache.get("device.x ==").error
+    assert error == ("compilation failed: ERROR: <input>:1:10: Syntax error: unexpected input\n"
+                     " | device.x ==\n | .........^")

@@ -98,6 +98,29 @@ K.start(async ({run, pod}) => {
     K.pager("filters-pager", {total: rows.length, offset: filterOffset, limit: 50}, (offset) => { filterOffset = offset; drawFilters(); });
   }
 
+  // DynamicResources' notes: the pod's claims, the devices it got or each request's supply.
+  function deviceNotes(notes) {
+    const parts = [el("h3", {text: "Devices (dynamic resource allocation)"}),
+      el("p", {class: "note", text: "ResourceClaims: " + (notes.claims || []).map((c) =>
+        `${c.claim} (${c.allocated ? "allocated already" : "to allocate"})`).join(", ")})];
+    if (notes.devices && notes.devices.length) {
+      parts.push(K.table([
+        {label: "Claim", value: (d) => d.claim}, {label: "Request", value: (d) => d.request},
+        {label: "Driver", value: (d) => d.driver}, {label: "Pool", value: (d) => d.pool},
+        {label: "Device", value: (d) => d.device},
+      ], notes.devices, {id: "devices-table"}));
+    }
+    if (notes.requests && notes.requests.length) {
+      parts.push(K.table([
+        {label: "Claim", value: (r) => r.claim}, {label: "Request", value: (r) => r.request},
+        {label: "Class", value: (r) => r.deviceClass}, {label: "Wants", value: (r) => r.count, class: "num"},
+        {label: "Matching devices", value: (r) => r.error || r.matching, class: "num"},
+        {label: "Free", value: (r) => (r.error ? "" : r.free), class: "num"},
+      ], notes.requests, {id: "device-supply-table"}));
+    }
+    return parts;
+  }
+
   async function select(index) {
     chosen = index;
     drawAttempts();
@@ -109,6 +132,8 @@ K.start(async ({run, pod}) => {
     K.fill("attempt-message", detail.selectedNode ? `Selected ${detail.selectedNode}` +
       (detail.tiedNodes.length > 1 ? `, tied with ${detail.tiedNodes.length - 1} other node(s) and chosen by ${tieBreakWords[detail.tieBreak] || "the seeded tie-break"}` : "")
       : detail.message);
+    const devices = (detail.pluginNotes || {}).DynamicResources;
+    K.fill("attempt-devices", ...(devices ? deviceNotes(devices) : []));
     const decision = detail.decision;
     if (decision) {
       const plugins = detail.scores.plugins;
