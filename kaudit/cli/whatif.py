@@ -9,11 +9,11 @@ import click
 
 from kaudit.cli.explain_text import device_lines, extender_call_line
 from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
+from kaudit.cluster.generated_claims import with_generated_claims
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt, rejects, unpack_attempt
 from kaudit.readers.snapshot import load_objects
-from kaudit.replay.claims import with_generated_claims
 from kaudit.scheduler.build import build_scheduler, load
 
 feature_gates_option = click.option(

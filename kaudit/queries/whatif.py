@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from sqlalchemy import Engine
 
+from kaudit.cluster.generated_claims import with_generated_claims
 from kaudit.cluster.objects import cluster_from_objects, pod_info
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt, unpack_attempt
@@ -22,7 +23,6 @@ from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import run_configuration
 from kaudit.queries.timeline import run_span
-from kaudit.replay.claims import with_generated_claims
 from kaudit.scheduler.build import build_scheduler, load_object_config
 from kaudit.yaml_limits import BoundedSafeLoader
 

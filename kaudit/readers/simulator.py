@@ -6,7 +6,9 @@ when the recorder saw the change; a ``Delete`` carries only the object's identit
 
 A *snapshot* (``GET /api/v1/export``, ``simulator/snapshot/snapshot.go``) is one JSON or YAML
 document ``{"pods": [...], "nodes": [...], "pvs", "pvcs", "storageClasses",
-"priorityClasses", "namespaces", "schedulerConfig"}``. Its objects have no ``kind`` (they are
+"priorityClasses", "namespaces", "schedulerConfig"}`` (kaudit also reads ``deviceClasses``,
+``resourceSlices``, ``resourceClaimTemplates`` and ``resourceClaims``, which the simulator does
+not export). Its objects have no ``kind`` (they are
 typed lists): it comes from the key. Objects become ``ADDED`` events at the trace's start, in
 the order the simulator's importer applies them; ``schedulerConfig`` (a
 ``KubeSchedulerConfiguration`` without ``apiVersion``/``kind``) is returned so that it can be
@@ -40,6 +42,12 @@ SNAPSHOT_KEYS: dict[str, tuple[str, str]] = {
     "pvcs": ("PersistentVolumeClaim", "v1"),
     "nodes": ("Node", "v1"),
     "pvs": ("PersistentVolume", "v1"),
+    # Not in the simulator's export (it has no DRA objects); read so that a snapshot can
+    # carry a DRA cluster under the names of its other typed lists.
+    "deviceClasses": ("DeviceClass", "resource.k8s.io/v1"),
+    "resourceSlices": ("ResourceSlice", "resource.k8s.io/v1"),
+    "resourceClaimTemplates": ("ResourceClaimTemplate", "resource.k8s.io/v1"),
+    "resourceClaims": ("ResourceClaim", "resource.k8s.io/v1"),
     "pods": ("Pod", "v1"),
 }
 CONFIG_KEY = "schedulerConfig"

@@ -5,10 +5,8 @@ kube-scheduler only allocates and reserves claims; the resourceclaim controller
 has to do it too:
 
 * **Claims from templates.** A pending pod whose ``spec.resourceClaims`` entry names a
-  ResourceClaimTemplate gets a claim generated from it, named as the controller names it
-  (``<pod>-<claim>-<5 characters>``, see :func:`kaudit.model.dra.generated_claim_name`; the
-  characters are derived from the pod so a replay repeats), owned by the pod and recorded in
-  the pod's ``status.resourceClaimStatuses``. Claims a trace already names for the pod are used
+  ResourceClaimTemplate gets a claim generated from it
+  (:mod:`kaudit.cluster.generated_claims`). Claims a trace already names for the pod are used
   as they are.
 * **Release.** When a pod is deleted or completes, it leaves the ``reservedFor`` of its claims;
   a claim nobody uses any more is deallocated, and one generated for the pod is deleted.
@@ -20,27 +18,20 @@ has to do it too:
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Callable, Collection
 from typing import Any
 
-from kaudit.cluster.objects import apply_object
+from kaudit.cluster.generated_claims import generate_claims
 from kaudit.cluster.state import ClusterState
 from kaudit.model import dra
 
 JSON = dict[str, Any]
 CLAIM, TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
-_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 
 
 def _key(obj: JSON) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _suffix(*parts: str) -> str:
-    digest = hashlib.sha256("\0".join(parts).encode()).digest()
-    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
 
 class ClaimController:
@@ -61,50 +52,13 @@ class ClaimController:
     def generate(self, pod: JSON) -> JSON:
         """The pod with a claim for each template entry that has none yet (the claims are
         created); the pod unchanged when there is nothing to do."""
-        spec = pod.get("spec") or {}
-        entries = spec.get("resourceClaims") or []
-        if not any(entry.get("resourceClaimTemplateName") for entry in entries):
-            return pod
-        meta = pod.get("metadata") or {}
-        namespace, name, uid = (str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-                                str(meta.get("uid") or ""))
-        statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
-        known = {status.get("name") for status in statuses}
-        added = False
-        for entry in entries:
-            template_name = entry.get("resourceClaimTemplateName")
-            if not template_name or entry.get("name") in known:
-                continue
-            template = self.cluster.objects[TEMPLATE].get(f"{namespace}/{template_name}")
-            if template is None:
-                continue  # the controller waits for the template; so does the pod
-            claim_name = dra.generated_claim_name(name, str(entry.get("name") or ""),
-                                                  _suffix(uid, str(entry.get("name") or "")))
-            template_meta = (template.get("spec") or {}).get("metadata") or {}
-            claim: JSON = {
-                "apiVersion": dra.API_VERSION, "kind": CLAIM,
-                "metadata": {
-                    "name": claim_name, "namespace": namespace,
-                    "uid": f"claim-{_suffix(uid, claim_name, 'uid')}-{uid}",
-                    "labels": dict(template_meta.get("labels") or {}),
-                    "annotations": {**(template_meta.get("annotations") or {}),
-                                    dra.POD_CLAIM_NAME_ANNOTATION: entry.get("name")},
-                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name,
-                                         "uid": uid, "controller": True,
-                                         "blockOwnerDeletion": True}],
-                },
-                "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
-            }
+        def create(claim: JSON) -> None:
             self.write(claim, False)
             self.owned.add(_key(claim))
+            uid = str(((claim.get("metadata") or {}).get("ownerReferences") or [{}])[0]
+                      .get("uid") or "")
             self.generated.setdefault(uid, []).append(_key(claim))
-            statuses.append({"name": entry.get("name"), "resourceClaimName": claim_name})
-            added = True
-        if not added:
-            return pod
-        updated = dict(pod)
-        updated["status"] = {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}
-        return updated
+        return generate_claims(self.cluster, pod, create)
 
     def keep_generated(self, pod: JSON, previous: JSON) -> JSON:
         """A trace's update of a pending pod, with the claims kaudit generated for it kept
@@ -198,9 +152,3 @@ def claims_record(cluster: ClusterState, pod: JSON) -> JSON:
                          **({"adminAccess": True} if result.get("adminAccess") else {})})
     return {"claims": held} if held else {}
 
-
-def with_generated_claims(cluster: ClusterState, pod: JSON) -> JSON:
-    """``pod`` with its template claims generated into ``cluster`` (for ``whatif``, which
-    asks where a new pod would go: the controller would have made its claims first)."""
-    return ClaimController(cluster, lambda obj, deleted: apply_object(cluster, obj, deleted)
-                           ).generate(pod)

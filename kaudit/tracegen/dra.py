@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 
-from kaudit.model.dra import API_VERSION
 from kaudit.tracegen.builders import make_node, make_pod, stable_uid
 
 JSON = dict[str, Any]
+API_VERSION = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 FABRIC_DRIVER = "fabric.example.com"
 

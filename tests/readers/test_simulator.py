@@ -198,3 +198,30 @@ def test_a_byte_order_mark_and_a_damaged_first_line(run_kaudit: Callable[..., Re
     result = run_kaudit("ingest", str(damaged), "--skip-invalid", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["trace"]["events"] == 3
+
+
+def test_a_snapshot_may_carry_dra_objects_in_typed_lists(tmp_path: Path) -> None:
+    """``deviceClasses``, ``resourceSlices``, ``resourceClaimTemplates`` and
+    ``resourceClaims`` (not in the simulator's own export) are read like its other lists,
+    before the pods."""
+    from kaudit.tracegen.dra import claim, claim_spec, device_class, exact_request, gpu
+    from kaudit.tracegen.dra import resource_slice as make_slice
+
+    def bare(obj: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    document = {
+        "nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}],
+        "deviceClasses": [bare(device_class("gpu.example.com", "true"))],
+        "resourceSlices": [bare(make_slice("n1-gpus", "gpu.example.com", "n1",
+                                           [gpu(0, "A100", "80Gi", "pci-0")], node="n1"))],
+        "resourceClaims": [bare(claim("c", claim_spec(exact_request("gpu", "gpu.example.com"))))],
+        "pods": [{"metadata": {"name": "p", "namespace": "default"},
+                  "spec": {"containers": [{"name": "c"}],
+                           "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}],
+    }
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(document))
+    events = [e for e in read_snapshot(path, 0) if isinstance(e, WatchEvent)]
+    assert [e.object["kind"] for e in events] == [
+        "Node", "DeviceClass", "ResourceSlice", "ResourceClaim", "Pod"]
+    assert events[1].object["apiVersion"] == "resource.k8s.io/v1"

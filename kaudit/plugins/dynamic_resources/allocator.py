@@ -445,31 +445,23 @@ class _Allocation:
 
     def _selectors_match(self, key: tuple[int, int, int], device: Device,
                          claim_class: JSON | None, selectors: list[JSON]) -> bool:
-        cel = self.owner.cel
         for i, selector in enumerate(selectors):
             expression = str((selector.get("cel") or {}).get("expression") or "")
-            known = device.matches.get(expression)
-            if known is None:
-                compiled = cel.get(expression)
-                if compiled.error is not None:
-                    where = (f"class {claim_class['metadata']['name']}" if claim_class else
-                             f"claim {_claim_ref(self.claims[key[0]])}")
-                    raise AllocationError(f"{where}: selector #{i}: CEL compile error: "
-                                          f"{compiled.error}")
-                known = cel.results.get((expression, device.content))
-                if known is None:
-                    try:
-                        known = compiled.matches(device.activation())
-                    except CelError as exc:
-                        where = (f"class {claim_class['metadata']['name']}" if claim_class
-                                 else f"claim {_claim_ref(self.claims[key[0]])}")
-                        raise AllocationError(f"{where}: selector #{i}: CEL runtime error: "
-                                              f"{exc}") from exc
-                    cel.results[(expression, device.content)] = known
-                device.matches[expression] = known
-            if not known:
-                return False
+            try:
+                if not device_matches(self.owner.cel, device, expression):
+                    return False
+            except CelCompileError as exc:
+                raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: CEL "
+                                      f"compile error: {exc}") from exc
+            except CelError as exc:
+                raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: CEL "
+                                      f"runtime error: {exc}") from exc
         return True
+
+    def _where(self, key: tuple[int, int, int], claim_class: JSON | None) -> str:
+        if claim_class is not None:
+            return f"class {claim_class['metadata']['name']}"
+        return f"claim {_claim_ref(self.claims[key[0]])}"
 
     def _allocate_device(self, key: tuple[int, int, int], data: RequestData, device: Device,
                          must: bool) -> Any:
@@ -630,19 +622,31 @@ def request_supply(allocator: Allocator, claims: list[JSON]) -> list[JSON]:
     return supply
 
 
+class CelCompileError(CelError):
+    """The expression does not compile (the allocator's "CEL compile error")."""
+
+
+def device_matches(cel: SelectorCache, device: Device, expression: str) -> bool:
+    """Whether ``device`` satisfies one selector expression, from the device's own memo, the
+    results for devices alike in content, or an evaluation. Raises :class:`CelCompileError`
+    or :class:`CelError`."""
+    known = device.matches.get(expression)
+    if known is not None:
+        return known
+    compiled = cel.get(expression)
+    if compiled.error is not None:
+        raise CelCompileError(compiled.error)
+    known = cel.results.get((expression, device.content))
+    if known is None:
+        known = compiled.matches(device.activation())
+        cel.results[(expression, device.content)] = known
+    device.matches[expression] = known
+    return known
+
+
 def _matches_all(cel: SelectorCache, device: Device, selectors: list[JSON]) -> bool:
-    for selector in selectors:
-        expression = str((selector.get("cel") or {}).get("expression") or "")
-        known = device.matches.get(expression)
-        if known is None:
-            compiled = cel.get(expression)
-            if compiled.error is not None:
-                raise CelError(compiled.error)
-            known = compiled.matches(device.activation())
-            device.matches[expression] = known
-        if not known:
-            return False
-    return True
+    return all(device_matches(cel, device, str((s.get("cel") or {}).get("expression") or ""))
+               for s in selectors)
 
 
 def _add_new(source: list[JSON], target: list[JSON]) -> None:
