@@ -148,6 +148,8 @@ def device_lines(notes: dict[str, Any] | None) -> list[str]:
                      f"{request['count']} of class {request['deviceClass']}: "
                      f"{request['matching']} device(s) in the cluster match, "
                      f"{request['free']} of them free")
+        for pool in request.get("unusablePools") or []:
+            lines.append(f"    pool {pool['pool']} cannot be allocated from: {pool['problem']}")
     return lines
 
 

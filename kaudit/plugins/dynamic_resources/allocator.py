@@ -32,6 +32,7 @@ from kaudit.plugins.dynamic_resources.pools import (
     device_id_text,
     gather_pools,
     node_matches,
+    pool_problems,
 )
 
 JSON = dict[str, Any]
@@ -592,6 +593,7 @@ def request_supply(allocator: Allocator, claims: list[JSON]) -> list[JSON]:
     cluster its class and selectors match, and how many of those are not allocated (an
     explanation of ``cannot allocate all claims``; kaudit's, not upstream's)."""
     supply = []
+    problems = pool_problems(allocator.slices)
     for claim in claims:
         devices_spec = (claim.get("spec") or {}).get("devices") or {}
         for raw in devices_spec.get("requests") or []:
@@ -618,6 +620,11 @@ def request_supply(allocator: Allocator, claims: list[JSON]) -> list[JSON]:
                     continue
                 entry["matching"] = len(matching)
                 entry["free"] = sum(1 for d in matching if d.id not in allocator.allocated)
+                unusable = sorted({(d.id[0], d.id[1]) for d in matching} & problems.keys())
+                if unusable:
+                    entry["unusablePools"] = [{"pool": f"{driver}/{pool}",
+                                               "problem": problems[(driver, pool)]}
+                                              for driver, pool in unusable]
                 supply.append(entry)
     return supply
 

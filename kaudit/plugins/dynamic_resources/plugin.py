@@ -179,7 +179,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not self.enabled:
             return []
         return [
-            register(NODE, ["Add", "UpdateNodeLabel"]),
+            register(NODE, ["Add", "UpdateNodeLabel", "UpdateNodeAllocatable"]),
             register(RESOURCE_CLAIM, ["Add", "Update"], self._after_claim_change),
             register(POD, ["UpdatePodGeneratedResourceClaim"], self._after_pod_change),
             register(DEVICE_CLASS, ["Add", "Update"]),

@@ -179,6 +179,36 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     return result
 
 
+def pool_problems(slices: Iterable[Slice]) -> dict[tuple[str, str], str]:
+    """Pools (by driver and name) whose devices no node can get, and why, as the cluster's
+    slices stand: fewer slices of the newest generation than ``resourceSliceCount``, a device
+    name repeated, or slices published for different nodes (v1.34 counts only the slices a
+    node reaches, so such a pool is incomplete on each node)."""
+    newest: dict[tuple[str, str], list[Slice]] = {}
+    for piece in slices:
+        key = (piece.driver, piece.pool)
+        current = newest.get(key)
+        if current is None or piece.generation > current[0].generation:
+            newest[key] = [piece]
+        elif piece.generation == current[0].generation:
+            current.append(piece)
+    problems: dict[tuple[str, str], str] = {}
+    for key, pieces in newest.items():
+        expected = pieces[0].count
+        names = [device.name for piece in pieces for device in piece.devices]
+        targets = {(piece.node_name, piece.all_nodes, piece.node_selector is not None)
+                   for piece in pieces}
+        if len(pieces) != expected:
+            problems[key] = f"incomplete: {len(pieces)} of {expected} slices published"
+        elif len(names) != len(set(names)):
+            duplicate = next(n for n in names if names.count(n) > 1)
+            problems[key] = f"invalid: duplicate device name {duplicate}"
+        elif len(targets) > 1 and any(piece.node_name for piece in pieces):
+            problems[key] = ("its slices are published for different nodes, so no node "
+                             "reaches all of them (incomplete on each node in v1.34)")
+    return problems
+
+
 def _device_matches_node(device: JSON, node: NodeInfo | None) -> bool:
     selector = None
     if device.get("nodeSelector") is not None:

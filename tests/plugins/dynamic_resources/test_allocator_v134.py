@@ -70,3 +70,18 @@ def test_a_search_past_its_budget_times_out_as_upstreams_filter_timeout() -> Non
     fits = claim("c", claim_spec(exact_request("r", "class-a", 12),
                                  match_attribute="driver-a/root"))
     assert allocator.allocate(NODE, [fits]) is not None
+
+
+def test_the_supply_of_a_request_names_pools_no_node_can_allocate_from() -> None:
+    from kaudit.plugins.dynamic_resources.allocator import request_supply
+    here = resource_slice("s1", "driver-a", "spread", [{"name": "d1"}], node="node-1", count=2)
+    there = resource_slice("s2", "driver-a", "spread", [{"name": "d2"}], node="node-2", count=2)
+    half = resource_slice("s3", "driver-a", "half", [{"name": "d3"}], node="node-1", count=2)
+    fine = resource_slice("s4", "driver-a", "fine", [{"name": "d4"}], node="node-1")
+    supply = request_supply(_allocator(here, there, half, fine),
+                            [claim("c", claim_spec(exact_request("r", "class-a")))])
+    assert supply[0]["matching"] == 4 and supply[0]["free"] == 4
+    assert supply[0]["unusablePools"] == [
+        {"pool": "driver-a/half", "problem": "incomplete: 1 of 2 slices published"},
+        {"pool": "driver-a/spread", "problem": "its slices are published for different nodes, "
+         "so no node reaches all of them (incomplete on each node in v1.34)"}]

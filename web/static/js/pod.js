@@ -117,6 +117,10 @@ K.start(async ({run, pod}) => {
         {label: "Matching devices", value: (r) => r.error || r.matching, class: "num"},
         {label: "Free", value: (r) => (r.error ? "" : r.free), class: "num"},
       ], notes.requests, {id: "device-supply-table"}));
+      const unusable = notes.requests.flatMap((r) => r.unusablePools || []);
+      for (const pool of unusable) {
+        parts.push(el("p", {class: "note", text: `Pool ${pool.pool} cannot be allocated from: ${pool.problem}`}));
+      }
     }
     return parts;
   }
