@@ -13,8 +13,10 @@ replayed cluster would have produced:
   left out;
 * a pod kaudit created in place of a preempted one (as its controller would) is ``ADDED``;
 * a ResourceClaim kaudit wrote (generated from a template, allocated and reserved, released)
-  is exported as written (``claim`` records); a trace's version of a claim whose status is
-  kaudit's is followed at the same instant by the claim as kaudit kept it;
+  is exported as written (``claim`` records), in place of the trace's versions of it (a
+  claim whose status is kaudit's is exported as kaudit kept it; one kaudit deleted is not
+  brought back by the trace's later updates), and the pods carry the claims kaudit generated
+  for them;
 * everything else is the trace's event as recorded.
 """
 
@@ -115,15 +117,28 @@ def _log(engine: Engine, run_id: int, batch: int = 5000) -> Iterator[tuple[Any, 
         last = rows[-1][0]
 
 
-def _with_claim_status(pod: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
-    """The pod with a claim kaudit generated for it in ``status.resourceClaimStatuses``."""
-    entry = ((claim.get("metadata") or {}).get("annotations") or {}).get(
-        "resource.kubernetes.io/pod-claim-name")
-    statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
-    if entry is None or any(s.get("name") == entry for s in statuses):
+def _with_claim_statuses(pod: dict[str, Any], generated: dict[str, str] | None
+                         ) -> dict[str, Any]:
+    """The pod with the claims kaudit generated for it (pod claim entry → claim name) in
+    ``status.resourceClaimStatuses``, in place of any the trace named."""
+    if not generated:
         return pod
-    statuses.append({"name": entry, "resourceClaimName": claim["metadata"]["name"]})
+    statuses = [s for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+                if s.get("name") not in generated]
+    statuses += [{"name": entry, "resourceClaimName": name}
+                 for entry, name in generated.items()]
     return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}}
+
+
+def _claim_key(claim: dict[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def _reserved_for_managed(claim: dict[str, Any], managed: set[str]) -> bool:
+    namespace = (claim.get("metadata") or {}).get("namespace") or ""
+    return any(f"{namespace}/{ref.get('name')}" in managed
+               for ref in (claim.get("status") or {}).get("reservedFor") or [])
 
 
 def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent]:
@@ -136,6 +151,9 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
     victims: dict[str, dict[str, Any]] = {}  # preempted pods, for their replacements
     seen: set[str] = set()
     placed_by_trace: set[str] = set()
+    generated_for: dict[str, dict[str, str]] = {}  # pod key -> its claims kaudit generated
+    claims_kept: set[str] = set()  # claims whose status is kaudit's (their claim records)
+    claims_gone: set[str] = set()  # claims kaudit deleted
     for _seq, ts_us, kind, pod, node, data in _log(engine, source.run_id):
         document = orjson.loads(data)
         if kind == "watch":
@@ -147,6 +165,14 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
                 raise DatabaseError(f"run {source.name!r} refers to event {wanted} of its trace, "
                                     "which is not stored")
             obj = event.object
+            if event.kind == "ResourceClaim":
+                claim_key = _claim_key(obj)
+                if claim_key in claims_gone and event.type != "ADDED":
+                    continue  # updates of a claim kaudit deleted are not applied
+                claims_gone.discard(claim_key)
+                if event.type != "DELETED" and (claim_key in claims_kept or
+                                                _reserved_for_managed(obj, managed)):
+                    continue  # kaudit's version follows (a claim record)
             if event.kind != "Pod":
                 yield ExportedEvent(ts_us, event.type, obj)
                 continue
@@ -162,6 +188,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
                 continue  # kaudit keeps the pod for its recorded run time from its own bind
             if key in managed and uid not in placed_by_trace:
                 obj = _without_recorded_scheduling(_on_node(obj, node_of.get(key)))
+                obj = _with_claim_statuses(obj, generated_for.get(key))
             if event.type == "DELETED":
                 last.pop(key, None)
                 node_of.pop(key, None)
@@ -185,11 +212,23 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             yield ExportedEvent(ts_us, "DELETED", obj)
         elif kind == "claim":
             claim = document["object"]
-            if document["type"] == "ADDED" and pod in last:
-                last[pod] = _with_claim_status(last[pod], claim)  # shown with its binding
+            claim_key = _claim_key(claim)
+            if document["type"] == "DELETED":
+                claims_kept.discard(claim_key)
+                claims_gone.add(claim_key)
+            else:
+                claims_kept.add(claim_key)
+                claims_gone.discard(claim_key)
+            entry = ((claim.get("metadata") or {}).get("annotations") or {}).get(
+                "resource.kubernetes.io/pod-claim-name")
+            if document["type"] == "ADDED" and entry and pod:
+                generated_for.setdefault(pod, {})[entry] = claim["metadata"]["name"]
+                if pod in last:  # shown with the pod's next event (its binding)
+                    last[pod] = _with_claim_statuses(last[pod], generated_for[pod])
             yield ExportedEvent(ts_us, document["type"], claim)
         elif kind == "create" and document.get("replaces") in victims and pod:
-            obj = _replacement(victims[document["replaces"]], pod)
+            obj = _with_claim_statuses(_replacement(victims[document["replaces"]], pod),
+                                       generated_for.get(pod))
             last[pod] = obj
             yield ExportedEvent(ts_us, "ADDED", obj)
 

@@ -150,7 +150,8 @@ DEVICE_SUB_REQUEST = {"name": str, "deviceClassName": str, "selectors": DEVICE_S
 DEVICE_REQUEST = {"name": str, "exactly": {**DEVICE_SUB_REQUEST, "adminAccess": bool},
                   "firstAvailable": _list_of(DEVICE_SUB_REQUEST)}
 CLAIM_SPEC = {"devices": {"requests": _list_of(DEVICE_REQUEST),
-                          "constraints": _list_of({"requests": STRINGS, "matchAttribute": str}),
+                          "constraints": _list_of({"requests": STRINGS, "matchAttribute": str,
+                                                   "distinctAttribute": str}),
                           "config": _list_of({"requests": STRINGS})}}
 CLAIM_STATUS = {
     "allocation": {"devices": {"results": _list_of({
@@ -317,9 +318,9 @@ def _exact(body: dict[str, Any], path: str) -> None:
     if mode not in (None, "ExactCount", "All"):
         raise ObjectError(f"{path}.allocationMode: {mode!r} is not ExactCount or All")
     count = body.get("count")
-    if mode == "All" and count is not None:
+    if mode == "All" and count not in (None, 0):
         raise ObjectError(f"{path}.count: must not be set when allocationMode is All")
-    if count is not None and count < 1:
+    if mode != "All" and count is not None and count < 1:
         raise ObjectError(f"{path}.count: must be at least 1, not {count}")
     _selectors(body.get("selectors"), f"{path}.selectors")
 
@@ -349,7 +350,7 @@ def _validate_slice(obj: dict[str, Any]) -> None:
     for index, device in enumerate(_list(spec.get("devices") or [], "object.spec.devices")):
         where = f"object.spec.devices[{index}]"
         device = _mapping(device, where)
-        if "basic" in device:
+        if device.get("basic") is not None:
             raise ObjectError(f"{where}.basic: must be an object")
         name = _name(device.get("name"), f"{where}.name", 63)
         if not _DNS_LABEL.match(name):
@@ -399,9 +400,14 @@ def _validate_requests(spec: Any, path: str) -> None:
             _exact(sub, sub_where)
     for index, constraint in enumerate(devices.get("constraints") or []):
         where = f"{path}.devices.constraints[{index}]"
-        attribute = constraint.get("matchAttribute")
+        match, distinct = constraint.get("matchAttribute"), constraint.get("distinctAttribute")
+        if (match is None) == (distinct is None):
+            raise ObjectError(f"{where}: exactly one of matchAttribute and distinctAttribute "
+                              "must be set")
+        attribute = match if match is not None else distinct
+        field = "matchAttribute" if match is not None else "distinctAttribute"
         if not attribute or "/" not in attribute:
-            raise ObjectError(f"{where}.matchAttribute: a fully qualified attribute name "
+            raise ObjectError(f"{where}.{field}: a fully qualified attribute name "
                               "(domain/id) is required")
         for request in constraint.get("requests") or []:
             if request not in names:

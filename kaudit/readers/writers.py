@@ -121,7 +121,8 @@ def write_simulator_snapshot(events: Iterable[Event], out: IO[bytes],
                                  "priorityClasses", "namespaces")}
     for (kind, _, _), obj in alive.items():
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        document[_SNAPSHOT_KEY_OF[kind]].append(body)
+        # DRA lists only when there are DRA objects (the simulator's own export has none).
+        document.setdefault(_SNAPSHOT_KEY_OF[kind], []).append(body)
     config = dict(scheduler_config or {})
     config.pop("apiVersion", None)
     config.pop("kind", None)

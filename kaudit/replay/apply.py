@@ -122,10 +122,14 @@ class TraceApplication:
             if event.kind in dra.DRA_KINDS:
                 obj = dra.normalize(obj)
                 if event.kind == "ResourceClaim" and not deleted:
-                    kept = self.claims.from_trace(obj, self.kaudit_pods)
+                    kept = self.claims.from_trace(obj, self.kaudit_pods, event.type)
+                    if kept is None:
+                        return  # an update of a claim the replay's controller deleted
                     if kept is not obj:
                         self._record_claim(kept, event.type)
                     obj = kept
+                elif event.kind == "ResourceClaim" and _object_key(obj) in self.claims.deleted:
+                    return  # deleted already
             old = self.cluster.objects[event.kind].get(_object_key(obj))
             apply_object(self.cluster, obj, deleted)
             action = ActionType.DELETE if deleted else (

@@ -46,6 +46,10 @@ class ClaimController:
         self.owned: set[str] = set()
         #: Claims generated for each pod, by pod uid.
         self.generated: dict[str, list[str]] = {}
+        #: Claims the controller deleted: a trace's later updates of them are not applied.
+        self.deleted: set[str] = set()
+        #: Claims kaudit's scheduler wrote (their finalizer is kaudit's too).
+        self.written_keys: set[str] = set()
 
     # ------------------------------------------------------------------ templates
 
@@ -73,9 +77,16 @@ class ClaimController:
 
     # ------------------------------------------------------------------ status
 
-    def from_trace(self, claim: JSON, kaudit_pods: Collection[str]) -> JSON:
-        """The trace's version of a claim, with kaudit's status where kaudit decides it."""
+    def from_trace(self, claim: JSON, kaudit_pods: Collection[str],
+                   event_type: str = "MODIFIED") -> JSON | None:
+        """The trace's version of a claim, with kaudit's status where kaudit decides it; None
+        for an update of a claim the controller deleted in the replay (a new claim of that
+        name, ``ADDED``, counts again)."""
         key = _key(claim)
+        if key in self.deleted:
+            if event_type != "ADDED":
+                return None
+            self.deleted.discard(key)
         incoming = {ref.get("uid") for ref in dra.reserved_for(claim)}
         if key not in self.owned and not incoming & set(kaudit_pods):
             return claim
@@ -88,7 +99,7 @@ class ClaimController:
             if stored is not None and (stored.get("status") or {}).get(field) is not None:
                 status[field] = stored["status"][field]
         kept["status"] = status
-        if stored is not None:
+        if stored is not None and key in self.written_keys:
             finalizers = (stored.get("metadata") or {}).get("finalizers")
             if finalizers and dra.FINALIZER in finalizers:
                 meta = dict(claim.get("metadata") or {})
@@ -99,6 +110,7 @@ class ClaimController:
     def written(self, claim: JSON) -> None:
         """kaudit's scheduler wrote the claim (its status is kaudit's from now on)."""
         self.owned.add(_key(claim))
+        self.written_keys.add(_key(claim))
 
     # ------------------------------------------------------------------ release
 
@@ -131,6 +143,8 @@ class ClaimController:
             if owned_by_pod and not remaining:
                 self.write(updated, True)  # generated for the pod, which is gone
                 self.owned.discard(key)
+                self.written_keys.discard(key)
+                self.deleted.add(key)
 
 
 def claims_record(cluster: ClusterState, pod: JSON) -> JSON:

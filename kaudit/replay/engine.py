@@ -713,6 +713,7 @@ class Replay(TraceApplication):
         metadata.pop("deletionTimestamp", None)
         obj.setdefault("spec", {}).pop("nodeName", None)
         obj["status"] = {"phase": "Pending"}
+        obj = self.claims.generate(obj)  # the new pod's template claims, as for any pod
         pod = pod_info(self.cluster, obj)
         self.summary.pods_recreated += 1
         self.kaudit_pods.add(pod.uid)

@@ -86,3 +86,18 @@ def test_gates_are_an_immutable_mapping() -> None:
         gates.enabled("NoSuchGate")
     with pytest.raises(ConfigError, match="unrecognized feature gate: Bar"):
         FeatureGates({"Bar": True})
+
+
+def test_unmodelled_dra_gates_load_with_a_warning() -> None:
+    """The alpha DRA gates kaudit does not model: a configuration may turn them on (as a
+    cluster's may), and loading it says that DynamicResources allocates as with them off."""
+    from kaudit.scheduler.build import load
+
+    config, _ = load(None, "DRAPartitionableDevices=true,DRADeviceTaints=true")
+    assert [w for w in config.warnings if "kaudit does not model it" in w] == [
+        "feature gate DRAPartitionableDevices: kaudit does not model it; DynamicResources "
+        "allocates as with it off",
+        "feature gate DRADeviceTaints: kaudit does not model it; DynamicResources allocates "
+        "as with it off"]
+    config, _ = load(None, "DynamicResourceAllocation=false,DRADeviceTaints=true")
+    assert not [w for w in config.warnings if "kaudit does not model it" in w]

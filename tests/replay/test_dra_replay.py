@@ -12,6 +12,7 @@ template pod is deleted 20 s after it arrives, so waiting pods get its devices.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,101 @@ def test_a_template_that_comes_late_and_a_claim_that_never_comes(
     assert verdict["state"] == "gated"
     assert verdict["headline"] == ('Never attempted: held back by DynamicResources: could not '
                                    'find ResourceClaim "default/nope"')
+
+
+def _late_events() -> list[tuple[float, str, dict[str, Any]]]:
+    from kaudit.tracegen.builders import make_node
+    from kaudit.tracegen.dra import claim_spec, claim_template, device_class, gpu, resource_slice
+    return [
+        (0.0, "ADDED", device_class("gpu.example.com", 'device.driver == "gpu.example.com"')),
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="32Gi").obj()),
+        (0.0, "ADDED", resource_slice("n1-gpus", "gpu.example.com", "n1",
+                                      [gpu(0, "A100", "80Gi", "pci-0"),
+                                       gpu(1, "A100", "80Gi", "pci-0")], node="n1")),
+        (0.5, "ADDED", claim_template("one-gpu", claim_spec(
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                        "allocationMode": "ExactCount", "count": 1}}))),
+    ]
+
+
+def test_a_preempted_pods_replacement_gets_its_own_claim(
+        engine: Engine, tmp_path: Path, run_kaudit: Callable[..., Result]) -> None:
+    """Preemption deletes the victim, whose generated claim goes with it; the ReplicaSet's
+    replacement gets a claim of its own and waits for CPU like any pod (not held back)."""
+    from tests.conftest import write_trace
+    victim = with_claims(make_pod("web-a").req(cpu="2").owner("ReplicaSet", "web").obj(),
+                         gpu=("template", "one-gpu"))
+    events = [*_late_events(), (1.0, "ADDED", victim),
+              (5.0, "ADDED", make_pod("urgent").req(cpu="2").priority(1000).obj()),
+              (60.0, "ADDED", make_pod("tick").req(cpu="100m").obj())]
+    ingest_trace(engine, [TraceInput(write_trace(tmp_path / "pre.jsonl", *events))],
+                 name="pre")
+    config, registry = load()
+    summary = replay_trace(engine, get_trace(engine, "pre"), config, registry, name="pre")[1]
+    assert summary.pods_preempted == 1 and summary.pods_recreated == 1
+    claims = [(data["type"], data["object"]["metadata"]["name"], pod)
+              for kind, pod, node, data in _records(engine, "pre", "claim")]
+    created = [name for kind, name, pod in claims if kind == "ADDED"]
+    assert len(created) == 2 and created[0].startswith("web-a-gpu-") and \
+        created[1].startswith("web-r1-gpu-")
+    assert ("DELETED", created[0], "default/web-a") in claims  # went with its pod
+    verdict = orjson.loads(run_kaudit("explain", "pre", "default/web-r1", "--json").output)[
+        "verdict"]
+    assert verdict["state"] == "pending" and "lack cpu" in verdict["headline"]
+    snapshot = run_kaudit("export", "pre", "--format", "simulator-snapshot").output
+    assert json.loads(snapshot)["resourceClaims"]
+
+
+def test_the_export_holds_kaudits_claims_not_the_recorded_ones(
+        engine: Engine, tmp_path: Path, run_kaudit: Callable[..., Result]) -> None:
+    """A recording carries the recorded cluster's own claim for a pod kaudit schedules (with
+    the recorded scheduler's allocation): the replay and its export hold kaudit's claim, and
+    the recorded one is never shown allocated, nor back after kaudit deleted its own."""
+    from kaudit.tracegen.dra import claim, claim_spec
+    from tests.conftest import write_trace
+    pod = with_claims(make_pod("p").req(cpu="1").obj(), gpu=("template", "one-gpu"))
+    uid = pod["metadata"]["uid"]
+    recorded = claim("p-gpu-abcde", claim_spec(
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                    "allocationMode": "ExactCount", "count": 1}}))
+    recorded["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid, "controller": True}]
+    allocated = json.loads(json.dumps(recorded))
+    allocated["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": uid}]}
+    named = json.loads(json.dumps(pod))
+    named["status"]["resourceClaimStatuses"] = [{"name": "gpu",
+                                                 "resourceClaimName": "p-gpu-abcde"}]
+    bound = json.loads(json.dumps(named))
+    bound["spec"]["nodeName"] = "n1"
+    done = json.loads(json.dumps(bound))
+    done["status"]["phase"] = "Succeeded"
+    events = [*_late_events(), (1.0, "ADDED", pod), (1.1, "ADDED", recorded),
+              (1.2, "MODIFIED", named), (1.3, "MODIFIED", allocated), (1.4, "MODIFIED", bound),
+              (20.0, "MODIFIED", done), (21.0, "MODIFIED", allocated),
+              (23.0, "DELETED", recorded), (30.0, "ADDED", make_pod("tick").obj())]
+    ingest_trace(engine, [TraceInput(write_trace(tmp_path / "rec.jsonl", *events))],
+                 name="rec")
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, "rec"), config, registry, name="rec")
+    exported = [orjson.loads(line) for line in run_kaudit("export", "rec").output.splitlines()]
+    holders: dict[str, dict[str, Any]] = {}
+    for event in exported:
+        obj = event["object"]
+        if obj["kind"] != "ResourceClaim":
+            continue
+        name = obj["metadata"]["name"]
+        if event["type"] == "DELETED":
+            holders.pop(name, None)
+        else:
+            holders[name] = obj
+        held = [c for c in holders.values() if (c.get("status") or {}).get("allocation")]
+        assert len(held) <= 1, f"two claims hold devices at {event['ts']}"
+        assert name != "p-gpu-abcde" or not (obj.get("status") or {}).get("allocation")
+    mine = [e["object"] for e in exported if e["object"]["kind"] == "Pod"
+            and e["object"]["metadata"]["name"] == "p"]
+    assert all(s["resourceClaimName"].startswith("p-gpu-") and
+               s["resourceClaimName"] != "p-gpu-abcde"
+               for pod_obj in mine[1:]
+               for s in (pod_obj.get("status") or {}).get("resourceClaimStatuses") or [])
