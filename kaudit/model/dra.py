@@ -21,8 +21,6 @@ JSON = dict[str, Any]
 GROUP = "resource.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
-#: ``ResourceClaimReservedForMaxSize``: how many consumers a claim can be reserved for.
-RESERVED_FOR_MAX_SIZE = 256
 #: ``AllocationResultsMaxSize``: how many devices one claim's allocation may hold.
 ALLOCATION_RESULTS_MAX_SIZE = 32
 #: The finalizer the scheduler adds to claims it allocates.

@@ -5,11 +5,11 @@ v1.34, where the plugin is on by default):
 
 * **PreEnqueue** holds a pod back while a claim it names does not exist, is being deleted, or
   (generated from a template) is not the pod's own.
-* **PreFilter** reads the pod's claims: one allocated and reserved for too many consumers is
-  ``resourceclaim in use``; an allocated claim's node selector limits the nodes; for the
-  unallocated ones every DeviceClass must exist, and an allocator is set up over the devices
-  allocated already (the cluster's claims and the allocations in flight), the classes and the
-  slices.
+* **PreFilter** reads the pod's claims: an allocated claim's node selector limits the nodes
+  (``resourceclaim in use`` never fires: in v1 a claim can always be reserved); an unallocated
+  claim whose allocation is in flight for another pod holds the pod back; for the unallocated
+  ones every DeviceClass must exist, and an allocator is set up over the devices allocated
+  already (the cluster's claims and the allocations in flight), the classes and the slices.
 * **Filter** checks allocated claims' node selectors and runs the allocator for the node,
   keeping its result for Reserve. Its messages are upstream's (``cannot allocate all claims``,
   ``resourceclaim not available on the node``, ``timed out trying to allocate devices``); a
@@ -120,8 +120,6 @@ class ClaimsState:
     spec_key: bytes = b""
     node_allocations: dict[str, list[JSON]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
-    #: Why each node failed, for ``explain`` (the allocator's view: devices, matches).
-    explanations: dict[str, str] = field(default_factory=dict)
 
     def clone(self) -> ClaimsState:
         return self  # shared across the cycle's clones, as upstream's Clone() does
