@@ -603,6 +603,12 @@ class ClusterState:
         return self.objects[kind].get(f"{namespace}/{name}" if namespace else name)
 
 
+def object_key(obj: dict[str, Any]) -> str:
+    """The key an object is stored under in ``ClusterState.objects``: ``namespace/name``, or
+    the name of a cluster-scoped object."""
+    return _object_key(obj.get("metadata") or {})
+
+
 def _object_key(metadata: dict[str, Any]) -> str:
     namespace = metadata.get("namespace")
     name = metadata.get("name") or ""

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
+from kaudit.cluster.state import object_key
 from kaudit.errors import DatabaseError
 from kaudit.model.pod import FINISHED_PHASES, terminating_object
 from kaudit.model.timestamps import format_timestamp
@@ -73,14 +74,8 @@ def run_source(engine: Engine, ref: str) -> RunSource:
                      run.lifetime)
 
 
-def _key(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
-
-
 def _uid(obj: dict[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("uid") or _key(obj)
+    return (obj.get("metadata") or {}).get("uid") or object_key(obj)
 
 
 def _on_node(obj: dict[str, Any], node: str | None) -> dict[str, Any]:
@@ -130,11 +125,6 @@ def _with_claim_statuses(pod: dict[str, Any], generated: dict[str, str] | None
     return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": statuses}}
 
 
-def _claim_key(claim: dict[str, Any]) -> str:
-    meta = claim.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
 def _reserved_for_managed(claim: dict[str, Any], managed: set[str]) -> bool:
     namespace = (claim.get("metadata") or {}).get("namespace") or ""
     return any(f"{namespace}/{ref.get('name')}" in managed
@@ -166,7 +156,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
                                     "which is not stored")
             obj = event.object
             if event.kind == "ResourceClaim":
-                claim_key = _claim_key(obj)
+                claim_key = object_key(obj)
                 if claim_key in claims_gone and event.type != "ADDED":
                     continue  # updates of a claim kaudit deleted are not applied
                 claims_gone.discard(claim_key)
@@ -176,7 +166,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             if event.kind != "Pod":
                 yield ExportedEvent(ts_us, event.type, obj)
                 continue
-            key, uid = _key(obj), _uid(obj)
+            key, uid = object_key(obj), _uid(obj)
             if uid in removed:
                 continue
             if uid not in seen:
@@ -212,7 +202,7 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
             yield ExportedEvent(ts_us, "DELETED", obj)
         elif kind == "claim":
             claim = document["object"]
-            claim_key = _claim_key(claim)
+            claim_key = object_key(claim)
             if document["type"] == "DELETED":
                 claims_kept.discard(claim_key)
                 claims_gone.add(claim_key)

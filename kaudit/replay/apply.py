@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from kaudit.cluster.objects import apply_object, pod_info
-from kaudit.cluster.state import ClusterState
+from kaudit.cluster.state import ClusterState, object_key
 from kaudit.errors import UnreplayableEventError
 from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.sink import EventSink
@@ -128,15 +128,15 @@ class TraceApplication:
                     if kept is not obj:
                         self._record_claim(kept, event.type)
                     obj = kept
-                elif event.kind == "ResourceClaim" and _object_key(obj) in self.claims.deleted:
+                elif event.kind == "ResourceClaim" and object_key(obj) in self.claims.deleted:
                     return  # deleted already
-            old = self.cluster.objects[event.kind].get(_object_key(obj))
+            old = self.cluster.objects[event.kind].get(object_key(obj))
             apply_object(self.cluster, obj, deleted)
             action = ActionType.DELETE if deleted else (
                 ActionType.UPDATE if old is not None else ActionType.ADD)
             self._move(ClusterEvent(event.kind, action), old if old is not None else None,
                        None if deleted else self.cluster.objects[event.kind].get(
-                           _object_key(obj), obj))
+                           object_key(obj), obj))
             if event.kind == "ResourceClaimTemplate" and not deleted:
                 self._generate_waiting_claims()
 
@@ -238,10 +238,3 @@ class TraceApplication:
         nominated = queued.pod.nominated_node_name if queued is not None else ""
         return pod if pod.nominated_node_name == nominated else replace(
             pod, nominated_node_name=nominated)
-
-
-def _object_key(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name

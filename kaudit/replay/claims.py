@@ -22,16 +22,11 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from kaudit.cluster.generated_claims import generate_claims
-from kaudit.cluster.state import ClusterState
+from kaudit.cluster.state import ClusterState, object_key
 from kaudit.model import dra
 
 JSON = dict[str, Any]
 CLAIM, TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
-
-
-def _key(obj: JSON) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 class ClaimController:
@@ -58,10 +53,10 @@ class ClaimController:
         created); the pod unchanged when there is nothing to do."""
         def create(claim: JSON) -> None:
             self.write(claim, False)
-            self.owned.add(_key(claim))
+            self.owned.add(object_key(claim))
             uid = str(((claim.get("metadata") or {}).get("ownerReferences") or [{}])[0]
                       .get("uid") or "")
-            self.generated.setdefault(uid, []).append(_key(claim))
+            self.generated.setdefault(uid, []).append(object_key(claim))
         return generate_claims(self.cluster, pod, create)
 
     def keep_generated(self, pod: JSON, previous: JSON) -> JSON:
@@ -82,7 +77,7 @@ class ClaimController:
         """The trace's version of a claim, with kaudit's status where kaudit decides it; None
         for an update of a claim the controller deleted in the replay (a new claim of that
         name, ``ADDED``, counts again)."""
-        key = _key(claim)
+        key = object_key(claim)
         if key in self.deleted:
             if event_type != "ADDED":
                 return None
@@ -109,8 +104,8 @@ class ClaimController:
 
     def written(self, claim: JSON) -> None:
         """kaudit's scheduler wrote the claim (its status is kaudit's from now on)."""
-        self.owned.add(_key(claim))
-        self.written_keys.add(_key(claim))
+        self.owned.add(object_key(claim))
+        self.written_keys.add(object_key(claim))
 
     # ------------------------------------------------------------------ release
 

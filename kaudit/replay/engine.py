@@ -31,7 +31,7 @@ from typing import Any
 from kaudit.cluster.gpu_frag import FragMeasure, PodShape, pod_shape, typical_pods
 from kaudit.cluster.nominated import NominatedLoad
 from kaudit.cluster.objects import apply_object, pod_info
-from kaudit.cluster.state import ClusterState
+from kaudit.cluster.state import ClusterState, object_key
 from kaudit.errors import ReplayStalledError, UnreplayableEventError
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
@@ -252,10 +252,7 @@ class Replay(TraceApplication):
 
     def _api_write(self, obj: dict[str, Any], deleted: bool) -> None:
         kind = str(obj.get("kind") or "")
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
-            else str(meta.get("name") or "")
-        old = self.cluster.objects[kind].get(key)
+        old = self.cluster.objects[kind].get(object_key(obj))
         apply_object(self.cluster, obj, deleted)
         action = ActionType.DELETE if deleted else (
             ActionType.UPDATE if old is not None else ActionType.ADD)

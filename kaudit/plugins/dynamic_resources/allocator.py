@@ -30,8 +30,8 @@ from kaudit.plugins.dynamic_resources.pools import (
     PoolError,
     Slice,
     device_id_text,
+    device_on_node,
     gather_pools,
-    node_matches,
     pool_problems,
 )
 
@@ -439,7 +439,7 @@ class _Allocation:
             device.selectable[signature] = known
         if known and device.slice.per_device_selection:
             try:
-                return _device_on_node(device, self.node)
+                return device_on_node(device.obj, self.node)
             except PoolError as exc:
                 raise AllocationError(str(exc)) from exc
         return known
@@ -663,19 +663,6 @@ def _add_new(source: list[JSON], target: list[JSON]) -> None:
                    and existing.get("operator") == requirement.get("operator")
                    and set(existing.get("values") or []) == values for existing in target):
             target.append(requirement)
-
-
-def _device_on_node(device: Device, node: NodeInfo | None) -> bool:
-    from kaudit.model.selectors import NodeSelector, SelectorError
-    selector = None
-    raw = device.obj.get("nodeSelector")
-    if raw is not None:
-        try:
-            selector = NodeSelector.parse(raw, "nodeSelector")
-        except SelectorError as exc:
-            raise PoolError(str(exc)) from exc
-    return node_matches(node, str(device.obj.get("nodeName") or ""),
-                        bool(device.obj.get("allNodes")), selector)
 
 
 __all__ = ["ALL", "EXACT_COUNT", "AllocationError", "Allocator", "FailedOnNode", "Features",

@@ -39,7 +39,7 @@ import numpy as np
 import orjson
 
 from kaudit.cluster.matching import node_selector_mask
-from kaudit.cluster.state import ClusterState
+from kaudit.cluster.state import ClusterState, object_key
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.config.duration import parse_duration
 from kaudit.framework.cycle_state import CycleState
@@ -91,19 +91,14 @@ _UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 _NODE_RESULTS_LIMIT = 200_000
 
 
-def _key(claim: JSON) -> str:
-    meta = claim.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
 def _uid(claim: JSON) -> str:
     meta = claim.get("metadata") or {}
-    return str(meta.get("uid") or _key(claim))
+    return str(meta.get("uid") or object_key(claim))
 
 
 def claim_ref(claim: JSON) -> str:
     """``klog.KObj(claim)``."""
-    return _key(claim)
+    return object_key(claim)
 
 
 @dataclass
@@ -508,7 +503,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         for claim in found.claims:
             self.in_flight.pop(_uid(claim), None)
             if dra.allocation(claim) is not None and dra.is_reserved_for_pod(pod.uid, claim):
-                current = found.cluster.objects[CLAIM].get(_key(claim))
+                current = found.cluster.objects[CLAIM].get(object_key(claim))
                 if current is None:
                     continue
                 patched = copy.deepcopy(current)
@@ -541,7 +536,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         claim = found.claims[index]
         allocation = found.allocations[index]
         try:
-            current = cluster.objects[CLAIM].get(_key(claim))
+            current = cluster.objects[CLAIM].get(object_key(claim))
             if current is None:
                 return None, (f'add reservation to claim {claim_ref(claim)}: resourceclaims.'
                               f'resource.k8s.io "{(claim.get("metadata") or {}).get("name")}" '

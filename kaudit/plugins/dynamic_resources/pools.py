@@ -77,7 +77,9 @@ class Slice:
     all_nodes: bool
     node_selector: NodeSelector | None
     node_selector_error: str | None
+    #: ``perDeviceNodeSelection`` is present (``per_device``) and true (``per_device_selection``).
     per_device: bool
+    per_device_selection: bool
     devices: list[Device] = field(default_factory=list)
 
     @classmethod
@@ -97,15 +99,12 @@ class Slice:
                    node_name=str(spec.get("nodeName") or ""),
                    all_nodes=bool(spec.get("allNodes")), node_selector=selector,
                    node_selector_error=error,
-                   per_device=spec.get("perDeviceNodeSelection") is not None)
+                   per_device=spec.get("perDeviceNodeSelection") is not None,
+                   per_device_selection=bool(spec.get("perDeviceNodeSelection")))
         for device in spec.get("devices") or []:
             name = str(device.get("name") or "")
             made.devices.append(Device(name, device, made, (made.driver, made.pool, name)))
         return made
-
-    @property
-    def per_device_selection(self) -> bool:
-        return bool((self.obj.get("spec") or {}).get("perDeviceNodeSelection"))
 
 
 @dataclass
@@ -160,7 +159,7 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
                 raise PoolError(f"failed to perform node selection for slice {piece.name}: "
                                 f"{exc}") from exc
         elif piece.per_device_selection:
-            matched = any(_device_matches_node(device.obj, node) for device in piece.devices)
+            matched = any(device_on_node(device.obj, node) for device in piece.devices)
         else:
             continue  # an unknown future way of selecting nodes
         if matched:
@@ -209,7 +208,8 @@ def pool_problems(slices: Iterable[Slice]) -> dict[tuple[str, str], str]:
     return problems
 
 
-def _device_matches_node(device: JSON, node: NodeInfo | None) -> bool:
+def device_on_node(device: JSON, node: NodeInfo | None) -> bool:
+    """``nodeMatches`` for one device of a slice that selects nodes per device."""
     selector = None
     if device.get("nodeSelector") is not None:
         try:
