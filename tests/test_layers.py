@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"eventlog"},
     {"readers", "replay", "record"},
     {"queries"},
+    {"services"},
     {"sweep"},
     {"dashboard"},
     {"cli"},
