@@ -9,12 +9,10 @@ import click
 
 from kaudit.cli.explain_text import device_lines, extender_call_line
 from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
-from kaudit.cluster.generated_claims import with_generated_claims
-from kaudit.cluster.objects import cluster_from_objects, pod_info
-from kaudit.errors import InputError
-from kaudit.eventlog.codec import pack_attempt, rejects, unpack_attempt
+from kaudit.eventlog.codec import rejects
 from kaudit.readers.snapshot import load_objects
-from kaudit.scheduler.build import build_scheduler, load
+from kaudit.scheduler.build import load
+from kaudit.services.whatif import evaluate_pod, read_pod_manifest
 
 feature_gates_option = click.option(
     "--feature-gates", metavar="A=true,B=false",
@@ -23,14 +21,6 @@ feature_gates_option = click.option(
 plugin_option = click.option(
     "--plugin", "plugins", multiple=True, metavar="MODULE:CLASS",
     help="Register an out-of-tree plugin class (repeatable); enable it in --config.")
-
-
-def _load_pod(path: Path) -> dict[str, Any]:
-    objects = load_objects(path)
-    pods = [o for o in objects if o.get("kind") == "Pod"]
-    if len(pods) != 1:
-        raise InputError(f"{path}: expected exactly one Pod, found {len(pods)}")
-    return pods[0]
 
 
 @click.command()
@@ -62,37 +52,21 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     """
     config, registry = load(config_path, feature_gates, plugins)
     echo_config_warnings(config)
-    scheduler = build_scheduler(config, registry, seed=seed)
-    cluster, _pending = cluster_from_objects(load_objects(cluster_path))
-    pod = pod_info(cluster, with_generated_claims(cluster, _load_pod(pod_path)))
-    framework = scheduler.framework_for(pod)
-    if framework is None:
-        raise InputError(f"{pod_path}: spec.schedulerName {pod.scheduler_name!r} has no profile "
-                         f"(profiles: {', '.join(config.profiles)})")
+    pod = read_pod_manifest(pod_path)
     names = [n.strip() for n in candidates.split(",") if n.strip()] if candidates else None
-    if names:
-        unknown = [n for n in names if n not in cluster.slot_of]
-        if unknown:
-            raise InputError(f"--candidates: no such node(s): {', '.join(unknown)}")
-    attempt = scheduler.schedule(cluster, pod, exhaustive=True, candidates=names)
-    if attempt.error:
-        raise InputError(f"evaluation failed: {attempt.error}")
-    document, blob = pack_attempt(attempt, framework, cluster, cycle=1, number=1)
-    node_names = {slot: cluster.node(slot).name for slot in range(len(cluster.live))
-                  if cluster.live[slot]}
-    report = {"pod": attempt.pod.key, **unpack_attempt(document, blob, node_names)}
+    report = evaluate_pod(load_objects(cluster_path), pod, config, registry,
+                          pod_source=str(pod_path), seed=seed, candidates=names)
+    evaluation = {"pod": report.pod, **report.evaluation}
     if as_json:
-        echo_json(report)
+        echo_json(evaluation)
         return
-    _print_report(report, len(cluster.order))
-    for line in device_lines((report.get("pluginNotes") or {}).get("DynamicResources")):
+    _print_report(evaluation, report.node_count)
+    for line in device_lines((evaluation.get("pluginNotes") or {}).get("DynamicResources")):
         click.echo(line)
-    details = attempt.post_filter_result.details if attempt.post_filter_result else None
-    chosen = getattr(details, "chosen", None)
-    if chosen is not None:
-        click.echo(f"Preemption would nominate {chosen.node}, evicting "
-                   f"{', '.join(v.key for v in chosen.victims)} "
-                   f"({chosen.pdb_violations} PodDisruptionBudget violation(s)).")
+    if report.preemption is not None:
+        click.echo(f"Preemption would nominate {report.preemption['node']}, evicting "
+                   f"{', '.join(report.preemption['victims'])} "
+                   f"({report.preemption['pdbViolations']} PodDisruptionBudget violation(s)).")
 
 
 def _print_report(report: dict[str, Any], node_count: int) -> None:

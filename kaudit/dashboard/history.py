@@ -8,10 +8,14 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, moment, run_with_span
-from kaudit.errors import InputError
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
-from kaudit.queries.whatif import MAX_MANIFEST, parse_manifest, whatif_at
+from kaudit.services.whatif import (
+    POD_MANIFEST,
+    check_manifest_size,
+    evaluate_pod_at,
+    parse_pod_manifest,
+)
 
 bp = Blueprint("history", __name__)
 
@@ -50,10 +54,6 @@ def whatif(run: str) -> ResponseReturnValue:
     """Where the Pod manifest in the request body (JSON or YAML) would go in the run's cluster
     at ``t``: ``kaudit whatif --json``'s evaluation. Nothing is stored."""
     found, _span = run_with_span(run)
-    if (request.content_length or 0) > MAX_MANIFEST:
-        raise InputError(f"pod manifest: larger than {MAX_MANIFEST // 1024} KiB")
-    text = request.get_data(as_text=True)
-    if not text.strip():
-        raise InputError("pod manifest: the request body is empty; send a Pod as JSON or YAML")
-    return jsonify(whatif_at(get_engine(), found.name, request.args.get("t"),
-                             parse_manifest(text)))
+    check_manifest_size(request.content_length or 0, POD_MANIFEST)
+    pod = parse_pod_manifest(request.get_data(), POD_MANIFEST)
+    return jsonify(evaluate_pod_at(get_engine(), found.name, request.args.get("t"), pod))

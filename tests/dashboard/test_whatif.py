@@ -67,12 +67,13 @@ def test_the_answer_is_kaudit_whatifs_on_the_cluster_at_t(
 
 def test_bad_manifests_and_times_are_refused_clearly(client: FlaskClient) -> None:
     cases = [
-        ("", "the request body is empty"),
-        ("kind: Service\nmetadata: {name: x}\n", "kind is 'Service', expected 'Pod'"),
+        ("", "pod manifest: empty; expected one Pod"),
+        ("kind: Service\nmetadata: {name: x}\n", "document.kind: 'Service', expected 'Pod'"),
         ("kind: Pod\nmetadata: {name: [\n", "not valid YAML or JSON at line"),
-        ("kind: Pod\nmetadata: {name: p}\nspec: {}\n", "spec.containers must list"),
-        ("kind: Pod\nspec: {containers: [{name: c}]}\n", "metadata.name is required"),
-        ("---\nkind: Pod\n---\nkind: Pod\n", "expected one Pod object, found 2"),
+        ("kind: Pod\nmetadata: {name: p}\nspec: {}\n",
+         "document.spec.containers: a Pod needs at least one container"),
+        ("kind: Pod\nspec: {containers: [{name: c}]}\n", "document.metadata: missing"),
+        ("---\nkind: Pod\n---\nkind: Pod\n", "expected one Pod, found 2 objects"),
         ("x" * 300_000, "larger than 256 KiB"),
     ]
     for body, words in cases:
@@ -85,3 +86,42 @@ def test_bad_manifests_and_times_are_refused_clearly(client: FlaskClient) -> Non
     answer = client.post("/api/v1/runs/default/whatif", data=other)
     assert answer.status_code == 400 and "'nobody' has no profile" in answer.get_json()["error"]
     assert client.get("/api/v1/runs/default/whatif").status_code == 405
+
+
+MALFORMED = {
+    "cpu-lots": MANIFEST.replace('cpu: "2"', "cpu: lots"),
+    "memory-bad": MANIFEST.replace("memory: 4Gi", "memory: 4 gigs"),
+    "cpu-negative": MANIFEST.replace('cpu: "2"', 'cpu: "-1"'),
+    "tolerations-a-map": MANIFEST.replace("  containers:", "  tolerations: {key: a}\n"
+                                          "  containers:"),
+    "toleration-seconds-a-string": MANIFEST.replace(
+        "  containers:", "  tolerations: [{key: a, tolerationSeconds: soon}]\n  containers:"),
+    "affinity-a-string": MANIFEST.replace("  containers:", "  affinity: zone-a\n  containers:"),
+    "requests-key-a-number": MANIFEST.replace('{cpu: "2", memory: 4Gi}', "{1: 2}"),
+    "a-deployment": "kind: Deployment\nmetadata: {name: web}\nspec: {replicas: 2}\n",
+    "a-list-of-two": json.dumps({"kind": "List", "items": [{"kind": "Pod"}, {"kind": "Pod"}]}),
+    "yaml-bomb": "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n"
+        for p, c in zip("abcdefghi", "bcdefghij", strict=True)),
+    "300-kb": MANIFEST + "#" * 300_000,
+    "bad-json": '{"kind": "Pod", "metadata": {"name": "p"},}',
+}
+
+
+def test_malformed_manifests_get_the_clis_message_and_a_4xx(
+        client: FlaskClient, tmp_path: Path) -> None:
+    """Both doors read a manifest with one parser: the API answers 400 with the message the
+    CLI prints for the same file (each naming its input), never a 500."""
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"kind": "List", "items": []}))
+    for case, text in MALFORMED.items():
+        answer = client.post("/api/v1/runs/default/whatif?t=10", data=text)
+        assert answer.status_code == 400, (case, answer.get_json())
+        api_reason = answer.get_json()["error"].removeprefix("pod manifest: ")
+        pod = tmp_path / f"{case}.yaml"
+        pod.write_text(text)
+        cli = CliRunner().invoke(main_cli, ["whatif", "--cluster", str(cluster), "--pod",
+                                            str(pod)])
+        assert cli.exit_code == 2, (case, cli.output)
+        assert cli.output.strip().splitlines()[-1] == f"kaudit: error: {pod}: {api_reason}", \
+            case

@@ -23,10 +23,10 @@ from click.testing import Result
 from sqlalchemy import Engine, select
 
 from kaudit.plugins.dynamic_resources.plugin import DynamicResources
-from kaudit.queries.whatif import whatif_at
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
+from kaudit.services.whatif import evaluate_pod_at
 from kaudit.store.models import Run, RunEvent
 from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_pod
@@ -151,7 +151,7 @@ def test_devices_are_allocated_as_the_claims_ask_and_never_twice(
     statuses = pods[bound.split("/")[1]]["status"]["resourceClaimStatuses"]
     assert statuses == [{"name": "gpu", "resourceClaimName": name}]
     probe = with_claims(make_pod("probe").req(cpu="1").obj(), gpu=("template", "one-gpu"))
-    evaluation = whatif_at(engine, "dra", None, probe)["evaluation"]
+    evaluation = evaluate_pod_at(engine, "dra", None, probe)["evaluation"]
     supply = evaluation["pluginNotes"]["DynamicResources"]["requests"]
     assert evaluation["selectedNode"] is None and supply[0]["free"] == 0
 

@@ -1,0 +1,100 @@
+"""The what-if use case: one manifest parser and one evaluation for ``kaudit whatif`` and the
+history page's what-if."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from kaudit.errors import InputError
+from kaudit.queries.whatif import run_moment
+from kaudit.scheduler.build import load_object_config
+from kaudit.services.whatif import (
+    MAX_MANIFEST,
+    evaluate_pod,
+    evaluate_pod_at,
+    parse_pod_manifest,
+    read_pod_manifest,
+)
+from kaudit.tracegen.builders import make_pod
+
+QUERIES = Path(__file__).resolve().parents[2] / "kaudit" / "queries"
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: probe, namespace: web}
+spec:
+  nodeName: node-a1
+  containers:
+  - name: app
+    resources: {requests: {cpu: "2", memory: 4Gi}}
+"""
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    (POD.replace('cpu: "2"', "cpu: lots"),
+     "document.spec.containers[0].resources.requests.cpu: invalid quantity 'lots'"),
+    (POD.replace("memory: 4Gi", "memory: 4GB/s"),
+     "document.spec.containers[0].resources.requests.memory: invalid quantity '4GB/s'"),
+    (POD.replace('cpu: "2"', 'cpu: "-2"'),
+     "document.spec.containers[0].resources.requests.cpu: quantity '-2' must not be negative"),
+    (POD.replace("  containers:", "  tolerations: all\n  containers:"),
+     "document.spec.tolerations: must be a list, not a string"),
+    (POD.replace("  containers:", "  affinity: [zone-a]\n  containers:"),
+     "document.spec.affinity: must be an object, not a list"),
+    (POD.replace("{cpu: \"2\", memory: 4Gi}", "{1: 2}"),
+     "document.spec.containers[0].resources.requests: key 1 must be a string, not a number"),
+    ("kind: Deployment\nmetadata: {name: web}\n", "document.kind: 'Deployment', expected 'Pod'"),
+    ("kind: List\nitems: [{kind: Deployment, metadata: {name: web}}]\n",
+     "items[0].kind: 'Deployment', expected 'Pod'"),
+    ("kind: List\nitems: []\n", "expected one Pod, found 0 objects"),
+    ("a: &a [x, x]\nb: &b [*a, *a]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 40)}]\n"
+        for p, c in zip("bcdefg", "cdefgh", strict=True)),
+     "expands to more than 2,000,000 nodes"),
+    ("", "empty; expected one Pod as JSON or YAML"),
+    ("x" * (MAX_MANIFEST + 1), "larger than 256 KiB"),
+])
+def test_the_parser_refuses_what_ingest_refuses_naming_the_field(text: str, reason: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_pod_manifest(text, "pod.yaml")
+    assert str(refused.value).startswith("pod.yaml: ")
+    assert reason in str(refused.value)
+
+
+def test_a_pod_or_a_list_of_it_becomes_a_newcomer(tmp_path: Path) -> None:
+    pod = parse_pod_manifest(POD, "pod.yaml")
+    assert pod["metadata"]["uid"] and "nodeName" not in pod["spec"]  # not already bound
+    listed = tmp_path / "pod.json"
+    listed.write_text(json.dumps({"kind": "List", "items": [make_pod("p").node("n1").obj()]}))
+    assert "nodeName" not in read_pod_manifest(listed)["spec"]
+    big = tmp_path / "big.yaml"
+    big.write_text(POD + "#" * MAX_MANIFEST)
+    with pytest.raises(InputError, match=f"^{big}: larger than 256 KiB"):
+        read_pod_manifest(big)
+
+
+def test_a_run_at_t_is_evaluated_as_its_objects_with_its_configuration(
+        sample_runs: Engine) -> None:
+    pod = parse_pod_manifest(POD, "pod manifest")
+    answer = evaluate_pod_at(sample_runs, "default", "240", pod)
+    moment = run_moment(sample_runs, "default", "240")
+    config, registry = load_object_config(moment.config, "stored", moment.feature_gates)
+    direct = evaluate_pod(moment.objects, pod, config, registry, pod_source="pod manifest")
+    assert answer == {"run": "default", "t": 240.0, "time": moment.time, **direct.as_json()}
+    assert answer["pod"] == "web/probe" and answer["nodes"] == 11
+    assert answer["evaluation"]["message"].startswith("0/11 nodes are available:")
+    assert answer["preemption"]["victims"]
+
+
+def test_the_read_layer_builds_no_scheduler() -> None:
+    """Evaluating a pod is a use case (services); a query module only reads."""
+    for module in QUERIES.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("kaudit.scheduler"), module.name
