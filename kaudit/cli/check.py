@@ -19,23 +19,29 @@ import orjson
 
 from kaudit.cli.ingest import IngestRequest, trace_input_options
 from kaudit.cli.options import db_option, echo_config_warnings, table
+from kaudit.cli.replay import echo_resolved_config
 from kaudit.cli.sweep import ProgressLine
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
-from kaudit.queries.baseline import load_summary
+from kaudit.queries.baseline import ACCEPTED, load_summary, write_summary
 from kaudit.queries.ci_report import FORMATS, as_markdown
-from kaudit.queries.conditions import METRICS, Verdict, evaluate, parse_condition
+from kaudit.queries.conditions import METRICS, Verdict, evaluate_all, parse_condition
 from kaudit.queries.diff import diff_outcomes
 from kaudit.queries.outcomes import run_outcomes
-from kaudit.queries.runs import get_run
+from kaudit.queries.summary_rows import DIFF_METRICS, format_value
 from kaudit.queries.sweep_checks import as_junit as sweep_junit
 from kaudit.queries.sweep_checks import evaluate_sweep, parse_sweep_condition
 from kaudit.queries.sweeps import FORMATS as SWEEP_FORMATS
 from kaudit.queries.sweeps import sweep_report
 from kaudit.queries.traces import trace_content_hash
 from kaudit.readers.ingest import TraceInput, ingest_trace
-from kaudit.replay.run import replay_trace
-from kaudit.scheduler.build import load
+from kaudit.services.replay import (
+    FROM_TRACE,
+    ConfigChoice,
+    ResolvedConfig,
+    replay_stored_trace,
+    resolve_config,
+)
 from kaudit.store.schema import open_database
 from kaudit.store.traces import TraceSummary, get_trace
 from kaudit.sweep.run import run_sweep
@@ -78,51 +84,81 @@ def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str
     return 1 if failed else 0
 
 
+#: ``kaudit compare --config`` words that name a configuration which is not a file.
+DEFAULTS_WORD, TRACE_WORD = "default", "trace"
+
+
+def _compare_choice(value: str, feature_gates: str | None, plugins: tuple[str, ...]
+                    ) -> ConfigChoice:
+    """``default`` (kube-scheduler's defaults), ``trace`` (the one stored with the trace) or a
+    configuration file."""
+    if value == DEFAULTS_WORD:
+        return ConfigChoice(defaults=True, feature_gates=feature_gates, plugins=plugins)
+    if value == TRACE_WORD:
+        return ConfigChoice(feature_gates=feature_gates, plugins=plugins)
+    path = Path(value)
+    if not path.is_file():
+        raise InputError(f"--config {value!r}: no such file (or `{DEFAULTS_WORD}` for "
+                         f"kube-scheduler's defaults, `{TRACE_WORD}` for the configuration "
+                         "stored with the trace)")
+    return ConfigChoice(file=path, feature_gates=feature_gates, plugins=plugins)
+
+
+def _resolve_for_compare(summary: TraceSummary, value: str, choice: ConfigChoice
+                         ) -> ResolvedConfig:
+    resolved = resolve_config(summary, choice)
+    if value == TRACE_WORD and resolved.origin != FROM_TRACE:
+        raise InputError(f"--config {TRACE_WORD}: trace {summary.name!r} carries no scheduler "
+                         "configuration")
+    return resolved
+
+
 @click.command()
 @click.argument("trace")
 @click.option("--config", "configs", multiple=True, required=True, metavar="FILE",
-              type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="A KubeSchedulerConfiguration (repeatable: the first is the baseline).")
+              help="A KubeSchedulerConfiguration file, `default` (kube-scheduler's defaults) "
+                   "or `trace` (the one stored with the trace). Repeatable: the first is the "
+                   "baseline.")
 @feature_gates_option
 @plugin_option
 @click.option("--seed", type=int, default=0, show_default=True)
 @fail_on_option
 @format_option
 @db_option
-def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
+def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
             plugins: tuple[str, ...], seed: int, fail_on: tuple[str, ...], output_format: str,
             db: str | None) -> None:
     """Replay TRACE (a stored trace or a trace file) under each --config and diff them
     against the first."""
     if len(configs) < 2:
-        raise click.UsageError("give at least two --config files")
+        raise click.UsageError("give at least two --config (a file, `default` or `trace`)")
     conditions = [parse_condition(c) for c in fail_on]
+    choices = [_compare_choice(value, feature_gates, plugins) for value in configs]
     engine = open_database(db)
     try:
         summary = _trace(engine, trace)
-        runs = []
-        for path in configs:
-            config, registry = load(path, feature_gates, plugins)
-            echo_config_warnings(config)
-            run_id, _ = replay_trace(engine, summary, config, registry, seed=seed)
-            runs.append(get_run(engine, str(run_id)).name)
+        runs, labels = [], []
+        for value, choice in zip(configs, choices, strict=True):
+            resolved = _resolve_for_compare(summary, value, choice)
+            echo_config_warnings(resolved.config)
+            runs.append(replay_stored_trace(engine, summary, resolved, seed=seed).run.name)
+            labels.append(resolved.label)
         baseline = run_outcomes(engine, runs[0])
         reports = [diff_outcomes(engine, baseline, run_outcomes(engine, other))
                    for other in runs[1:]]
     finally:
         engine.dispose()
     if len(reports) > 1 and output_format == "text":
-        rows = [(r["b"], configs[i + 1].name, r["counts"]["moved"],
-                 r["aggregates"]["b"]["pendingAtEnd"], r["aggregates"]["b"]["neverScheduled"],
-                 r["aggregates"]["b"]["preempted"],
-                 r["aggregates"]["b"]["pendingSeconds"]["p95"])
-                for i, r in enumerate(reports)]
-        click.echo(f"baseline {runs[0]} ({configs[0].name})")
-        click.echo(table(rows, ["RUN", "CONFIG", "MOVED", "PENDING AT END", "NEVER SCHEDULED",
-                                "PREEMPTED", "P95 PENDING (S)"]))
+        sides = [reports[0]["aggregates"]["a"], *(r["aggregates"]["b"] for r in reports)]
+        rows = [(metric.label, *(format_value(metric.unit, metric.read(side))
+                                 for side in sides)) for metric in DIFF_METRICS]
+        rows.append(("moved", "", *(str(r["counts"]["moved"]) for r in reports)))
+        click.echo(table(rows, ["", *(f"{run} ({label})" for run, label in
+                                      zip(runs, labels, strict=True))]))
+        click.echo(f"(baseline {runs[0]}; each run is diffed against it below)\n")
     status = 0
     for report in reports:
-        verdicts = [evaluate(c, report) for c in conditions]
+        verdicts = evaluate_all(conditions, report)
         status = max(status, _publish(report, verdicts, output_format))
     sys.exit(status)
 
@@ -131,10 +167,21 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
 @trace_input_options(format_flag="--trace-format", seed_flag="--trace-seed", optional=True)
 @click.option("--config", "config_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="The configuration to check [default: kube-scheduler's defaults].")
+              help="The configuration to check [default: the one stored with the trace (a "
+                   "simulator export's), else kube-scheduler's defaults, as `kaudit replay`].")
+@click.option("--defaults", "use_defaults", is_flag=True,
+              help="Check kube-scheduler's defaults even when the trace carries a "
+                   "configuration.")
 @click.option("--baseline", "baseline_path", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="A run summary written by `kaudit replay ... --summary-out FILE`.")
+              help="A run summary: written by `kaudit replay ... --summary-out FILE`, "
+                   "`kaudit check ... --baseline-out FILE` or `kaudit runs summary RUN FILE` "
+                   "(a sweep's cell is a run). A sweep report is not a baseline: check a "
+                   "sweep with --sweep.")
+@click.option("--baseline-out", "baseline_out", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the checked run's summary to FILE, in the format --baseline "
+                   "reads (the next baseline once the change is accepted).")
 @click.option("--sweep", "sweep_path", metavar="SPEC",
               type=click.Path(path_type=Path, dir_okay=False),
               help="Check a sweep instead (`kaudit sweep` SPEC): each configuration against "
@@ -149,16 +196,20 @@ def compare(trace: str, configs: tuple[Path, ...], feature_gates: str | None,
 @click.option("--seed", type=int, default=0, show_default=True)
 @fail_on_option
 @format_option
-def check(request: IngestRequest | None, config_path: Path | None,
-          baseline_path: Path | None, sweep_path: Path | None, scheduler: str | None,
-          db: str | None, feature_gates: str | None, plugins: tuple[str, ...], seed: int,
-          fail_on: tuple[str, ...], output_format: str) -> None:
+def check(request: IngestRequest | None, config_path: Path | None, use_defaults: bool,
+          baseline_path: Path | None, baseline_out: Path | None, sweep_path: Path | None,
+          scheduler: str | None, db: str | None, feature_gates: str | None,
+          plugins: tuple[str, ...], seed: int, fail_on: tuple[str, ...],
+          output_format: str) -> None:
     """Replay the trace in FILES under --config and compare with a committed baseline summary;
     or, with --sweep SPEC, run a sweep and check each configuration against its baseline.
 
     FILES and --snapshot are read as `kaudit ingest` reads them (several files, audit logs,
     simulator records, a List snapshot of the start; --trace-format and --trace-seed are
     ingest's --format and --seed). Needs no database: the replay happens in a temporary one.
+
+    A condition that cannot be evaluated (a metric either side lacks) is an input error
+    (exit 2), never a pass.
 
     \b
     With --sweep, conditions are checked beyond noise over the sweep's seeds:
@@ -167,9 +218,11 @@ def check(request: IngestRequest | None, config_path: Path | None,
       pending_at_end>5       the interval of the candidate's mean is above 5
     """
     if sweep_path is not None:
-        if request is not None or baseline_path is not None or config_path is not None:
+        if (request is not None or baseline_path is not None or config_path is not None
+                or use_defaults or baseline_out is not None):
             raise click.UsageError("--sweep takes the traces and configurations from its "
-                                   "spec: give no FILES, --baseline or --config")
+                                   "spec: give no FILES, --baseline, --baseline-out, --config "
+                                   "or --defaults")
         sys.exit(check_sweep(sweep_path, fail_on, output_format, db, scheduler))
     if scheduler is not None or db is not None:
         raise click.UsageError("--scheduler and --db apply to --sweep")
@@ -177,26 +230,36 @@ def check(request: IngestRequest | None, config_path: Path | None,
         raise click.UsageError("give at least one trace FILE or --snapshot FILE (or --sweep "
                                "SPEC)")
     if baseline_path is None:
-        raise click.UsageError("--baseline FILE is required (a summary written by `kaudit "
-                               "replay ... --summary-out FILE`), or check a --sweep SPEC")
+        raise click.UsageError(f"--baseline FILE is required ({ACCEPTED}), or check a "
+                               "--sweep SPEC")
+    if use_defaults and config_path is not None:
+        raise click.UsageError("--defaults and --config exclude each other")
     conditions = [parse_condition(c) for c in fail_on]
-    baseline, document = load_summary(baseline_path)
-    config, registry = load(config_path, feature_gates, plugins)
-    echo_config_warnings(config)
+    baseline = load_summary(baseline_path)
+    choice = ConfigChoice(file=config_path, defaults=use_defaults,
+                          feature_gates=feature_gates, plugins=plugins)
     with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
         engine = open_database(f"sqlite:///{Path(tmp) / 'check.db'}")
         try:
             summary = get_trace(engine, request.ingest(engine).trace_id)
             content_hash = trace_content_hash(engine, summary.id)
-            expected = (document.get("trace") or {}).get("contentHash")
+            expected = (baseline.document.get("trace") or {}).get("contentHash")
             if expected and expected != content_hash:
                 raise InputError(f"{baseline_path}: the baseline was made from another trace "
-                                 f"(trace {document['trace'].get('name')!r}); regenerate it")
-            replay_trace(engine, summary, config, registry, seed=seed, name="candidate")
-            report = diff_outcomes(engine, baseline, run_outcomes(engine, "candidate"))
+                                 f"(trace {baseline.document['trace'].get('name')!r}); "
+                                 "regenerate it")
+            resolved = resolve_config(summary, choice)
+            echo_resolved_config(resolved)
+            replay_stored_trace(engine, summary, resolved, seed=seed, name="candidate")
+            report = diff_outcomes(engine, baseline.outcomes,
+                                   run_outcomes(engine, "candidate"),
+                                   aggregates_a=baseline.aggregates)
+            report["baselineSource"] = str(baseline_path)
+            if baseline_out is not None:
+                write_summary(engine, "candidate", baseline_out)
         finally:
             engine.dispose()
-    verdicts = [evaluate(c, report) for c in conditions]
+    verdicts = evaluate_all(conditions, report)
     sys.exit(_publish(report, verdicts, output_format))
 
 

@@ -36,12 +36,25 @@ from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import get_run, iter_run_events, list_runs, remove_runs
 from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
-from kaudit.replay.run import replay_trace
-from kaudit.scheduler.build import load, load_object_config
 from kaudit.scheduler.extender_answers import RecordedAnswers
 from kaudit.scheduler.schedule import TIE_BREAKS
+from kaudit.services.replay import (
+    ConfigChoice,
+    ResolvedConfig,
+    replay_stored_trace,
+    resolve_config,
+)
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
+
+
+def echo_resolved_config(resolved: ResolvedConfig, notices: bool = True) -> None:
+    """On stderr: which configuration the replay uses when the user did not name it (the
+    trace's stored one), and what loading it noticed but accepted."""
+    if notices:
+        for notice in resolved.notices:
+            click.echo(notice, err=True)
+    echo_config_warnings(resolved.config)
 
 
 @contextmanager
@@ -149,19 +162,14 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
             raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")
     if use_defaults and config_path is not None:
         raise click.UsageError("--defaults and --config exclude each other")
-    config, registry = load(config_path, feature_gates, plugins)
+    choice = ConfigChoice(file=config_path, defaults=use_defaults,
+                          feature_gates=feature_gates, plugins=plugins)
     engine = open_database(db)
     try:
         summary_trace = get_trace(engine, trace)
-        if (config_path is None and not use_defaults
-                and summary_trace.scheduler_config is not None):
-            config, registry = load_object_config(
-                summary_trace.scheduler_config, f"trace {summary_trace.name}: schedulerConfig",
-                feature_gates, plugins)
-            if not as_json:
-                click.echo(f"using the scheduler configuration stored with trace "
-                           f"'{summary_trace.name}' (--defaults to ignore it)", err=True)
-        echo_config_warnings(config)
+        resolved = resolve_config(summary_trace, choice)
+        echo_resolved_config(resolved, notices=not as_json)
+        config = resolved.config
         answers = None
         if extender_answers is not None:
             if not config.extenders:
@@ -178,8 +186,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                               file=stderr_stream())
             if interactive() and not as_json else nullcontext())
         with bar as progress, _terminate_as_interrupt() as check_stop:
-            run_id, summary = replay_trace(
-                engine, summary_trace, config, registry, name=name, seed=seed,
+            result = replay_stored_trace(
+                engine, summary_trace, resolved, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,
                 bind_latency_us=round(bind_latency * 1_000_000),
                 api_latency_us=round(api_latency * 1_000_000),
@@ -188,7 +196,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 extender_answers=answers,
                 progress=progress.update if progress is not None else None,
                 check_stop=check_stop)
-        run = get_run(engine, str(run_id))
+        run, summary = result.run, result.summary
         if summary_out is not None:
             write_summary(engine, run.name, summary_out)
     finally:
@@ -234,7 +242,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
 @json_option
 @click.pass_context
 def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List replay runs with their summaries (`kaudit runs rm RUN...` removes runs).
+    """List replay runs with their summaries (`kaudit runs rm RUN...` removes runs, `kaudit
+    runs summary RUN FILE` writes one as a `kaudit check` baseline).
 
     A run whose replay stopped without finishing it (killed, its machine lost) shows as
     abandoned.
@@ -243,7 +252,8 @@ def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
         return
     if ctx.meta.get("listing_argument"):
         raise click.UsageError(f"no such subcommand {ctx.meta['listing_argument']!r} "
-                               "(`kaudit runs` lists runs, `kaudit runs rm RUN...` removes)")
+                               "(`kaudit runs` lists runs, `kaudit runs rm RUN...` removes, "
+                               "`kaudit runs summary RUN FILE` writes a baseline)")
     engine = open_database(db)
     try:
         found = list_runs(engine)
@@ -275,6 +285,22 @@ def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
 def remove(names: tuple[str, ...], force: bool, db: str | None, as_json: bool) -> None:
     """Remove RUNs and every row of theirs (event log, timeline), in one transaction."""
     remove_and_report(remove_runs, names, force, db, as_json, "run(s)")
+
+
+@runs.command("summary")
+@click.argument("run")
+@click.argument("path", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False))
+@db_option
+def summary_command(run: str, path: Path, db: str | None) -> None:
+    """Write RUN's self-contained summary to FILE, a baseline for `kaudit check` (the same
+    file as `kaudit replay --summary-out`; any run, a sweep's cell runs included)."""
+    engine = open_database(db)
+    try:
+        found = get_run(engine, run)
+        write_summary(engine, found.name, path)
+    finally:
+        engine.dispose()
+    click.echo(f"summary of run '{found.name}' written to {path}")
 
 
 @click.command()

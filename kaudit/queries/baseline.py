@@ -2,11 +2,16 @@
 
 A summary holds the trace's identity, the per-pod outcomes and the aggregates of one run, so
 ``kaudit check`` can replay a new configuration and compare against it with nothing but the
-trace, the configuration and this file.
+trace, the configuration and this file. The aggregates are read back as stored: some of them
+(attempts, allocation, imbalance, fragmentation) come from the run's event log and cannot be
+rebuilt from the pods. Any run can be written as one (``kaudit replay --summary-out``,
+``kaudit check --baseline-out``, ``kaudit runs summary``, a sweep's cell runs included); a
+sweep report is refused with a message saying why (means over seeds, no pods).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +50,34 @@ def write_summary(engine: Engine, run_ref: str, path: Path) -> None:
                                   option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
-def load_summary(path: Path) -> tuple[Outcomes, dict[str, Any]]:
-    """The baseline's outcomes (a pseudo-run named ``baseline``) and its document."""
+@dataclass(frozen=True)
+class Baseline:
+    """A run summary read back: its pods as outcomes (a pseudo-run named ``baseline``), the
+    aggregates the run stored (read as they are, whatever wrote them) and the document."""
+
+    outcomes: Outcomes
+    aggregates: dict[str, Any]
+    document: dict[str, Any]
+
+
+#: What ``--baseline`` accepts, for error messages.
+ACCEPTED = ("a run summary written by `kaudit replay ... --summary-out FILE`, `kaudit check "
+            "... --baseline-out FILE` or `kaudit runs summary RUN FILE`")
+
+
+def _not_a_summary(path: Path, document: Any) -> InputError:
+    if isinstance(document, dict) and "sweep" in document and "comparisons" in document:
+        return InputError(
+            f"{path}: a sweep report, not a run summary: its values are means over seeds "
+            "with no pods to compare a run with; check a sweep with `kaudit check --sweep "
+            "SPEC`, or write one of its runs (`kaudit sweep report` lists them) as a baseline "
+            "with `kaudit runs summary RUN FILE`")
+    return InputError(f"{path}: not a kaudit run summary; a baseline is {ACCEPTED}")
+
+
+def load_summary(path: Path) -> Baseline:
+    """The baseline of ``kaudit check``; :class:`InputError` for anything but a run summary
+    (naming the field that is wrong)."""
     try:
         document = orjson.loads(path.read_bytes())
     except OSError as exc:
@@ -54,13 +85,21 @@ def load_summary(path: Path) -> tuple[Outcomes, dict[str, Any]]:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("kauditSummary") != FORMAT_VERSION:
-        raise InputError(f"{path}: not a kaudit run summary (write one with "
-                         "`kaudit replay ... --summary-out FILE`)")
+        raise _not_a_summary(path, document)
+    stored = document.get("aggregates")
+    if not isinstance(stored, dict):
+        raise InputError(f"{path}: aggregates: expected the run's aggregates (a mapping), got "
+                         f"{type(stored).__name__}; regenerate the baseline")
+    raw_pods = document.get("pods") or {}
+    if not isinstance(raw_pods, dict):
+        raise InputError(f"{path}: pods: expected a mapping of pod to outcome")
     pods = {}
-    for key, value in (document.get("pods") or {}).items():
+    for key, value in raw_pods.items():
+        if not isinstance(value, dict):
+            raise InputError(f"{path}: pods.{key}: expected a mapping")
         pods[key] = PodOutcome(key, created_us=value.get("createdUs"), node=value.get("node"),
                                bound_us=value.get("boundUs"),
                                attempts=int(value.get("attempts") or 0),
                                preempted=bool(value.get("preempted")))
     config = orjson.dumps(document.get("configuration"), option=orjson.OPT_SORT_KEYS).decode()
-    return Outcomes("baseline", -1, None, pods, config), document
+    return Baseline(Outcomes("baseline", -1, None, pods, config), stored, document)

@@ -1,8 +1,10 @@
 """A diff and its ``--fail-on`` verdicts as text, Markdown, JSON or JUnit XML.
 
-JUnit output has one ``testsuite`` with a test case per condition (failed conditions carry a
-``failure``) and one per changed pod (its reason in ``system-out``), in the common JUnit schema
-that CI systems read (``testsuites/testsuite/testcase[/failure|/system-out]``).
+Every format carries both sides' aggregates (JUnit as the suite's ``properties``). JUnit output
+has one ``testsuite`` with a test case per condition (failed conditions carry a ``failure``)
+and one per changed pod (its reason in ``system-out``), in the common JUnit schema that CI
+systems read (``testsuites/testsuite/testcase[/failure|/system-out]``). A report given no
+conditions says that nothing was checked; it never claims a pass.
 """
 
 from __future__ import annotations
@@ -22,9 +24,33 @@ def _changed(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in report["changes"] if c["change"] in REAL]
 
 
+#: The last line of a report given no conditions: nothing was checked, so nothing passed.
+NO_CONDITIONS = "no conditions given (--fail-on): nothing checked"
+
+
+def outcome(verdicts: list[Verdict]) -> str:
+    """``failed``, ``passed`` or ``unchecked`` (no conditions)."""
+    if not verdicts:
+        return "unchecked"
+    return "failed" if any(v.failed for v in verdicts) else "passed"
+
+
+def _aggregate_lines(report: dict[str, Any]) -> list[str]:
+    """The aggregates of both sides and the change, one metric a line, aligned."""
+    header = ("", report["a"], report["b"], "change")
+    rows = [header, *((r["label"], r["aText"], r["bText"], r["deltaText"])
+                      for r in report["rows"])]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return ["  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                             for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+            .rstrip() for row in rows]
+
+
 def as_json(report: dict[str, Any], verdicts: list[Verdict]) -> str:
+    result = outcome(verdicts)
     return orjson.dumps({
-        **report, "passed": not any(v.failed for v in verdicts),
+        **report, "passed": None if result == "unchecked" else result == "passed",
+        "result": result,
         "conditions": [{"condition": v.condition.text, "actual": v.actual,
                         "threshold": v.threshold, "failed": v.failed} for v in verdicts],
     }, option=orjson.OPT_INDENT_2).decode()
@@ -35,18 +61,20 @@ def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     lines = [f"{report['a']} → {report['b']}: {report['compared']} pods compared, "
              f"{sum(counts[k] for k in counts if k not in ('same', 'tieFlips', 'tieConsequences'))}"
              f" changed, {counts['tieFlips']} tie flips"]
+    lines += _aggregate_lines(report)
     lines += [f"  {v.message}" for v in verdicts]
     for change in _changed(report)[:20]:
         lines.append(f"  {change['pod']}: {change['change']} "
                      f"({change['a']['node'] or '-'} → {change['b']['node'] or '-'}) "
                      f"{change['reason']}".rstrip())
-    lines.append("FAILED" if any(v.failed for v in verdicts) else "PASSED")
+    lines.append({"failed": "FAILED", "passed": "PASSED",
+                  "unchecked": NO_CONDITIONS}[outcome(verdicts)])
     return "\n".join(lines)
 
 
 def as_markdown(report: dict[str, Any], verdicts: list[Verdict]) -> str:
-    failed = any(v.failed for v in verdicts)
-    verdict = "❌ regression" if failed else "✅ pass"
+    verdict = {"failed": "❌ regression", "passed": "✅ pass",
+               "unchecked": NO_CONDITIONS}[outcome(verdicts)]
     out = [f"### kaudit: {report['a']} → {report['b']} — {verdict}",
            "", "| metric | " + report["a"] + " | " + report["b"] + " |", "| --- | ---: | ---: |"]
     out[-2] = out[-2] + " change |"
@@ -74,6 +102,12 @@ def as_junit(report: dict[str, Any], verdicts: list[Verdict]) -> str:
                           tests=str(len(verdicts) + len(changed)),
                           failures=str(sum(v.failed for v in verdicts)), errors="0",
                           skipped="0")
+    properties = ET.SubElement(suite, "properties")
+    for row in report["rows"]:
+        ET.SubElement(properties, "property", name=row["label"],
+                      value=f"{row['aText']} → {row['bText']} ({row['deltaText']})")
+    if not verdicts:
+        ET.SubElement(properties, "property", name="conditions", value=NO_CONDITIONS)
     for verdict in verdicts:
         case = ET.SubElement(suite, "testcase", classname="kaudit.conditions",
                              name=verdict.condition.text)

@@ -9,10 +9,14 @@ waiting), ``preempted``, ``attempts``, ``nodes`` (nodes in use), ``p50_pending``
 utilisation, 0–1), ``fragmented`` (waiting pods that fit the cluster's free capacity in total
 but no single node), and the diff's own ``changed`` (pods that moved, were scheduled or
 preempted in one run only, or waited longer or shorter; tie flips and their consequences
-excluded) and ``moved``. ``unschedulable`` is accepted as another name for
-``pending_at_end`` (the column ``kaudit runs`` showed under that name). ``OP`` is one of
+excluded) and ``moved``. ``unschedulable``, the column ``kaudit runs`` once showed, is
+refused with its new name (it meant ``pending_at_end``). ``OP`` is one of
 ``> >= < <= == !=``. ``VALUE`` is a number; ``N%`` (of the pods compared, for ``changed`` and
 ``moved``); ``+N`` or ``+Ns`` (the baseline's value plus N); or ``baseline``.
+
+A condition is evaluated or it is an error: a metric either side lacks (the recorded cluster
+has no attempts; a summary that does not store it) raises :class:`InputError` naming the
+condition, the side and why, so a CI gate never passes on what it could not measure.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.errors import InputError
+from kaudit.queries.outcomes import RECORDED
 from kaudit.queries.summary_rows import DIFF_METRICS, Metric, format_value
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
@@ -32,9 +37,10 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
 }
 _PATTERN = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$")
 _AGGREGATES: dict[str, Metric] = {m.condition: m for m in DIFF_METRICS if m.condition}
-_ALIASES = {"unschedulable": "pending_at_end"}
+#: Former names, refused with the new one.
+_RENAMED = {"unschedulable": "pending_at_end"}
 _DIFF = {"changed", "moved"}
-METRICS = sorted([*_AGGREGATES, *_ALIASES, *_DIFF])
+METRICS = sorted([*_AGGREGATES, *_DIFF])
 REAL_CHANGES = ("moved", "scheduledOnlyInA", "scheduledOnlyInB", "preemptedOnlyInA",
                 "preemptedOnlyInB", "pendingTimeChanged")
 
@@ -67,9 +73,13 @@ def parse_condition(text: str, known: Collection[str] | None = None) -> Conditio
     match = _PATTERN.match(text)
     if match is None:
         raise InputError(f"--fail-on {text!r}: expected METRIC OP VALUE, e.g. "
-                         "unschedulable>0, changed>5%, p95_pending>+10s, preempted>baseline")
+                         "pending_at_end>0, changed>5%, p95_pending>+10s, preempted>baseline")
     metric, op, raw = match.groups()
-    metric = _ALIASES.get(metric, metric)
+    if metric in _RENAMED:
+        renamed = _RENAMED[metric]
+        raise InputError(f"--fail-on {text!r}: {metric!r} was renamed to {renamed!r} (pods "
+                         f"still waiting when the trace ends): write "
+                         f"{text.replace(metric, renamed, 1)!r}")
     names = sorted(known) if known is not None else METRICS
     if metric not in names:
         raise InputError(f"--fail-on {text!r}: unknown metric {metric!r}; one of "
@@ -106,18 +116,42 @@ def _metric(report: dict[str, Any], side: str, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _why_missing(report: dict[str, Any], side: str, metric: str) -> str:
+    """Why side ``side`` of the diff has no value of ``metric``."""
+    name = report[side]
+    if name == RECORDED:
+        if metric == "attempts":
+            return ("the recorded cluster's scheduling attempts are not in the trace; "
+                    "compare two runs for attempts")
+        return (f"the recorded cluster's {metric} is measured by the trace's first replay; "
+                "replay the trace once")
+    if side == "a" and report.get("baselineSource"):
+        return (f"the baseline {report['baselineSource']} does not store it; regenerate it "
+                "with `kaudit replay ... --summary-out FILE`")
+    if metric in ("p50_pending", "p95_pending", "max_pending"):
+        return "no pod of it was bound, so no pod has a pending time"
+    return "the run did not measure it"
+
+
 def evaluate(condition: Condition, report: dict[str, Any]) -> Verdict:
-    """Whether the condition holds for the diff ``report`` (B against the baseline A)."""
+    """Whether the condition holds for the diff ``report`` (B against the baseline A);
+    :class:`InputError` when it cannot be evaluated."""
     actual = _metric(report, "b", condition.metric)
     base = _metric(report, "a", condition.metric)
     unit = _unit(condition.metric)
+    needs_base = condition.kind in ("baseline", "relative")
+    for side, value, role in (("b", actual, "the checked run"), ("a", base, "the baseline")):
+        if value is None and (side == "b" or needs_base):
+            raise InputError(f"--fail-on {condition.text!r} cannot be evaluated: {role} "
+                             f"({report[side]}) has no {condition.metric} value: "
+                             f"{_why_missing(report, side, condition.metric)}")
     if condition.kind == "baseline":
         threshold = base
         described = f"{report['a']}'s {format_value(unit, base)}"
     elif condition.kind == "relative":
-        threshold = None if base is None else base + condition.value
-        described = (f"{report['a']}'s {format_value(unit, base)} + {condition.value:g}"
-                     if base is not None else f"{report['a']}'s value, which it lacks")
+        assert base is not None
+        threshold = base + condition.value
+        described = f"{report['a']}'s {format_value(unit, base)} + {condition.value:g}"
     elif condition.kind == "percent":
         threshold = report["compared"] * condition.value / 100
         described = (f"{condition.value:g}% of {report['compared']} pods compared = "
@@ -125,15 +159,26 @@ def evaluate(condition: Condition, report: dict[str, Any]) -> Verdict:
     else:
         threshold = condition.value
         described = format_value(unit, threshold)
+    assert actual is not None and threshold is not None
     actual_text = format_value(unit, actual)
-    threshold_text = described if threshold is not None else "–"
-    if actual is None or threshold is None:
-        missing = report["b"] if actual is None else report["a"]
-        return Verdict(condition, actual, threshold, False,
-                       f"{condition.describe()}: not measurable ({missing} has no "
-                       f"{condition.metric} value)", actual_text, threshold_text)
     failed = _OPERATORS[condition.op](actual, threshold)
     return Verdict(condition, actual, threshold, failed,
                    f"{condition.describe()}: {condition.metric} = {actual_text} "
                    f"(threshold {described}) — {'FAILED' if failed else 'ok'}",
-                   actual_text, threshold_text)
+                   actual_text, described)
+
+
+def evaluate_all(conditions: list[Condition], report: dict[str, Any]) -> list[Verdict]:
+    """Every condition's verdict; one :class:`InputError` naming every condition that cannot
+    be evaluated."""
+    verdicts, errors = [], []
+    for condition in conditions:
+        try:
+            verdicts.append(evaluate(condition, report))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("; ".join(errors) if len(errors) == 1 else
+                         f"{len(errors)} conditions cannot be evaluated:\n  "
+                         + "\n  ".join(errors))
+    return verdicts

@@ -221,8 +221,11 @@ def _with_spared_victims(a: Outcomes, b: Outcomes) -> tuple[Outcomes, Outcomes]:
     return spared(a, b), spared(b, a)
 
 
-def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
-    """The changed pods with reasons, and both sides' aggregates."""
+def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
+                  aggregates_a: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The changed pods with reasons, and both sides' aggregates. ``aggregates_a`` are side
+    A's as stored with it (a baseline summary's): what the run measured from its event log
+    (attempts, allocation, imbalance, fragmentation), which its pods alone cannot give."""
     original_a, original_b = a, b
     attempts = _BindingAttempts(engine)
     changes: list[PodChange] = []
@@ -308,12 +311,14 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes) -> dict[str, Any]:
             changes.append(PodChange(key, "pending-time", *sides))
             continue
         counts["same"] += 1
+    side_a = aggregates_a if aggregates_a is not None else aggregates(original_a)
+    side_b = aggregates(original_b)
     return {
         "a": a.name, "b": b.name, "compared": len(common), "sameConfiguration": same_config,
         "onlyInA": only_a, "onlyInB": only_b,
         "counts": counts,
-        "aggregates": {"a": aggregates(original_a), "b": aggregates(original_b)},
-        "rows": diff_rows(aggregates(original_a), aggregates(original_b)),
+        "aggregates": {"a": side_a, "b": side_b},
+        "rows": diff_rows(side_a, side_b),
         "changes": [{**c.as_json(), "cause": change_cause(c)} for c in changes],
         "causes": _cause_counts(changes),
     }

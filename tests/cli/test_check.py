@@ -122,3 +122,127 @@ def test_check_reads_its_trace_as_ingest_does(run_kaudit: Callable[..., Result],
     missing = runner.invoke(cli, ["check", "--baseline", str(baseline)])
     assert missing.exit_code == 2 and "give at least one trace FILE or --snapshot FILE" in \
         missing.output
+
+
+@pytest.fixture
+def sample_baseline(run_kaudit: Callable[..., Result], sample_path: Path,
+                    tmp_path: Path) -> Path:
+    """The sample replayed under kube-scheduler's defaults, its summary written as a
+    baseline."""
+    baseline = tmp_path / "baseline.json"
+    assert run_kaudit("ingest", str(sample_path)).exit_code == 0
+    assert run_kaudit("replay", "sample", "--summary-out", str(baseline)).exit_code == 0
+    return baseline
+
+
+def _check(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["check", *args])
+
+
+def test_the_baselines_stored_aggregates_are_its_side_of_the_report(
+        sample_path: Path, sample_baseline: Path) -> None:
+    """Attempts, allocation, imbalance and fragmentation come from the run's event log: the
+    baseline summary stores them and the report reads them back, in every format."""
+    from kaudit.datadirs import sample_config
+
+    stored = json.loads(sample_baseline.read_text())["aggregates"]
+    args = [str(sample_path), "--config", str(sample_config()), "--baseline",
+            str(sample_baseline), "--fail-on", "attempts>baseline", "--fail-on",
+            "imbalance>baseline"]
+    report = json.loads(_check(*args, "--format", "json").output)
+    assert report["aggregates"]["a"] == stored
+    assert [c["threshold"] for c in report["conditions"]] == [stored["attempts"],
+                                                              stored["imbalance"]]
+    markdown = _check(*args, "--format", "markdown").output
+    assert f"| attempts | {stored['attempts']} |" in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| ")
+            and " | " in line and "condition" not in line]
+    assert not [row for row in rows[:14] if "| – |" in row]
+    text = _check(*args).output
+    assert "not measurable" not in text and f"baseline's {stored['attempts']})" in text
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown", "json", "junit"])
+def test_a_condition_that_cannot_be_evaluated_is_an_input_error(
+        sample_path: Path, sample_baseline: Path, tmp_path: Path, output_format: str) -> None:
+    document = json.loads(sample_baseline.read_text())
+    del document["aggregates"]["imbalance"]
+    lacking = tmp_path / "lacking.json"
+    lacking.write_text(json.dumps(document))
+    result = _check(str(sample_path), "--baseline", str(lacking), "--fail-on",
+                    "imbalance>baseline", "--fail-on", "changed>0", "--format", output_format)
+    assert result.exit_code == 2, result.output
+    assert "PASSED" not in result.output and "pass" not in result.output
+    assert ("--fail-on 'imbalance>baseline' cannot be evaluated: the baseline (baseline) has "
+            f"no imbalance value: the baseline {lacking} does not store it") in result.output
+
+
+def test_the_checked_run_written_as_the_next_baseline(
+        sample_path: Path, sample_baseline: Path, tmp_path: Path) -> None:
+    from kaudit.datadirs import sample_config
+
+    accepted = tmp_path / "accepted.json"
+    packing = ["--config", str(sample_config())]
+    first = _check(str(sample_path), *packing, "--baseline", str(sample_baseline),
+                   "--baseline-out", str(accepted))
+    assert first.exit_code == 0, first.output
+    assert json.loads(accepted.read_text())["aggregates"] != \
+        json.loads(sample_baseline.read_text())["aggregates"]
+    again = _check(str(sample_path), *packing, "--baseline", str(accepted), "--fail-on",
+                   "changed>0", "--fail-on", "attempts!=baseline", "--format", "json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["result"] == "passed"
+
+
+def test_a_sweep_report_is_refused_as_a_baseline_saying_why(
+        sample_path: Path, tmp_path: Path) -> None:
+    report = tmp_path / "sweep.json"
+    report.write_text(json.dumps({"sweep": "tuning", "rows": [], "comparisons": []}))
+    result = _check(str(sample_path), "--baseline", str(report))
+    assert result.exit_code == 2
+    assert "a sweep report, not a run summary" in result.output
+    assert "kaudit check --sweep SPEC" in result.output
+
+
+def test_unschedulable_is_refused_with_its_new_name(sample_path: Path,
+                                                    sample_baseline: Path) -> None:
+    result = _check(str(sample_path), "--baseline", str(sample_baseline), "--fail-on",
+                    "unschedulable>0")
+    assert result.exit_code == 2
+    assert "'unschedulable' was renamed to 'pending_at_end'" in result.output
+    assert "write 'pending_at_end>0'" in result.output
+
+
+def test_compare_names_the_defaults_reports_aggregates_and_claims_no_pass(
+        run_kaudit: Callable[..., Result], sample_path: Path) -> None:
+    from kaudit.datadirs import sample_config
+
+    assert run_kaudit("ingest", str(sample_path)).exit_code == 0
+    result = run_kaudit("compare", "sample", "--config", "default", "--config",
+                        str(sample_config()))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1] == "no conditions given (--fail-on): nothing checked"
+    assert "PASSED" not in result.output
+    assert any(line.split()[:2] == ["imbalance", "(cpu)"] for line in lines)
+    as_json = json.loads(run_kaudit("compare", "sample", "--config", "default", "--config",
+                                    str(sample_config()), "--format", "json").output)
+    assert as_json["passed"] is None and as_json["result"] == "unchecked"
+    junit = run_kaudit("compare", "sample", "--config", "default", "--config",
+                       str(sample_config()), "--format", "junit").output
+    suite = ET.fromstring(junit).find("testsuite")
+    assert suite is not None
+    names = [p.get("name") for p in suite.iter("property")]
+    assert "imbalance (cpu)" in names and "conditions" in names
+    missing = run_kaudit("compare", "sample", "--config", "trace", "--config", "default")
+    assert missing.exit_code == 2 and "carries no scheduler configuration" in missing.output
+
+
+def test_any_stored_run_is_written_as_a_baseline(run_kaudit: Callable[..., Result],
+                                                 sample_baseline: Path, tmp_path: Path) -> None:
+    """``kaudit runs summary`` writes what ``replay --summary-out`` wrote (a sweep's cells are
+    runs too, so one of them can be a baseline)."""
+    written = tmp_path / "written.json"
+    result = run_kaudit("runs", "summary", "sample-1", str(written))
+    assert result.exit_code == 0, result.output
+    assert json.loads(written.read_text()) == json.loads(sample_baseline.read_text())

@@ -11,6 +11,7 @@ import pytest
 from click.testing import Result
 from sqlalchemy import Engine
 
+from kaudit.errors import InputError
 from kaudit.queries.conditions import evaluate, parse_condition
 from kaudit.queries.diff import diff_runs
 from kaudit.queries.explain import explain_pod
@@ -74,18 +75,22 @@ def test_conditions_use_the_same_names_and_units(waiting: Engine) -> None:
     report = diff_runs(waiting, "first", "second")
     verdict = evaluate(parse_condition("pending_at_end>0"), report)
     assert verdict.failed and verdict.actual == 1
-    assert evaluate(parse_condition("unschedulable>0"), report).actual == 1  # the old name
+    with pytest.raises(InputError, match="'unschedulable' was renamed to 'pending_at_end'"):
+        parse_condition("unschedulable>0")
     assert evaluate(parse_condition("never_scheduled>=2"), report).failed
     share = evaluate(parse_condition("changed>50%"), report)
     assert "threshold 50% of 3 pods compared = 1.5 pods" in share.message
     assert share.threshold_text == "50% of 3 pods compared = 1.5 pods"
     imbalance = evaluate(parse_condition("imbalance>0.5"), report)
     assert "threshold 50.0%" in imbalance.message and imbalance.actual_text.endswith("%")
-    missing = evaluate(parse_condition("p95_pending>+10s"), {
-        **report, "aggregates": {"a": {**report["aggregates"]["a"], "pendingSeconds": {
-            "p50": None, "p95": None, "max": None}}, "b": report["aggregates"]["b"]}})
-    assert not missing.failed and "not measurable (first has no p95_pending value)" in \
-        missing.message
+    lacking = {**report, "aggregates": {"a": {**report["aggregates"]["a"], "pendingSeconds": {
+        "p50": None, "p95": None, "max": None}}, "b": report["aggregates"]["b"]}}
+    with pytest.raises(InputError, match=r"--fail-on 'p95_pending>\+10s' cannot be evaluated: "
+                                         r"the baseline \(first\) has no p95_pending value: "
+                                         "no pod of it was bound"):
+        evaluate(parse_condition("p95_pending>+10s"), lacking)
+    # an absolute threshold needs only the checked run's value
+    assert not evaluate(parse_condition("p95_pending>1000"), lacking).failed
 
 
 def test_check_reports_print_units(waiting: Engine, run_kaudit: Callable[..., Result],
