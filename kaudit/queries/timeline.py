@@ -331,11 +331,13 @@ def node_at(engine: Engine, run_id: int, span: Span, node: str, seconds: float
     live = row.end_us is None or row.end_us > ts_us
     allocatable = {"cpu": row.cpu_milli, "memory": row.memory_bytes, "pods": row.pods,
                    **orjson.loads(row.extended)}
+    whole_gpus = {pod: int(orjson.loads(extended).get(NVIDIA_GPU, 0))
+                  for pod, *_, extended in pods}
     return {
         "t": span.t(ts_us), "node": row.name, "zone": row.zone, "present": live,
         "since": span.t(row.start_us), "until": span.t(row.end_us),
         "allocatable": allocatable,
-        "gpus": _gpu_devices(int(allocatable.get(NVIDIA_GPU, 0) or 0), held),
+        "gpus": _gpu_devices(int(allocatable.get(NVIDIA_GPU, 0) or 0), held, whole_gpus),
         "labels": orjson.loads(row.labels), "unschedulable": bool(row.unschedulable),
         "taints": row.taints,
         "pods": [{"pod": pod, "since": span.t(start), "by": by, "priority": priority,
@@ -365,16 +367,37 @@ def _gpus_held(connection: Any, run_id: int, node: str, pods: list[str], ts_us: 
     return held
 
 
-def _gpu_devices(count: int, held: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each GPU device of a node of ``count`` devices: the milli its pods hold and the pods."""
+def _gpu_devices(count: int, held: dict[str, dict[str, Any]], whole: dict[str, int]
+                 ) -> list[dict[str, Any]]:
+    """Each GPU device of a node of ``count`` devices: the milli its pods hold and the pods.
+
+    ``held`` are the devices the replay gave GPU-sharing pods (their bind records);
+    ``whole`` the ``nvidia.com/gpu`` each pod requests. kube-scheduler only counts such
+    whole GPUs (which devices a pod gets is the kubelet's device plugin's choice), so a pod
+    without devices of its own is shown on the lowest wholly free devices, marked
+    ``deviceAssumed``: the panel then holds as many GPUs as the allocation chart counts.
+    """
     devices: list[dict[str, Any]] = [{"device": i, "heldMilli": 0, "pods": []}
                                      for i in range(count)]
+
+    def device(index: int) -> dict[str, Any]:
+        while index >= len(devices):  # a device the node no longer advertises
+            devices.append({"device": len(devices), "heldMilli": 0, "pods": []})
+        return devices[index]
+
     for pod, gpus in sorted(held.items()):
-        for device in gpus.get("devices") or []:
-            while device >= len(devices):  # a device the node no longer advertises
-                devices.append({"device": len(devices), "heldMilli": 0, "pods": []})
-            devices[device]["heldMilli"] += int(gpus.get("milli") or 0)
-            devices[device]["pods"].append({"pod": pod, "milli": int(gpus.get("milli") or 0)})
-    for device in devices:
-        device["freeMilli"] = max(MILLI_PER_GPU - device["heldMilli"], 0)
+        for index in gpus.get("devices") or []:
+            device(index)["heldMilli"] += int(gpus.get("milli") or 0)
+            device(index)["pods"].append({"pod": pod, "milli": int(gpus.get("milli") or 0)})
+    for pod, number in sorted(whole.items()):
+        if pod in held or number <= 0:
+            continue
+        free = [d["device"] for d in devices if d["heldMilli"] == 0][:number]
+        free += range(len(devices), len(devices) + number - len(free))  # more than the node has
+        for index in free:
+            device(index)["heldMilli"] += MILLI_PER_GPU
+            device(index)["pods"].append({"pod": pod, "milli": MILLI_PER_GPU,
+                                          "deviceAssumed": True})
+    for entry in devices:
+        entry["freeMilli"] = max(MILLI_PER_GPU - entry["heldMilli"], 0)
     return devices

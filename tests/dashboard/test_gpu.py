@@ -57,3 +57,24 @@ def test_a_node_shows_what_each_of_its_gpus_holds(gpu_client: FlaskClient,
         assert gpu["freeMilli"] == 1000 - gpu["heldMilli"]
     before = gpu_client.get(f"/api/v1/runs/fgd/nodes/{node}?t=0.5").get_json()["gpus"]
     assert all(gpu["heldMilli"] == 0 for gpu in before)  # no pod has arrived yet
+
+
+def test_the_node_panel_holds_the_gpus_the_allocation_chart_counts(client: FlaskClient) -> None:
+    """``/nodes/NODE?t=`` lists a pod of whole GPUs (``nvidia.com/gpu: 2``) on as many devices
+    as it requests, and the GPU nodes' held devices make the run's allocation chart at t."""
+    gpu = "nvidia.com/gpu"
+    state = client.get("/api/v1/runs/default/state?t=240").get_json()["nodes"]
+    gpu_nodes = [name for name, count in zip(state["name"], state["extended"][gpu]
+                                             ["allocatable"], strict=True) if count]
+    held = allocatable = 0
+    for name in gpu_nodes:
+        node = client.get(f"/api/v1/runs/default/nodes/{name}?t=240").get_json()
+        for pod in node["pods"]:
+            devices = [g["device"] for g in node["gpus"]
+                       if any(p["pod"] == pod["pod"] for p in g["pods"])]
+            assert len(devices) == pod["extended"].get(gpu, 0), (pod, node["gpus"])
+        held += sum(g["heldMilli"] for g in node["gpus"]) / 1000
+        allocatable += node["allocatable"][gpu]
+    chart = client.get("/api/v1/runs/default/timeline").get_json()["series"]
+    last = max(i for i, t in enumerate(chart["t"]) if t <= 240)
+    assert held > 0 and held / allocatable == chart["allocation"][gpu][last]

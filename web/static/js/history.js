@@ -109,14 +109,18 @@ K.start(async ({run, seconds, t}) => {
         {label: "Priority", value: (p) => p.priority, class: "num"},
         {label: "CPU", value: (p) => K.cpu(p.cpu), class: "num"},
         {label: "Memory", value: (p) => K.bytes(p.memory), class: "num"},
+        ...(node.pods.some((p) => p.extended["nvidia.com/gpu"]) ? [{label: "GPUs",
+          value: (p) => K.num(p.extended["nvidia.com/gpu"] || 0), class: "num"}] : []),
       ], node.pods, {id: "node-pods"}),
       node.gpus.length ? K.table([
         {label: "GPU", value: (g) => g.device, class: "num"},
         {label: "Held (milli)", value: (g) => K.num(g.heldMilli), class: "num"},
         {label: "Free (milli)", value: (g) => K.num(g.freeMilli), class: "num"},
         {label: "Use", value: (g) => el("meter", {min: "0", max: "1000", value: String(g.heldMilli), title: `${g.heldMilli} of 1000`})},
-        {label: "Pods", value: (g) => g.pods.map((p) => `${p.pod} (${p.milli})`).join(", ") || "–", class: "message"},
+        {label: "Pods", value: (g) => g.pods.map((p) => `${p.pod} (${p.milli})${p.deviceAssumed ? " *" : ""}`).join(", ") || "–", class: "message"},
       ], node.gpus, {id: "node-gpus"}) : null,
+      node.gpus.some((g) => g.pods.some((p) => p.deviceAssumed)) ? el("p", {class: "note", id: "node-gpus-assumed",
+        text: "* whole GPUs requested as nvidia.com/gpu: kube-scheduler counts them, the kubelet's device plugin picks the devices; shown on the lowest free ones."}) : null,
       el("details", {}, el("summary", {text: `labels (${labels.length})`}), el("ul", {class: "labels"}, labels)));
   }
 
