@@ -11,10 +11,8 @@ from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.diff import diff_runs
 from kaudit.queries.outcomes import RECORDED
 from kaudit.queries.overview import trace_overview
-from kaudit.queries.runs import get_run
 from kaudit.readers.ingest import TraceInput, ingest_trace
-from kaudit.replay.run import replay_trace
-from kaudit.scheduler.build import load
+from kaudit.services.replay import ConfigChoice, replay_stored_trace, resolve_config
 from kaudit.store.engine import display_url, resolve_url
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
@@ -36,21 +34,27 @@ def demo(db: str | None, as_json: bool) -> None:
         result = ingest_trace(engine, [TraceInput(sample_trace())])
         summary = get_trace(engine, result.trace_id)
         overview = trace_overview(engine, result.trace_id)
-        config, registry = load()
-        run_id, replayed = replay_trace(engine, summary, config, registry)
-        run = get_run(engine, str(run_id))
-        packing, registry = load(sample_config())
-        packed_id, packed = replay_trace(engine, summary, packing, registry)
-        packed_run = get_run(engine, str(packed_id))
+        default = replay_stored_trace(engine, summary,
+                                      resolve_config(summary, ConfigChoice(defaults=True)))
+        run, replayed = default.run, default.summary
+        bin_packing = replay_stored_trace(
+            engine, summary, resolve_config(summary, ConfigChoice(file=sample_config())))
+        packed_run, packed = bin_packing.run, bin_packing.summary
         against_recorded = diff_runs(engine, RECORDED, run.name)
     finally:
         engine.dispose()
+    recorded = against_recorded["aggregates"]["a"]
+    # The recorded pods a scheduler placed are the diff's `scheduled` of `recorded`; pods
+    # created with spec.nodeName (static, DaemonSet) were never a scheduler's to place.
+    created_on_node = overview.pods_created - recorded["pods"]
     if as_json:
         echo_json({"database": display_url(resolve_url(db)), "trace": summary.as_json(),
                    "newlyIngested": not result.duplicate, **overview.as_json(),
                    "run": run.as_json(), "binPackingRun": packed_run.as_json(),
                    "recordedAgainstDefault": {"compared": against_recorded["compared"],
-                                              "counts": against_recorded["counts"]}})
+                                              "counts": against_recorded["counts"],
+                                              "recordedScheduled": recorded["scheduled"],
+                                              "createdOnNode": created_on_node}})
         return
 
     click.echo(f"kaudit demo, database {display_url(resolve_url(db))}\n")
@@ -83,8 +87,10 @@ def demo(db: str | None, as_json: bool) -> None:
     per_namespace = ", ".join(f"{ns} {n}" for ns, n in overview.pods_by_namespace.items())
     click.echo(f"\nPods: {overview.pods_created} created in {len(overview.pods_by_namespace)} "
                f"namespaces ({per_namespace})")
-    click.echo(f"  {overview.pods_recorded_bound} were bound in the recorded cluster; "
-               f"{overview.pods_deleted} deleted during the trace")
+    click.echo(f"  {recorded['scheduled']} scheduled in the recorded cluster (`recorded` in "
+               f"`kaudit diff`); {created_on_node} more were created on\n  their node "
+               f"(spec.nodeName: no scheduler's decision); {overview.pods_deleted} deleted "
+               "during the trace")
     others = {k: v for k, v in overview.schedulers.items() if k != "default-scheduler"}
     if others:
         click.echo("  other schedulers: "

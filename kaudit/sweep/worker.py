@@ -23,8 +23,7 @@ from kaudit.errors import KauditError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.replay.engine import ReplaySummary
-from kaudit.replay.run import replay_trace
-from kaudit.scheduler.build import load_object_config
+from kaudit.services.replay import ConfigChoice, replay_stored_trace, resolve_config
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
 from kaudit.sweep import cells
@@ -87,14 +86,16 @@ def execute_cell(db_url: str, data: dict[str, Any]) -> dict[str, Any]:
     try:
         identity = f"{data.get('sweepIdentity')}/{cell_id}"
         name = cells.run_name_for(engine, cell_id, token, task.run_name, identity)
-        config, registry = load_object_config(task.config_document, task.config_source,
-                                              task.feature_gates, task.plugins)
+        trace = get_trace(engine, task.trace_id)
+        resolved = resolve_config(trace, ConfigChoice(
+            document=task.config_document, source=task.config_source,
+            feature_gates=task.feature_gates, plugins=task.plugins))
         labels = {"sweep": data.get("sweep"), "cell": identity, "cellKey": task.key,
                   "trace": task.trace, "config": task.config, "seed": task.seed}
-        run_id, summary = replay_trace(engine, get_trace(engine, task.trace_id), config,
-                                       registry, name=name, labels=labels,
-                                       **task.replay_kwargs())
-        metrics = cell_metrics(engine, name, summary)
+        result = replay_stored_trace(engine, trace, resolved, name=name, labels=labels,
+                                     **task.replay_kwargs())
+        run_id = result.run.id
+        metrics = cell_metrics(engine, name, result.summary)
     except Exception as exc:  # the cell fails; the sweep goes on
         error = str(exc) if isinstance(exc, KauditError) else f"{type(exc).__name__}: {exc}"
         cells.fail(engine, cell_id, token, error, time.perf_counter() - began)

@@ -68,3 +68,17 @@ def test_pure_computations_take_no_database() -> None:
     for command in (["whatif"], ["config", "show"]):
         result = runner.invoke(cli, [*command, "--help"])
         assert result.exit_code == 0 and "--db" not in result.output
+
+
+def test_demo_counts_the_recorded_placements_as_the_diff_does(
+        run_kaudit: Callable[..., Result]) -> None:
+    """One count, one name: the pods a scheduler placed in the recorded cluster are the
+    diff's `scheduled` of `recorded`; pods created on their node are counted apart."""
+    text = run_kaudit("demo").output
+    report = json.loads(run_kaudit("diff", "recorded", "sample-1", "--json").output)
+    recorded = report["aggregates"]["a"]
+    assert f"  {recorded['scheduled']} scheduled in the recorded cluster" in text
+    demo = json.loads(run_kaudit("demo", "--json").output)["recordedAgainstDefault"]
+    assert demo["recordedScheduled"] == recorded["scheduled"]
+    assert recorded["scheduled"] + demo["createdOnNode"] == \
+        json.loads(run_kaudit("demo", "--json").output)["pods"]["recordedBound"]
