@@ -93,7 +93,11 @@ def _thin(count: int, values: list[int], limit: int) -> list[int]:
 
 
 def series(engine: Engine, run_id: int, span: Span, limit: int = MAX_POINTS) -> dict[str, Any]:
-    """Queue lengths, placed pods and allocation after each instant, thinned to ``limit``."""
+    """Queue lengths, placed pods and allocation after each instant, thinned to ``limit``.
+
+    Allocation is given for the resources some pod of the run requests at some instant (a
+    resource allocatable on the nodes but requested by nobody, such as ephemeral-storage
+    often is, would only draw a flat 0 % line)."""
     with engine.connect() as connection:
         rows = connection.execute(
             select(RunSeries.ts_us, RunSeries.active, RunSeries.backoff, RunSeries.unschedulable,
@@ -101,11 +105,14 @@ def series(engine: Engine, run_id: int, span: Span, limit: int = MAX_POINTS) -> 
             .where(RunSeries.run_id == run_id).order_by(RunSeries.ts_us, RunSeries.id)).all()
     pending = [r[1] + r[2] + r[3] + r[4] for r in rows]
     keep = _thin(len(rows), pending, limit)
+    shares = [orjson.loads(row[6]) for row in rows]
+    requested = {name for share in shares for name, value in share.items() if value}
     allocation: dict[str, list[float | None]] = {}
     chosen = [rows[i] for i in keep]
-    for position, row in enumerate(chosen):
-        for name, value in orjson.loads(row[6]).items():
-            allocation.setdefault(name, [None] * len(chosen))[position] = value
+    for position, index in enumerate(keep):
+        for name, value in shares[index].items():
+            if name in requested:
+                allocation.setdefault(name, [None] * len(chosen))[position] = value
     return {
         "points": len(rows),
         "t": [span.t(r[0]) for r in chosen],

@@ -56,6 +56,17 @@ def test_home_and_run_timeline(client: FlaskClient) -> None:
     assert sum(histograms["preemptions"]) == summary["podsPreempted"]
 
 
+def test_the_allocation_chart_draws_the_resources_pods_request(client: FlaskClient) -> None:
+    """A resource the nodes offer but no pod of the run requests (the sample's
+    ephemeral-storage) is not drawn as a flat 0 % line; every resource drawn was requested."""
+    summary = _json(client, "/api/v1/runs/default")["run"]["summary"]["allocation"]
+    never_requested = {name for name, share in summary.items() if share["peak"] == 0}
+    assert never_requested  # the sample's nodes offer ephemeral-storage nobody asks for
+    allocation = _json(client, "/api/v1/runs/default/timeline")["series"]["allocation"]
+    assert all(any(values) for values in allocation.values()), allocation
+    assert set(allocation) == set(summary) - never_requested
+
+
 def test_state_at_a_moment_and_a_node(client: FlaskClient) -> None:
     early = _json(client, "/api/v1/runs/default/state?t=0")
     late = _json(client, "/api/v1/runs/default/state?t=240")

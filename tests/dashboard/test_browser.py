@@ -446,7 +446,7 @@ def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> No
     page.fill("#whatif-manifest", "kind: Service\nmetadata: {name: x}\n")
     page.click("#whatif-run")
     page.wait_for_selector("#whatif-error")
-    assert "kind is 'Service', expected 'Pod'" in page.inner_text("#whatif-error")
+    assert "document.kind: 'Service', expected 'Pod'" in page.inner_text("#whatif-error")
     # the refusal is the expected answer, not a page error
     visit.errors = [e for e in visit.errors if "status of 400" not in e]
     visit.close()
