@@ -13,8 +13,10 @@ each trace (and over all traces when there are several):
 excludes the value. With a single seed there is no interval and the value itself is compared.
 ``==`` and percentages (``changed>5%``) have no meaning over seeds and are refused. An
 absolute threshold (``pending_at_end>5``) is checked on every configuration, the baseline
-too; a condition that cannot be checked at all (a metric no cell has, or a comparison in a
-sweep of one configuration) is an input error rather than a silent pass.
+too; a condition that cannot be checked (a metric no cell has, a configuration or a pair of
+cells without it, or a comparison in a sweep of one configuration) is an input error rather
+than a silent pass. The interval of a candidate's mean is the report's, cut at what the metric
+can be (:func:`kaudit.queries.sweeps.interval`).
 """
 
 from __future__ import annotations
@@ -98,9 +100,10 @@ def _verdict(condition: Condition, unit: str, stats: dict[str, Any], config: str
              threshold: float, what: str) -> SweepVerdict:
     where = "all traces" if trace == ALL else f"trace {trace}"
     if stats.get("mean") is None:
-        return SweepVerdict(condition.text, config, trace, False,
-                            f"{condition.describe()} on {where}: not measurable ({what} has "
-                            "no value)")
+        raise InputError(f"--fail-on {condition.text!r} cannot be evaluated on {where}: "
+                         f"{what} has no value (no complete cell of {config} measured it"
+                         + (", or none pairs with a baseline cell by trace and seed"
+                            if " − " in what else "") + ")")
     if stats.get("low") is None:
         low = high = stats["mean"]
         shown = f"{_show(unit, low)} (one seed: no interval)"

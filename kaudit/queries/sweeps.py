@@ -5,7 +5,8 @@ The metrics are those of ``kaudit diff`` (:data:`kaudit.queries.summary_rows.DIF
 and, for runs replayed with a GPU report, the FGD paper's values at 100 and 130 % arrived
 workload; each cell's were measured when it finished (stored with the cell), so the report
 reads one row per cell. The interval of a mean over n seeds is Student's t: mean ± t(0.975,
-n−1)·sd/√n. Against the baseline, cells are paired by trace and seed (the same arrivals and
+n−1)·sd/√n, cut at what the metric can be (never below 0, a share never above 100 %), and
+said so. Against the baseline, cells are paired by trace and seed (the same arrivals and
 tie-break seed under both configurations) and the interval is that of the mean paired
 difference; a difference whose interval excludes 0 is "beyond noise".
 """
@@ -63,7 +64,12 @@ def _key(name: str) -> Callable[[dict[str, Any]], Any]:
     return lambda metrics: metrics.get(name)
 
 
-_BETTER = {"scheduled": 1, "cpuAllocated": 1, "memoryAllocated": 1, "nodesInUse": 0}
+#: Which way is better, where it does not depend on the configuration's objective. Imbalance
+#: and nodes in use are neutral (reported higher or lower): spreading wants them low and
+#: bin packing (MostAllocated, RequestedToCapacityRatio) high, and a sweep compares
+#: configurations with either objective against one baseline.
+_BETTER = {"scheduled": 1, "cpuAllocated": 1, "memoryAllocated": 1, "nodesInUse": 0,
+           "imbalance": 0}
 METRICS: tuple[SweepMetric, ...] = (
     *(SweepMetric(m.key, m.label, m.unit, m.read, _BETTER.get(m.key, -1), m.condition)
       for m in DIFF_METRICS),
@@ -89,19 +95,33 @@ def format_metric(unit: str, value: Any) -> str:
     return format_value(unit, value)
 
 
-def interval(values: list[float]) -> dict[str, Any]:
-    """n, mean, standard deviation and the 95 % interval of the mean of ``values``."""
+#: The largest value of a share: a ratio is at most 1, a percent at most 100.
+_CEILING = {"ratio": 1.0, "percent": 100.0}
+
+
+def interval(values: list[float], unit: str | None = None) -> dict[str, Any]:
+    """n, mean, standard deviation and the 95 % interval of the mean of ``values``.
+
+    With ``unit`` (the values are a metric's, not differences) the interval is cut to what
+    the metric can be: no metric of a sweep is below 0, and a share is at most 100 %. Student's
+    t can reach past those bounds when a few seeds differ widely; ``cut`` then says the
+    interval was cut, so no report shows a pending time below 0 s."""
     n = len(values)
     if n == 0:
         return {"n": 0, "mean": None, "sd": None, "low": None, "high": None,
-                "min": None, "max": None}
+                "min": None, "max": None, "cut": False}
     mean = statistics.fmean(values)
     sd = statistics.stdev(values) if n > 1 else None
     half = t975(n - 1) * sd / math.sqrt(n) if sd is not None else None
-    return {"n": n, "mean": mean, "sd": sd,
-            "low": mean - half if half is not None else None,
-            "high": mean + half if half is not None else None,
-            "min": min(values), "max": max(values)}
+    low = mean - half if half is not None else None
+    high = mean + half if half is not None else None
+    cut = False
+    if unit is not None and low is not None and high is not None:
+        ceiling = _CEILING.get(unit, math.inf)
+        cut = low < 0 or high > ceiling
+        low, high = max(low, 0.0), min(high, ceiling)
+    return {"n": n, "mean": mean, "sd": sd, "low": low, "high": high,
+            "min": min(values), "max": max(values), "cut": cut}
 
 
 @dataclass(frozen=True)
@@ -269,7 +289,7 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
         for metric in present:
             numbers = [float(v) for c in group
                        if isinstance(v := metric.read(c.metrics), int | float)]
-            values[metric.key] = interval(numbers)
+            values[metric.key] = interval(numbers, metric.unit)
         rows.append({"config": config, "trace": trace, "n": len(group),
                      "seeds": sorted({c.seed for c in group}), "values": values})
         base = members.get((baseline, trace))
@@ -332,7 +352,9 @@ def _mean_text(unit: str, stats: dict[str, Any], cells: int | None = None) -> st
     if stats["mean"] is None:
         return "–"
     text = format_metric(unit, stats["mean"])
-    if stats["low"] is not None:
+    if stats["low"] is not None and stats.get("cut"):
+        text += f" [{in_unit(unit, stats['low'])} to {in_unit(unit, stats['high'])}]"
+    elif stats["low"] is not None:
         half = (stats["high"] - stats["low"]) / 2
         text += f" ± {_plain(unit, half)}"
     if cells is not None and stats["n"] != cells:
@@ -392,7 +414,9 @@ def as_text(report: dict[str, Any], markdown: bool = False) -> str:
            "", f"configs: {', '.join(report['configs'])} (baseline {report['baseline']}); "
                f"traces: {', '.join(report['traces'])}; seeds: "
                f"{_seed_text(report['seeds'])}",
-           "Values are mean ± half-width of the 95 % interval over seeds (Student's t)."]
+           "Values are mean ± half-width of the 95 % interval over seeds (Student's t); "
+           "an interval that would reach below 0 (or above 100 % for a share) is cut there "
+           "and shown as [low to high]."]
     units = {m["key"]: m["unit"] for m in report["metrics"]}
     labels = {m["key"]: m["label"] for m in report["metrics"]}
     for trace in [*report["traces"], ALL]:

@@ -130,7 +130,8 @@ def test_report_formats(three_seeds: Engine) -> None:
     assert "| metric | a (n=3) | b (n=3) |" in markdown
     lines = as_csv(report).splitlines()
     assert lines[0] == "kind,config,trace,metric,n,mean,sd,ci_low,ci_high,verdict"
-    assert any(line.startswith("value,b,t,pendingAtEnd,3,4,2,-0.968676") for line in lines)
+    # mean 4, sd 2: Student's t reaches -0.97, but no count is below 0
+    assert any(line.startswith("value,b,t,pendingAtEnd,3,4,2,0,8.96868") for line in lines)
     assert any(line.startswith("difference vs a,b,t,pendingP95,3,10.1667") for line in lines)
     assert "a paper" not in text  # the reference's metric was left out
     full = as_text(sweep_report(three_seeds, "s"))
@@ -219,8 +220,43 @@ def test_a_condition_that_cannot_be_checked_is_an_error(engine: Engine) -> None:
     # An absolute threshold applies to the one configuration there is.
     (verdict,) = evaluate_sweep(parse_sweep_condition("pending_at_end>-10"), report)
     assert verdict.failed and verdict.config == "a"
-    assert "pending at end of a = -4.853 to 7.853 (95 % interval); threshold -10" in (
+    assert "pending at end of a = 0 to 7.853 (95 % interval); threshold -10" in (
         verdict.message)
     (same,) = evaluate_sweep(parse_sweep_condition("scheduled>0"), report)
     # Every seed gave 1: an interval of width 0, not "one seed".
     assert "= 1 to 1 (95 % interval)" in same.message and same.failed
+
+
+def test_an_interval_is_cut_at_what_the_metric_can_be(engine: Engine) -> None:
+    """Two seeds wait 0 s, one 30 s: Student's t reaches far below 0 s, which no pending time
+    can; the interval is cut there, and the report says so."""
+    stats = interval([0.0, 0.0, 30.0], "seconds")
+    assert stats["low"] == 0.0 and stats["cut"] is True
+    assert stats["high"] == pytest.approx(10 + 4.303 * math.sqrt(300) / math.sqrt(3))
+    share = interval([0.2, 0.9, 0.95], "ratio")
+    assert share["high"] == 1.0 and share["cut"] is True
+    assert interval([-3.0, 1.0, 5.0])["low"] < 0  # a difference may be negative
+    _sweep(engine, [("t", "a", seed, "complete", _metrics(0, 1, p95))
+                    for seed, p95 in ((1, 0.0), (2, 0.0), (3, 30.0))])
+    report = sweep_report(engine, "s", metrics=["pendingP95"])
+    assert report["rows"][0]["values"]["pendingP95"]["low"] == 0.0
+    text = as_text(report)
+    assert "10 s [0.00 s to 53.03 s]" in text and "cut there" in text
+
+
+def test_imbalance_is_neither_better_nor_worse(engine: Engine) -> None:
+    """Spreading wants imbalance low, bin packing high: the sweep says higher or lower."""
+    _sweep(engine, [("t", config, seed, "complete", {"imbalance": value + seed / 1000})
+                    for config, value in (("a", 0.2), ("b", 0.3)) for seed in (1, 2, 3)])
+    (comparison,) = sweep_report(engine, "s")["comparisons"]
+    assert comparison["difference"]["imbalance"]["verdict"] == "higher"
+
+
+def test_a_configuration_without_the_metric_is_an_error_not_a_pass(engine: Engine) -> None:
+    _sweep(engine, [("t", "a", seed, "complete", _metrics(1, 1, 1, gpu=5.0 + seed))
+                    for seed in (1, 2)]
+           + [("t", "b", seed, "complete", _metrics(1, 1, 1)) for seed in (1, 2)])
+    report = sweep_report(engine, "s")
+    with pytest.raises(InputError, match="'gpu_unallocated>50' cannot be evaluated on trace t: "
+                                         "GPU unallocated at 100 % arrived of b has no value"):
+        evaluate_sweep(parse_sweep_condition("gpu_unallocated>50"), report)
