@@ -51,6 +51,9 @@ def gpu_report_command(runs: tuple[str, ...], csv_path: Path | None, db: str | N
             values = "".join(f"{_cell(run['at'][str(p)][metric]):>8}" for p in KEY_PERCENTS)
             click.echo(f"  {run['run']:<24} {run['policy'][:20]:<20}{values}")
         click.echo()
+    for run in report["runs"]:
+        if run["empty"]:
+            click.echo(f"{run['run']}: empty columns: {run['empty']}")
     first = report["runs"][0]
     click.echo(f"{first['gpus']:,} GPUs; {first['typicalPods']} typical pod shapes; "
                f"{first['samples']:,} samples (one per pod tried)")

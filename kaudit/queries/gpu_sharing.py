@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from kaudit.errors import InputError
+from kaudit.model.gpu import GPU_COUNT_ANNOTATION, GPU_MILLI_ANNOTATION, NVIDIA_GPU
 from kaudit.queries.runs import get_run, run_configuration
 
 #: The arrived-workload percents the report gives values at (the paper's figures).
@@ -48,8 +49,33 @@ def run_gpu_report(engine: Engine, ref: str) -> dict[str, Any]:
                             for name in CURVES}
     return {"run": run.name, "trace": run.trace, "seed": run.seed, "policy": _policy(config),
             "gpus": sharing.get("gpus"), "samples": sharing.get("samples"),
+            "empty": why_empty(sharing, at),
             "typicalPods": len(sharing.get("typicalPods") or []),
             "fragmentAtEnd": sharing.get("fragmentAtEnd"), "at": at, "curves": curves}
+
+
+def why_empty(sharing: dict[str, Any], at: dict[str, dict[str, Any]]) -> str | None:
+    """Why some of the report's columns have no value, in a sentence; None when all have one.
+    A column is the mean of the samples taken when the arrived GPU workload was near its
+    percent, so a run whose pods never asked for that much has none there."""
+    missing = [p for p in KEY_PERCENTS if at[str(p)]["allocated"] is None]
+    if not missing:
+        return None
+    gpus = sharing.get("gpus") or 0
+    if gpus == 0:
+        return ("the cluster had no GPUs (no node advertised nvidia.com/gpu while pods were "
+                "tried): there was nothing to allocate or fragment")
+    if not sharing.get("samples"):
+        return "no pod was tried, so nothing was sampled"
+    arrived = (sharing.get("arrivedMilli") or 0) / (gpus * 10)
+    if arrived == 0:
+        return (f"no pod tried asked for GPU devices as the report counts them (the "
+                f"{GPU_MILLI_ANNOTATION} and {GPU_COUNT_ANNOTATION} annotations of the FGD "
+                f"protocol; a plain {NVIDIA_GPU} request counts in allocation, not here): the "
+                f"arrived GPU workload stayed at 0 % of the {gpus:,} GPUs")
+    return (f"the pods tried asked for {arrived:.0f} % of the {gpus:,} GPUs in all (the "
+            f"arrived GPU workload), so no sample lies near "
+            f"{', '.join(f'{p} %' for p in missing)}")
 
 
 def gpu_report(engine: Engine, refs: list[str]) -> dict[str, Any]:
