@@ -63,6 +63,17 @@ def _report(a: str, b: str) -> dict[str, Any]:
     return cached(("diff", *ids), compute, final=final)
 
 
+@bp.get("/api/v1/diff/pods/<namespace>/<name>")
+def pod_change(namespace: str, name: str) -> ResponseReturnValue:
+    """One pod's row of the diff (``change`` null when the pod did not change): what the diff
+    pod page states, from the same report as the diff page's table."""
+    a, b = _sides()
+    report = _report(a, b)
+    pod = f"{namespace}/{name}"
+    change = next((c for c in report["changes"] if c["pod"] == pod), None)
+    return jsonify({"a": report["a"], "b": report["b"], "pod": pod, "change": change})
+
+
 @bp.get("/api/v1/diff")
 def diff_json() -> ResponseReturnValue:
     a, b = _sides()

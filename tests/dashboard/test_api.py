@@ -162,6 +162,17 @@ def test_diff_lists_changed_pods(client: FlaskClient) -> None:
     assert all(c["change"] == "tie-flip" for c in ties["changes"]["items"])
 
 
+def test_a_pods_row_of_the_diff_is_the_diff_pages_row(client: FlaskClient) -> None:
+    """The diff pod page states the reason the diff gives, from the same report."""
+    listed = _json(client, "/api/v1/diff?a=default&b=packing&limit=1000")["changes"]["items"]
+    for change in listed[:5]:
+        one = _json(client, f"/api/v1/diff/pods/{change['pod']}?a=default&b=packing")
+        assert one == {"a": "default", "b": "packing", "pod": change["pod"], "change": change}
+    assert "web/payments-0" not in {change["pod"] for change in listed}
+    unchanged = _json(client, "/api/v1/diff/pods/web/payments-0?a=default&b=packing")
+    assert unchanged["change"] is None
+
+
 @pytest.mark.parametrize(("url", "status", "words"), [
     ("/api/v1/runs/nope", 404, "no run named 'nope'"),
     ("/api/v1/runs/default/pods/web/nope", 404, "no pod 'web/nope'"),

@@ -421,6 +421,30 @@ def test_the_diff_pod_page_fits_a_1280_pixel_window(server: dict[str, Any],
     visit.close()
 
 
+def test_the_diff_pod_page_shows_the_verdict_its_reason_states(server: dict[str, Any],
+                                                               browser: Any) -> None:
+    """The page states the diff's reason for the change, and the panel of the run that
+    decided shows that run's verdict on the node the other run chose."""
+    from kaudit.queries.diff import diff_runs
+
+    changes = diff_runs(server["engine"], "default", "packing")["changes"]
+    for wording in (" rejected ", " over "):
+        change = next(c for c in changes if c["change"] == "moved" and wording in c["reason"])
+        visit = Visit(browser, server["base"])
+        page = visit.open(f"/diff/pods/{change['pod']}?a=default&b=packing")
+        assert change["reason"] in page.inner_text("#change")
+        other = change["a"]["node"]
+        evidence = page.inner_text("#side-b .other-node")
+        assert evidence.startswith(f"packing {'rejected' if ' rejected ' in wording else 'scored'}"
+                                   f" {other}")
+        if wording == " rejected ":
+            assert evidence == change["reason"]
+        else:  # the other run's node has its row in the score table, however it ranked
+            assert other in [row[0] for row in page.eval_on_selector_all(
+                "#side-b tr.chosen", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")]
+        visit.close()
+
+
 def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> None:
     """Paste a manifest, evaluate it at the scrubber's moment, read the same answer as the
     API gives; a bad manifest is refused in words."""

@@ -1,12 +1,37 @@
-// One pod in two runs, side by side: where each run put it and why.
+// One pod in two runs, side by side: what changed, where each run put it and why, with the
+// verdict each run gave the node the other one chose.
 "use strict";
 
 K.start(async ({a, b, pod}) => {
   const {el} = K;
-  async function side(run) {
+  const diff = await K.api(`/api/v1/diff/pods/${K.podPath(pod)}${K.query({a, b})}`);
+  const change = diff.change;
+  K.fill("change", change
+    ? [el("strong", {text: `${change.change}: `}), change.reason || change.cause]
+    : "Unchanged: both runs bound it to the same node after the same wait.");
+
+  // The verdict an attempt gave `node` (the other run's choice), as the diff words it.
+  function verdictOn(run, detail, node) {
+    const filter = detail.filter;
+    const row = filter.nodes.indexOf(node);
+    if (row < 0) return `${run} did not evaluate ${node}`;
+    if (detail.feasible.includes(node)) {
+      const i = detail.scores.nodes.indexOf(node);
+      return i < 0 ? `${run} found ${node} feasible` : `${run} scored ${node} ${detail.scores.total[i]}`;
+    }
+    const j = filter.verdicts[row].findIndex((code) => code >= 0 && !["Success", "Skip"].includes(filter.codes[code]));
+    if (j < 0) return `${run} found ${node} feasible`;
+    const reasons = (filter.reasons[row] || {})[j] || [];
+    return `${run} rejected ${node}: ${filter.plugins[j]} (${reasons.join("; ") || filter.codes[filter.verdicts[row][j]]})`;
+  }
+
+  async function side(run, otherNode, recorded) {
     if (run === "recorded") {
       return el("div", {class: "side"}, el("h2", {text: "recorded"}),
-        el("p", {class: "note", text: "The trace's own placement: see the recorded node on either run's pod page."}));
+        el("p", {class: "lead", text: !change ? "The trace bound it where the other run did."
+          : recorded.node ? `The trace bound it to ${recorded.node} after ${K.num(recorded.pendingSeconds, 3)} s pending.`
+            : "The trace never bound it."}),
+        el("p", {class: "note", text: "The recorded cluster's placement: the trace holds no scheduler attempts to show."}));
     }
     const base = `${K.apiRun(run)}/pods/${K.podPath(pod)}`;
     let story;
@@ -18,8 +43,19 @@ K.start(async ({a, b, pod}) => {
     const shown = story.verdict.decisiveAttempt ?? story.attempts.length - 1;
     const detail = shown >= 0 ? await K.api(`${base}/attempts/${shown}`) : null;
     const decision = detail && detail.decision;
+    const other = detail && otherNode && otherNode !== detail.selectedNode ? otherNode : null;
     // Plugin names break at their capitals so that seven score columns fit half a screen.
     const wrap = (name) => name.replace(/([a-z])([A-Z])/g, "$1\u200b$2");
+    const rows = detail ? [...Array(Math.min(8, detail.scores.nodes.length)).keys()] : [];
+    const otherRow = other ? detail.scores.nodes.indexOf(other) : -1;
+    if (otherRow >= rows.length) rows.push(otherRow);  // the other run's node, however it ranked
+    const table = rows.length ? K.table([
+      {label: "Node", value: (i) => detail.scores.nodes[i], class: "node"},
+      {label: "Total", value: (i) => detail.scores.total[i], class: "num"},
+      ...detail.scores.plugins.map((p, j) => ({label: wrap(p), value: (i) => detail.scores.weighted[i][j], class: "num"})),
+      {label: "Free cpu", value: (i) => K.cpu(detail.scores.freeCpu[i]), class: "num"},
+    ], rows, {class: "data compact"}) : null;
+    if (table && otherRow >= 0) table.querySelectorAll("tbody tr")[rows.indexOf(otherRow)].classList.add("chosen");
     return el("div", {class: "side"},
       el("h2", {}, el("a", {href: K.podUrl(run, pod), text: run})),
       el("p", {class: `verdict ${story.verdict.state}`, text: story.verdict.headline}),
@@ -27,14 +63,11 @@ K.start(async ({a, b, pod}) => {
       el("p", {text: `${story.attempts.length} attempt(s); recorded cluster: ${story.recordedNode || "–"}`}),
       detail && !detail.selectedNode ? el("p", {class: "message", text: detail.message}) : null,
       decision ? el("p", {class: "message", text: decision.summary}) : null,
-      detail && detail.scores.nodes.length ? el("div", {class: "scroll"}, K.table([
-        {label: "Node", value: (i) => detail.scores.nodes[i], class: "node"},
-        {label: "Total", value: (i) => detail.scores.total[i], class: "num"},
-        ...detail.scores.plugins.map((p, j) => ({label: wrap(p), value: (i) => detail.scores.weighted[i][j], class: "num"})),
-        {label: "Free cpu", value: (i) => K.cpu(detail.scores.freeCpu[i]), class: "num"},
-      ], [...Array(Math.min(8, detail.scores.nodes.length)).keys()], {class: "data compact"})) : null);
+      other ? el("p", {class: "message other-node", text: verdictOn(run, detail, other)}) : null,
+      table ? el("div", {class: "scroll"}, table) : null);
   }
-  const [left, right] = await Promise.all([side(a), side(b)]);
+  const nodes = change ? [change.a.node, change.b.node] : [null, null];
+  const [left, right] = await Promise.all([side(a, nodes[1], change && change.a), side(b, nodes[0], change && change.b)]);
   K.fill("side-a", left);
   K.fill("side-b", right);
 });
