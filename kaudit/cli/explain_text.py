@@ -1,7 +1,8 @@
 """``kaudit explain`` as text: the verdict first, then the evidence, then the whole story.
 
-Reads only the :func:`kaudit.queries.explain.explain_pod` document, so the text states exactly
-what ``--json`` and the pod page state.
+Reads only the :func:`kaudit.queries.explain.explain_pod` document and words it through
+:mod:`kaudit.queries.verdict_text` (most sentences come ready-made in the document), so the text
+states exactly what ``--json`` and the pod page state.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from typing import Any
 
 import click
 
-from kaudit.cli.options import table, tie_note
+from kaudit.cli.options import table
 from kaudit.eventlog.codec import rejects
-from kaudit.queries import units
-from kaudit.queries.verdict import group_rejections
+from kaudit.queries import units, verdict_text
+from kaudit.queries.verdict import plain_causes, scored_winner_first
 
 #: Rows of the shown attempt's score table.
 TOP_SCORES = 5
@@ -24,14 +25,8 @@ MESSAGE_WIDTH = 90
 def _inputs_lines(inputs: dict[str, Any]) -> list[tuple[str, str]]:
     if not inputs.get("found"):
         return [("pod", "the trace holds no object for it (created by the replay)")]
-    requests = ", ".join(inputs["requestsText"].values()) or "none"
-    scored = ", ".join(inputs["scoringRequestsText"].values())
-    defaults = inputs.get("scoringDefaults") or []
-    scoring = f"scored as {scored}" + (
-        f" (upstream's non-zero defaults for {', '.join(defaults)}: 0.1 cores, 200 MiB)"
-        if defaults else "")
     priority = inputs.get("priority")
-    lines = [("requests", f"{requests}; {scoring}"),
+    lines = [("requests", inputs["requestsSummary"]),
              ("priority", f"{priority if priority is not None else 0}"
               + (f" (class {inputs['priorityClassName']})" if inputs.get("priorityClassName")
                  else "") + f", preemptionPolicy {inputs['preemptionPolicy']}")]
@@ -63,54 +58,37 @@ def _inputs_lines(inputs: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
-def _grouped(attempt: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rejected nodes grouped by plugin and reasons (for attempts other than the decisive)."""
-    groups = sorted(group_rejections(attempt["nodes"]), key=lambda g: -len(g.nodes))
-    return [{"count": len(g.nodes), "cause": f"{g.plugin}: {'; '.join(g.reasons)}",
-             "detail": "", "nodes": g.nodes[:8], "moreNodes": max(len(g.nodes) - 8, 0)}
-            for g in groups]
-
-
-def _examples(group: dict[str, Any]) -> str:
-    names = ", ".join(group["nodes"][:3])
-    more = group["count"] - min(len(group["nodes"]), 3)
-    return names + (f" and {more} more" if more else "")
-
-
 def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes: bool) -> None:
     attempt = story["attempts"][index]
     label = "Decisive attempt" if decisive else "Attempt"
     click.echo(f"\n{label} #{index} at t={units.seconds(attempt['t'])} ({attempt['time']}, "
-               f"cycle {attempt['cycle']}): {attempt['evaluatedNodes']} nodes evaluated, "
-               f"{attempt['feasibleNodes']} feasible")
-    if attempt["selectedNode"]:
-        click.echo(f"  selected {tie_note(attempt['selectedNode'], attempt['tiedNodes'])}")
-    elif attempt.get("message"):
-        click.echo(f"  {attempt['message']}")
+               f"cycle {attempt['cycle']}): {attempt['countsText']}")
+    if attempt["outcomeText"]:
+        click.echo(f"  {attempt['outcomeText']}")
     for call in attempt.get("extenderCalls") or []:
-        click.echo(f"  {extender_call_line(call)}")
+        click.echo(f"  {verdict_text.extender_call(call)}")
     rejected = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
                 for name, node in attempt["nodes"].items()
                 for plugin, v in node["filter"].items()
                 if rejects(v)]
+    groups = story["verdict"]["causes"] if decisive else plain_causes(attempt["nodes"])
     if rejected and all_nodes:
         click.echo("  Rejected nodes:")
         click.echo(table(rejected, ["NODE", "REJECTED BY", "REASONS"], indent=4))
-    elif rejected:
-        groups = (story["verdict"]["causes"] if decisive else []) or _grouped(attempt)
+    elif groups:
         click.echo("  Rejected nodes by cause (--all-nodes lists each):")
-        click.echo(table([(g["count"], g["cause"], g["detail"], _examples(g)) for g in groups],
+        click.echo(table([(g["count"], g["cause"], g["detail"], g["examples"]) for g in groups],
                          ["NODES", "CAUSE", "DETAIL", "FOR EXAMPLE"], indent=4))
-    for line in device_lines((attempt.get("pluginNotes") or {}).get("DynamicResources")):
+    else:
+        note = (story["verdict"]["causesNote"] if decisive
+                else verdict_text.causes_note(attempt, groups))
+        if note:
+            click.echo(f"  {note}")
+    for line in attempt["deviceLines"]:
         click.echo(f"  {line}")
-    preemption = attempt.get("preemption")
-    if preemption and preemption.get("nominatedNode"):
-        pdb = preemption.get("pdbViolations") or 0
-        click.echo(f"  preemption nominated {preemption['nominatedNode']}, evicting "
-                   f"{', '.join(preemption['victims'])} ({pdb} PodDisruptionBudget "
-                   f"violation(s); best of {preemption['candidates']} candidate node(s))")
-    scored = sorted(((n, v) for n, v in attempt["nodes"].items() if "total" in v),
-                    key=lambda item: (-item[1]["total"], item[0]))
+    if attempt["preemptionText"]:
+        click.echo(f"  {attempt['preemptionText']}")
+    scored = scored_winner_first(attempt)
     if scored:
         free = story.get("decisiveFreeCapacity") if decisive else None
         plugins = list(scored[0][1]["score"])
@@ -122,55 +100,32 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
             row = [name, node["total"], *(node["score"][p]["weighted"] for p in plugins)]
             if free:
                 room = free.get(name, {})
-                row += [units.cores(room.get("cpu", 0)), units.memory(room.get("memory", 0))]
+                row += [units.quantity("cpu", room.get("cpu", 0)),
+                        units.quantity("memory", room.get("memory", 0))]
             rows.append(row)
-        click.echo(f"  Scores (top {min(TOP_SCORES, len(scored))} of {len(scored)}, weighted):")
+        click.echo(f"  Scores (the selected node first, then the top of {len(scored)}, "
+                   "weighted):")
         click.echo(table(rows, headers, indent=4))
 
 
 def device_lines(notes: dict[str, Any] | None) -> list[str]:
-    """DynamicResources' notes on an attempt: the devices the pod's claims got, or, when it
-    fit nowhere, the devices each request could use."""
-    if not notes:
-        return []
-    lines = []
-    claims = ", ".join(f"{c['claim']} ({'allocated already' if c['allocated'] else 'to allocate'})"
-                       for c in notes.get("claims") or [])
-    lines.append(f"ResourceClaims: {claims}")
-    for device in notes.get("devices") or []:
-        lines.append(f"  {device['claim']} request {device['request']}: {device['driver']} "
-                     f"pool {device['pool']} device {device['device']}")
-    for request in notes.get("requests") or []:
-        if "error" in request:
-            lines.append(f"  {request['claim']} request {request['request']}: {request['error']}")
-            continue
-        lines.append(f"  {request['claim']} request {request['request']} wants "
-                     f"{request['count']} of class {request['deviceClass']}: "
-                     f"{request['matching']} device(s) in the cluster match, "
-                     f"{request['free']} of them free")
-        for pool in request.get("unusablePools") or []:
-            lines.append(f"    pool {pool['pool']} cannot be allocated from: {pool['problem']}")
-    return lines
+    """DynamicResources' notes on an attempt (:func:`kaudit.queries.verdict_text.device_lines`),
+    request lines indented under the claims line."""
+    lines = verdict_text.device_lines(notes)
+    return lines[:1] + [f"  {line}" for line in lines[1:]]
 
 
 def extender_call_line(call: dict[str, Any]) -> str:
-    """One extender call: step, extender, nodes sent, latency and how it ended."""
-    if call.get("error"):
-        outcome = f"failed ({'ignored' if call.get('ignorable') else 'not ignorable'}): " \
-                  f"{call['error']}"
-    elif call.get("step") == "filter":
-        passing = call.get("passing")
-        outcome = f"{len(passing or ())} passed"
-    else:
-        outcome = "answered"
-    return (f"extender {call['step']} {call['extender']} ({len(call.get('nodes') or ())} "
-            f"node(s), {(call.get('latencyUs') or 0) / 1000:.1f} ms): {outcome}")
+    """One extender call (:func:`kaudit.queries.verdict_text.extender_call`)."""
+    return verdict_text.extender_call(call)
 
 
 def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: bool) -> None:
     verdict = story["verdict"]
     click.echo(f"{story['pod']} in run {story['run']}")
     click.echo(click.style(verdict["headline"], bold=True))
+    for sentence in verdict.get("summary") or []:
+        click.echo(f"  {sentence}")
     recorded = story["recordedNode"]
     if recorded:
         same = "the same node" if recorded == story["boundNode"] else "a different node"
@@ -210,10 +165,4 @@ def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: boo
     if others:
         click.echo("\nOther events:")
         for event in others:
-            detail = {k: v for k, v in event.items()
-                      if k not in ("time", "t", "kind", "node", "extenders")}
-            words = " ".join(f"{k}={v}" for k, v in detail.items())
-            for call in event.get("extenders") or ():
-                words += f"; {extender_call_line(call)}"
-            click.echo(f"  {units.seconds(event['t'])} {event['kind']} {event['node'] or ''} "
-                       f"{words}".rstrip())
+            click.echo(f"  {units.seconds(event['t'])}  {event['text']}")

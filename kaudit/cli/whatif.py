@@ -7,9 +7,11 @@ from typing import Any
 
 import click
 
-from kaudit.cli.explain_text import device_lines, extender_call_line
-from kaudit.cli.options import echo_config_warnings, echo_json, table, tie_note
+from kaudit.cli.explain_text import device_lines
+from kaudit.cli.options import echo_config_warnings, echo_json, table
 from kaudit.eventlog.codec import rejects
+from kaudit.queries import verdict_text
+from kaudit.queries.verdict import plain_causes, scored_winner_first
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import load
 from kaudit.services.whatif import evaluate_pod, read_pod_manifest
@@ -70,6 +72,8 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
 
 
 def _print_report(report: dict[str, Any], node_count: int) -> None:
+    """The evaluation as text, worded by :mod:`kaudit.queries.verdict_text` as ``kaudit
+    explain`` and the pod page word a replayed attempt."""
     click.echo(f"Pod {report['pod']}, profile {report['profile']}, {node_count} nodes\n")
     if report["preFilter"]:
         click.echo("PreFilter: " + ", ".join(
@@ -88,16 +92,22 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
         click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
     elif node_count:
         click.echo("No node was evaluated: PreFilter rejected the pod for every node.")
+    click.echo(f"\n{verdict_text.node_counts(report)}")
+    causes = plain_causes(report["nodes"])
+    if causes:
+        click.echo("Rejected nodes by cause:")
+        click.echo(table([(c["count"], c["cause"], c["detail"], c["examples"]) for c in causes],
+                         ["NODES", "CAUSE", "DETAIL", "FOR EXAMPLE"], indent=2))
     calls = report.get("extenderCalls") or []
     if calls:
         click.echo("\nExtender calls:")
         for call in calls:
-            click.echo(f"  {extender_call_line(call)}")
-    feasible = [(n, v) for n, v in report["nodes"].items() if v["feasible"] and "total" in v]
+            click.echo(f"  {verdict_text.extender_call(call)}")
+    feasible = [(n, v) for n, v in scored_winner_first(report) if v["feasible"]]
     if feasible:
-        feasible.sort(key=lambda item: -item[1]["total"])
         plugins = list(feasible[0][1]["score"])
-        click.echo("\nTop nodes, weighted score per plugin (normalized × weight):")
+        click.echo("\nTop nodes, the selected first, weighted score per plugin "
+                   "(normalized × weight):")
         click.echo(table(
             [(n, v["total"], *(v["score"][p]["weighted"] for p in plugins))
              for n, v in feasible[:5]],
@@ -112,6 +122,7 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
             click.echo(f"\n{winner[0]} ({winner[1]['total']}) over the runner-up {runner[0]} "
                        f"({runner[1]['total']}): {decided}")
     if report["selectedNode"]:
-        click.echo(f"\nSelected: {tie_note(report['selectedNode'], report['tiedNodes'])}")
+        click.echo("\nSelected: " + verdict_text.selection(
+            report["selectedNode"], report["tiedNodes"], report.get("tieBreak")))
     else:
         click.echo(f"\n{report['message']}")

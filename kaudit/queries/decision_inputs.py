@@ -20,10 +20,19 @@ from sqlalchemy import Engine, func, or_, select
 
 from kaudit.model.gpu import gpu_demand
 from kaudit.model.pod import Toleration
-from kaudit.model.resources import CPU, MEMORY, pod_requests, resource_units
+from kaudit.model.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    pod_requests,
+    resource_units,
+)
 from kaudit.queries import units
 from kaudit.store.models import Run, RunNode, RunPlacement, TraceEvent
 
+#: Upstream's ``GetNonzeroRequests`` defaults for a container requesting no cpu or memory.
+NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 #: Above this many nodes, node objects are read without a name filter (one range scan).
 _NAME_FILTER_LIMIT = 500
 
@@ -132,7 +141,19 @@ def _gpu_text(obj: dict[str, Any]) -> str | None:
 
 
 def _amounts(requests: dict[str, int]) -> dict[str, str]:
-    return {name: units.amount(name, value) for name, value in requests.items()}
+    """Each request exactly, as Kubernetes writes it: ``cpu 500m``, ``memory 1Gi``."""
+    return {name: f"{name} {units.quantity(name, value)}" for name, value in requests.items()}
+
+
+def _requests_summary(requests: dict[str, int], scoring: dict[str, int]) -> str:
+    """``cpu 500m, memory 1Gi; scored as …`` with upstream's non-zero defaults named."""
+    defaults = [name for name in (CPU, MEMORY) if name not in requests]
+    text = (f"{', '.join(_amounts(requests).values()) or 'none'}; scored as "
+            f"{', '.join(_amounts(scoring).values())}")
+    if defaults:
+        text += (f" (upstream's non-zero defaults for {', '.join(defaults)}: "
+                 f"{', '.join(_amounts(NON_ZERO_DEFAULTS).values())})")
+    return text
 
 
 @dataclass(frozen=True)
@@ -176,6 +197,7 @@ def describe_pod(engine: Engine, trace_id: int, key: str, ts_us: int) -> PodInpu
         "requests": requests, "requestsText": _amounts(requests),
         "scoringRequests": scoring, "scoringRequestsText": _amounts(scoring),
         "scoringDefaults": [name for name in (CPU, MEMORY) if name not in requests],
+        "requestsSummary": _requests_summary(requests, scoring),
         "priority": priority, "priorityClassName": class_name,
         "preemptionPolicy": spec.get("preemptionPolicy") or "PreemptLowerPriority",
         "schedulerName": spec.get("schedulerName") or "default-scheduler",

@@ -10,11 +10,17 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from kaudit.eventlog.codec import unpack_attempt
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.decision_inputs import free_capacity
 from kaudit.queries.runs import node_names
-from kaudit.queries.verdict import pod_records, pod_verdict
+from kaudit.queries.verdict import (
+    attempt_sentences,
+    claim_objects,
+    pod_records,
+    pod_verdict,
+    story_event,
+    unpack,
+)
 
 
 def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
@@ -22,6 +28,7 @@ def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     verdicts and scores) and other records."""
     run, key, records, span = pod_records(engine, run_ref, pod_ref)
     names = node_names(engine, run.id)
+    claims = claim_objects(records)
     story: dict[str, Any] = {"run": run.name, "pod": key, "uid": None,
                              "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,
@@ -34,17 +41,16 @@ def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                                    "from": document["from"], "to": document["to"],
                                    "event": document["event"]})
         elif kind == "attempt":
-            attempt = unpack_attempt(document, record.blob, names)
+            attempt = unpack(document, record.blob, names)
             story["attempts"].append({"pod": key, **attempt, "result": document.get("result"),
-                                      "time": when,
-                                      "t": span.t(record.ts_us)})
+                                      "time": when, "t": span.t(record.ts_us),
+                                      **attempt_sentences(attempt, claims)})
         elif kind == "recorded":
             story["recordedNode"] = node
         elif kind == "bind":
             story["boundNode"], story["boundTime"] = node, when
         if kind not in ("queue", "attempt"):
-            story["events"].append({"time": when, "t": span.t(record.ts_us), "kind": kind,
-                                    "node": node, **document})
+            story["events"].append(story_event(record, span))
     decisive = story["verdict"]["decisiveAttempt"]
     if decisive is not None:
         attempts = [r for r in records if r.kind == "attempt"]

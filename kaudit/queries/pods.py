@@ -14,13 +14,25 @@ import orjson
 from sqlalchemy import Engine, select
 
 from kaudit.errors import UnknownObjectError
-from kaudit.eventlog.codec import preemption_json, unpack_attempt
+from kaudit.eventlog.codec import preemption_json
 from kaudit.model.timestamps import format_timestamp
+from kaudit.queries import units, verdict_text
 from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id_of
 from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
-from kaudit.queries.verdict import NAMED_NODES, pod_records, pod_verdict, rejection_causes
+from kaudit.queries.verdict import (
+    NAMED_NODES,
+    attempt_sentences,
+    claim_objects,
+    load_pod_records,
+    pod_records,
+    pod_verdict,
+    rejection_causes,
+    scored_winner_first,
+    story_event,
+    unpack,
+)
 from kaudit.store.models import RunEvent
 
 FILTER_CODES = ["Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait",
@@ -76,6 +88,7 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     """The pod's story without per-node tables: its verdict (the same as ``kaudit explain``),
     lifecycle, queue, attempts, other events."""
     run, key, records, span = pod_records(engine, run_ref, pod_ref)
+    claims = claim_objects(records)
     story: dict[str, Any] = {"run": run.name, "runId": run.id, "pod": key,
                              "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,
@@ -101,14 +114,16 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                 "nominatedNode": preemption.get("nominatedNode"),
                 "victims": preemption.get("victims") or [],
                 "preemption": preemption or None,
+                # the outcome's tie words need the unpacked attempt: the detail carries them
+                **{k: v for k, v in attempt_sentences(document, claims).items()
+                   if k != "outcomeText"},
             })
         else:
             if kind == "recorded":
                 story["recordedNode"] = node
             elif kind == "bind":
                 story["boundNode"], story["boundTime"] = node, when
-            story["events"].append({"time": when, "t": span.t(ts_us), "kind": kind,
-                                    "node": node, **document})
+            story["events"].append(story_event(record, span))
     story["lifecycle"] = _lifecycle(
         [(r.ts_us, r.kind, r.node, r.document) for r in records], span)
     return story
@@ -134,7 +149,7 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
     run = get_run(engine, run_ref)
     key = pod_key(engine, run.id, pod_ref)
     row = _attempt_row(engine, run, key, index)
-    attempt = unpack_attempt(orjson.loads(row.data), row.blob, node_names(engine, run.id))
+    attempt = unpack(orjson.loads(row.data), row.blob, node_names(engine, run.id))
     span = run_span(engine, run.id)
     nodes = attempt.pop("nodes")
     plugins: list[str] = []
@@ -150,14 +165,14 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
                       for p in plugins])
         reasons.append({str(i): filters[p]["reasons"] for i, p in enumerate(plugins)
                         if p in filters and filters[p]["reasons"]})
-    scored = sorted(((name, v) for name, v in nodes.items() if "total" in v),
-                    key=lambda item: (-item[1]["total"], item[0]))
+    scored = scored_winner_first({**attempt, "nodes": nodes})
     score_plugins = list(scored[0][1]["score"]) if scored else []
     trace_id = trace_id_of(engine, run.id)
     inputs = describe_pod(engine, trace_id, key, row.ts_us)
     free = free_capacity(engine, run.id, row.ts_us, exclude_pod=key)
+    claims = claim_objects(load_pod_records(engine, run.id, key, kind="claim"))
     groups = rejection_causes(engine, {**attempt, "nodes": nodes}, row.ts_us, inputs, trace_id,
-                              free, named=None)
+                              free, named=None, claims=claims)
     cause_of = {name: i for i, group in enumerate(groups) for name in group["nodes"]}
     for group in groups:
         group["nodes"] = group["nodes"][:NAMED_NODES]
@@ -170,6 +185,9 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
                    "verdicts": codes, "reasons": reasons,
                    "cause": [cause_of.get(name, -1) for name in nodes]},
         "causes": groups,
+        **attempt_sentences(attempt, claims),
+        "causesNote": verdict_text.causes_note(attempt, groups),
+        "scoresNote": None if scored else verdict_text.scores_note(attempt),
         "scores": {
             "plugins": score_plugins,
             "weights": {p: scored[0][1]["score"][p]["weight"] for p in score_plugins},
@@ -181,6 +199,8 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
             "weighted": [[v["score"][p]["weighted"] for p in score_plugins] for _, v in scored],
             "freeCpu": [free.get(name, {}).get("cpu") for name, _ in scored],
             "freeMemory": [free.get(name, {}).get("memory") for name, _ in scored],
+            "freeCpuText": [_free_text(free, name, "cpu") for name, _ in scored],
+            "freeMemoryText": [_free_text(free, name, "memory") for name, _ in scored],
         },
         "decision": None,
     }
@@ -189,12 +209,20 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
         winner = selected
         runner_up = next(name for name, _ in scored if name != winner)
         why, deltas = explain_move({**attempt, "nodes": nodes}, winner, runner_up, "kaudit")
+        tie = runner_up in attempt.get("tiedNodes", [])
         detail["decision"] = {
             "winner": winner, "runnerUp": runner_up, "winnerTotal": nodes[winner]["total"],
             "runnerUpTotal": nodes[runner_up]["total"], "deltas": deltas, "summary": why,
-            "tie": runner_up in attempt.get("tiedNodes", []),
+            "tie": tie,
+            "note": verdict_text.decision_note(nodes[winner]["total"], nodes[runner_up]["total"],
+                                               tie, attempt.get("tieBreak")),
         }
     return detail
+
+
+def _free_text(free: dict[str, dict[str, int]], node: str, resource: str) -> str:
+    amount = free.get(node, {}).get(resource)
+    return "–" if amount is None else units.quantity(resource, max(amount, 0))
 
 
 def nodes_from_detail(detail: dict[str, Any]) -> dict[str, Any]:

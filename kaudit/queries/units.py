@@ -1,11 +1,19 @@
-"""Resource amounts and ratios as people read them: cores, GiB, percent.
+"""Resource amounts, ratios and durations as people read them.
 
 Every view (CLI text, JSON ``…Text`` fields, the dashboard) formats through these, so a figure
 reads the same wherever it appears. Raw numbers stay in the JSON beside the text (millicores,
-bytes, ratios from 0 to 1).
+bytes, ratios from 0 to 1). Where a decision is explained (a node lacking a resource, what a
+pod requests), amounts are exact, in Kubernetes' canonical quantity form (:func:`quantity`:
+``500m`` against ``400m``, ``2Gi``), so rounding never makes a rejection read as a fit; the
+rounded forms (:func:`cores`, :func:`memory`) are for aggregates. A span of time is always
+:func:`duration`; a moment since the run's start is :func:`seconds`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kaudit.quantity import BINARY_SI, DECIMAL_SI, Quantity, canonical_string
 
 GIB = 2**30
 MIB = 2**20
@@ -32,11 +40,34 @@ def memory(amount: int | float) -> str:
     return f"{int(amount)} B"
 
 
+def _is_bytes(resource: str) -> bool:
+    return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+
+
+def quantity(resource: str, value: int) -> str:
+    """One resource's exact amount as Kubernetes writes it: millicores in, ``500m`` or ``2``
+    out for ``cpu``; bytes in, ``2Gi``, ``1536Mi`` or ``1G`` out for memory and storage
+    (binary suffixes when the amount is a whole number of KiB); counts as they are."""
+    if resource == "cpu":
+        return canonical_string(Quantity.from_scaled(int(value), -3, DECIMAL_SI))
+    if _is_bytes(resource):
+        fmt = BINARY_SI if int(value) % 1024 == 0 else DECIMAL_SI
+        return canonical_string(Quantity.from_scaled(int(value), 0, fmt))
+    return str(int(value))
+
+
+def quantity_range(resource: str, values: Iterable[int]) -> str:
+    """``60m–470m``, or one exact amount when all are equal."""
+    ordered = sorted(values)
+    low, high = quantity(resource, ordered[0]), quantity(resource, ordered[-1])
+    return low if low == high else f"{low}–{high}"
+
+
 def amount(resource: str, value: int | float) -> str:
     """One resource's amount in the unit people use for it."""
     if resource == "cpu":
         return cores(value)
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+    if _is_bytes(resource):
         return memory(value)
     return _trim(float(value), 2)
 

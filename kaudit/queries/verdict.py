@@ -29,7 +29,8 @@ from sqlalchemy import Engine, select
 from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import preemption_json, rejects, unpack_attempt
 from kaudit.model.pod import Taint, Toleration, tolerated
-from kaudit.queries import units
+from kaudit.model.timestamps import format_timestamp
+from kaudit.queries import units, verdict_text
 from kaudit.queries.decision_inputs import (
     PodInputs,
     describe_pod,
@@ -61,10 +62,13 @@ class PodRecord:
     blob: bytes | None
 
 
-def _short_list(names: Sequence[str], limit: int = 2) -> str:
-    if len(names) <= limit:
-        return " and ".join(names)
-    return f"{', '.join(names[:limit])} and {len(names) - limit} more"
+def unpack(document: dict[str, Any], blob: bytes | None, names: dict[int, str]
+           ) -> dict[str, Any]:
+    """An attempt record unpacked (:func:`kaudit.eventlog.codec.unpack_attempt`) with the
+    facts the node counts are told from: the cluster's node count and whether the nominated
+    node was tried alone."""
+    return {**unpack_attempt(document, blob, names), "allNodes": document.get("allNodes"),
+            "nominatedNodeUsed": bool(document.get("nominatedNodeUsed"))}
 
 
 def decisive_index(attempts: Sequence[PodRecord], bound_by_kaudit: bool) -> int | None:
@@ -84,33 +88,14 @@ def decisive_index(attempts: Sequence[PodRecord], bound_by_kaudit: bool) -> int 
 # --- causes ------------------------------------------------------------------------------
 
 
-def _range(values: list[int], resource: str) -> str:
-    low, high = min(values), max(values)
-    if low == high:
-        return units.amount(resource, high)
-    low_text, high_text = units.amount(resource, low), units.amount(resource, high)
-    low_value, _, low_unit = low_text.partition(" ")
-    high_unit = high_text.partition(" ")[2]
-    if low_unit and low_unit.rstrip("s") == high_unit.rstrip("s"):
-        return f"{low_value}–{high_text}"
-    return f"{low_text}–{high_text}"
-
-
-def _resource_detail(resource: str, nodes: list[str], inputs: PodInputs,
-                     free: dict[str, dict[str, int]]) -> tuple[str, str, dict[str, Any]]:
-    """(headline phrase, detail, facts) for ``Insufficient <resource>``."""
-    needed = inputs.requests.get(resource)
+def _resource_facts(resource: str, nodes: list[str], inputs: PodInputs,
+                    free: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """Requested against free for ``Insufficient <resource>`` on ``nodes``."""
     frees = [max(free[n].get(resource, 0), 0) for n in nodes if n in free]
-    facts: dict[str, Any] = {"resource": resource, "requested": needed}
+    facts: dict[str, Any] = {"resource": resource, "requested": inputs.requests.get(resource)}
     if frees:
         facts.update(freeMin=min(frees), freeMax=max(frees))
-    need = f"needs {units.amount(resource, needed)}" if needed is not None else ""
-    if not frees:
-        return f"lack {resource}" + (f" ({need})" if need else ""), need, facts
-    largest = f"the largest free is {units.amount(resource, max(frees))}"
-    phrase = f"lack {resource} ({need + ', ' if need else ''}{largest})"
-    detail = f"{need + '; ' if need else ''}free {_range(frees, resource)}"
-    return phrase, detail, facts
+    return facts
 
 
 def _untolerated(node: dict[str, Any], tolerations: tuple[Toleration, ...]) -> str | None:
@@ -160,12 +145,35 @@ def group_rejections(nodes: dict[str, Any]) -> list[_Group]:
     return list(groups.values())
 
 
+def plain_causes(nodes: dict[str, Any], named: int | None = NAMED_NODES
+                 ) -> list[dict[str, Any]]:
+    """The rejected nodes grouped by plugin and reasons, worded as :func:`rejection_causes`
+    words them without the nodes' objects (for ``kaudit whatif`` and attempts shown without
+    their decision inputs)."""
+    groups = sorted(group_rejections(nodes), key=lambda g: (-len(g.nodes), g.plugin, g.reasons))
+    return [_cause_entry(g, verdict_text.cause_words(g.plugin, g.reasons), {}, named)
+            for g in groups]
+
+
+def _cause_entry(group: _Group, words: verdict_text.CauseWords, facts: dict[str, Any],
+                 named: int | None) -> dict[str, Any]:
+    count = len(group.nodes)
+    return {"plugin": group.plugin, "reasons": list(group.reasons), "count": count,
+            "cause": words.cause, "detail": words.detail, "facts": facts,
+            "nodes": group.nodes if named is None else group.nodes[:named],
+            "moreNodes": 0 if named is None else max(count - named, 0),
+            "examples": verdict_text.examples(group.nodes, count),
+            "text": verdict_text.cause_line(count, words.phrase)}
+
+
 def rejection_causes(engine: Engine, attempt: dict[str, Any], ts_us: int, inputs: PodInputs,
                      trace_id: int, free: dict[str, dict[str, int]] | None,
-                     named: int | None = NAMED_NODES) -> list[dict[str, Any]]:
+                     named: int | None = NAMED_NODES,
+                     claims: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The attempt's rejected nodes grouped by concrete cause, largest group first; each group
     says the plugin, upstream's reasons, the cause in words and the nodes (``named`` of them;
-    ``None`` names all)."""
+    ``None`` names all). ``claims`` (the pod's ResourceClaims by ``namespace/name``) adds the
+    requests' selectors to a DynamicResources group."""
     nodes = attempt["nodes"]
     base_groups = group_rejections(nodes)
     needs_objects = [n for g in base_groups if g.plugin in ("TaintToleration", "NodeAffinity")
@@ -188,48 +196,19 @@ def rejection_causes(engine: Engine, attempt: dict[str, Any], ts_us: int, inputs
         groups += [_Group(group.plugin, group.reasons, fact, names)
                    for fact, names in split.items()]
     free = free or {}
+    devices = verdict_text.claim_summaries(
+        (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)
     out = []
     for group in sorted(groups, key=lambda g: (-len(g.nodes), g.plugin, g.reasons)):
-        count = len(group.nodes)
         facts: dict[str, Any] = {}
-        phrase = ""
-        detail = ""
         if group.plugin == "NodeResourcesFit" and all(
                 r.startswith(_INSUFFICIENT) for r in group.reasons):
-            phrases, details = [], []
-            for reason in group.reasons:
-                phrase, line, resource_facts = _resource_detail(
-                    reason[len(_INSUFFICIENT):], group.nodes, inputs, free)
-                phrases.append(phrase)
-                details.append(line)
-                facts.setdefault("resources", []).append(resource_facts)
-            cause = "lack " + " and ".join(r[len(_INSUFFICIENT):] for r in group.reasons)
-            phrase = " and ".join(phrases)
-            detail = "; ".join(d for d in details if d)
-        elif group.plugin == "NodeResourcesFit" and group.reasons == ("Too many pods",):
-            cause = "are full (no pod slots left)"
-        elif group.plugin == "NodeUnschedulable":
-            cause = "cordoned"
-            detail = "spec.unschedulable is true"
-        elif group.plugin == "TaintToleration":
-            cause = f"tainted {group.fact}" if group.fact else "have an untolerated taint"
-            detail = "the pod has no toleration for it"
-        elif group.plugin == "NodeAffinity":
-            cause = (f"don't match {group.fact.split(' (node has')[0]}" if group.fact
-                     else "don't match the pod's node selector/affinity")
-            detail = group.fact or ""
-        elif group.plugin == "NodePorts":
-            ports = ", ".join(inputs.document.get("hostPorts") or []) or "its host ports"
-            cause = f"already use host port {ports}"
-        else:
-            cause = f"rejected by {group.plugin}: {'; '.join(group.reasons)}"
-        if not facts:
-            phrase = cause
-        out.append({"plugin": group.plugin, "reasons": list(group.reasons), "count": count,
-                    "cause": cause, "detail": detail, "facts": facts,
-                    "nodes": group.nodes if named is None else group.nodes[:named],
-                    "moreNodes": 0 if named is None else max(count - named, 0),
-                    "text": f"{count} {phrase}"})
+            facts["resources"] = [_resource_facts(r[len(_INSUFFICIENT):], group.nodes, inputs,
+                                                  free) for r in group.reasons]
+        words = verdict_text.cause_words(
+            group.plugin, group.reasons, group.fact, facts.get("resources", ()),
+            inputs.document.get("hostPorts") or (), devices)
+        out.append(_cause_entry(group, words, facts, named))
     return out
 
 
@@ -245,9 +224,65 @@ def _victim_priority(engine: Engine, run_id: int, victims: list[str]) -> int | N
     return max(found) if found else None
 
 
+@dataclass(frozen=True)
+class WaitSplit:
+    """A pod's time before its end (bound, deleted, the run's end): held back by
+    schedulingGates or a PreEnqueue plugin (``gated``), and waiting for the scheduler."""
+
+    gated_us: int
+    waiting_us: int
+
+    def as_json(self) -> dict[str, float]:
+        return {"gatedSeconds": self.gated_us / 1e6, "waitingSeconds": self.waiting_us / 1e6}
+
+
+def wait_split(records: Sequence[PodRecord], end_us: int) -> WaitSplit:
+    """The pod's time from its first queue move to ``end_us``, split by the queue moves into
+    and out of the gated set (the scheduler cannot pop a gated pod)."""
+    queue = [r for r in records if r.kind == "queue" and r.ts_us <= end_us]
+    if not queue:
+        return WaitSplit(0, 0)
+    gated = 0
+    gated_since: int | None = None
+    for record in queue:
+        if record.document.get("to") == "gated" and gated_since is None:
+            gated_since = record.ts_us
+        elif record.document.get("to") != "gated" and gated_since is not None:
+            gated += record.ts_us - gated_since
+            gated_since = None
+    if gated_since is not None:
+        gated += end_us - gated_since
+    total = max(end_us - queue[0].ts_us, 0)
+    return WaitSplit(gated, max(total - gated, 0))
+
+
+def claim_objects(records: Sequence[PodRecord]) -> dict[str, dict[str, Any]]:
+    """The pod's ResourceClaims as kaudit last wrote them, by ``namespace/name``."""
+    claims: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.kind != "claim":
+            continue
+        obj = record.document.get("object") or {}
+        meta = obj.get("metadata") or {}
+        claims[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
+    return claims
+
+
+def _nomination(records: Sequence[PodRecord], decisive: PodRecord | None
+                ) -> dict[str, Any] | None:
+    """The ``nominate`` record the decisive attempt's preemption wrote."""
+    if decisive is None:
+        return None
+    return next((r.document for r in records if r.kind == "nominate"
+                 and r.seq > decisive.seq), None)
+
+
 def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[PodRecord],
                 span: Span) -> dict[str, Any]:
-    """The verdict of ``key`` in ``run`` from its records (in log order)."""
+    """The verdict of ``key`` in ``run`` from its records (in log order): the headline, the
+    summary sentences of the verdict block, the decisive attempt's node counts and its
+    rejected nodes grouped by cause, every sentence rendered by
+    :mod:`kaudit.queries.verdict_text`."""
     attempts = [r for r in records if r.kind == "attempt"]
     bind = next((r for r in reversed(records) if r.kind == "bind"), None)
     preempted = next((r for r in records if r.kind == "preempt"), None)
@@ -255,7 +290,6 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     # good (``PodDelete``).
     deleted = next((r for r in reversed(records) if r.kind == "delete" or (
         r.kind == "queue" and r.document.get("event") == "PodDelete")), None)
-    first = next((r for r in records if r.kind == "queue"), attempts[0] if attempts else None)
     bound_by_kaudit = bind is not None and bind.document.get("by") == "kaudit"
     index = decisive_index(attempts, bound_by_kaudit)
     decisive = attempts[index] if index is not None else None
@@ -265,9 +299,16 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     verdict: dict[str, Any] = {"state": "unknown", "headline": "", "decisiveAttempt": index,
                                "causes": [], "since": None, "node": None, "at": None}
     attempt: dict[str, Any] | None = None
+    claims = claim_objects(records)
+    causes: list[dict[str, Any]] = []
     if decisive is not None:
-        attempt = unpack_attempt(decisive.document, decisive.blob, node_names(engine, run.id))
+        attempt = unpack(decisive.document, decisive.blob, node_names(engine, run.id))
+        causes = _causes(engine, run, attempt, decisive, inputs, trace_id, key, claims)
+    verdict["causes"] = causes
     end_us = deleted.ts_us if deleted is not None else span.end_us
+    summary: list[str] = []
+    wait = wait_split(records, bind.ts_us if bind is not None and bound_by_kaudit else end_us)
+    nomination = _nomination(records, decisive)
     if preempted is not None:
         preemptor = preempted.document.get("preemptor")
         verdict.update(state="preempted", node=preempted.node, at=span.t(preempted.ts_us),
@@ -294,26 +335,30 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
                         + (f", against the pod's {own})" if own is not None else ")")
                         if top is not None else "")
             verdict["headline"] = (f"Bound to {bind.node} at {when} by evicting "
-                                   f"{_short_list(victims) or 'no pod'}{priority}")
+                                   f"{verdict_text.short_list(victims) or 'no pod'}{priority}")
             verdict.update(victims=victims, preemptedNode=preemption["nominatedNode"])
-            verdict["causes"] = _causes(engine, run, attempt, decisive, inputs, trace_id, key)
+            tied = [n for n in (nomination or {}).get("tiedNodes") or []
+                    if n != preemption["nominatedNode"]]
+            if tied:
+                verdict["headline"] += (f"; {preemption['nominatedNode']} was a coin flip among"
+                                        f" {len(tied) + 1} tied candidate nodes")
         else:
             verdict["headline"] = f"Placed on {bind.node} at {when}: " + _placement_reason(
                 attempt, bind.node or "")
-            verdict["causes"] = _causes(engine, run, attempt, decisive, inputs, trace_id, key)
-        if len(attempts) > 1 and first is not None:
-            verdict["headline"] += (f"; waited {units.duration((bind.ts_us - first.ts_us) / 1e6)}"
-                                    f" over {len(attempts)} attempts")
+        if len(attempts) > 1 or wait.gated_us:
+            verdict["headline"] += "; " + verdict_text.wait_words(
+                wait.gated_us / 1e6, wait.waiting_us / 1e6, len(attempts))
     elif attempts and attempt is not None:
-        since = first.ts_us if first is not None else attempts[0].ts_us
-        waited = units.duration(max(end_us - since, 0) / 1e6)
+        first = next((r for r in records if r.kind == "queue"), attempts[0])
+        waited = units.duration(max(end_us - first.ts_us, 0) / 1e6)
         verdict.update(state="deleted-pending" if deleted is not None else "pending",
-                       since=span.t(since))
-        verdict["causes"] = causes = _causes(engine, run, attempt, decisive, inputs, trace_id, key)
+                       since=span.t(first.ts_us))
         why = _pending_reason(attempt, causes)
+        gated = (f" ({units.duration(wait.gated_us / 1e6)} of it gated)" if wait.gated_us
+                 else "")
         lead = (f"Deleted at {units.seconds(span.t(deleted.ts_us))} after pending {waited}"
                 if deleted is not None else f"Pending {waited}")
-        verdict["headline"] = f"{lead}: {why}"
+        verdict["headline"] = f"{lead}{gated}: {why}"
     else:
         gates = inputs.document.get("schedulingGates") or []
         held = _held_back(engine, run.id, key)
@@ -329,19 +374,46 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     gpus = bind.document.get("gpus") if bind is not None else None
     if gpus and verdict["state"] in ("bound", "bound-by-trace"):
         verdict["gpus"] = gpus
-        verdict["headline"] += "; " + gpu_text(gpus["devices"], gpus["milli"])
+        verdict["gpusText"] = verdict_text.gpu_text(gpus["devices"], gpus["milli"])
+        verdict["headline"] += "; " + verdict["gpusText"]
     if deleted is not None and verdict["state"] in ("bound", "bound-by-trace"):
         verdict["deletedAt"] = span.t(deleted.ts_us)
         verdict["headline"] += f"; deleted at {units.seconds(span.t(deleted.ts_us))}"
+    if attempt is not None:
+        evaluated = int(attempt.get("evaluatedNodes") or 0)
+        feasible = int(attempt.get("feasibleNodes") or 0)
+        verdict["nodes"] = {"evaluated": evaluated, "feasible": feasible,
+                            "rejected": max(evaluated - feasible, 0),
+                            "all": attempt.get("allNodes")}
+        summary.append(f"Decisive attempt #{index}: {verdict_text.node_counts(attempt)}.")
+    else:
+        verdict["nodes"] = None
+    if attempts or wait.gated_us:
+        verdict["wait"] = {**wait.as_json(),
+                           "words": verdict_text.wait_words(wait.gated_us / 1e6,
+                                                            wait.waiting_us / 1e6, len(attempts)),
+                           "text": verdict_text.wait_sentence(
+                               wait.gated_us / 1e6, wait.waiting_us / 1e6, len(attempts),
+                               pending=verdict["state"] in ("pending", "gated"))}
+        summary.append(verdict["wait"]["text"])
+    else:
+        verdict["wait"] = None
+    if decisive is not None:
+        preemption = preemption_json(decisive.document) or {}
+        if preemption.get("nominatedNode"):
+            summary.append(verdict_text.sentence(verdict_text.preemption_text(preemption)))
+            chance = verdict_text.nomination_chance(preemption["nominatedNode"], nomination)
+            if chance:
+                summary.append(chance)
+    notes = (attempt or {}).get("pluginNotes", {}).get("DynamicResources")
+    supply = verdict_text.claim_summaries(notes, claims)
+    if supply:
+        summary.append("ResourceClaims: " + "; ".join(supply) + ".")
+    verdict["summary"] = summary
+    verdict["causesNote"] = verdict_text.causes_note(attempt, causes)
+    verdict["causesTitle"] = verdict_text.causes_title(attempt)
     verdict["inputs"] = inputs.document
     return verdict
-
-
-def gpu_text(devices: Sequence[int], milli: int) -> str:
-    """``GPU 3 (500 milli)`` or ``GPUs 0, 1 (1000 milli each)``."""
-    if len(devices) == 1:
-        return f"GPU {devices[0]} ({milli} milli)"
-    return f"GPUs {', '.join(str(d) for d in devices)} ({milli} milli each)"
 
 
 def _pending_reason(attempt: dict[str, Any], causes: list[dict[str, Any]]) -> str:
@@ -385,9 +457,12 @@ def _not_ours(inputs: PodInputs) -> str:
     return "it was bound before kaudit saw it pending"
 
 
-#: What chose among tied nodes, by the scheduler's ``tie_break``.
-TIE_BREAK_WORDS = {"random": "the seeded tie-break", "name": "the lowest node name",
-                   "shuffled-name": "the seeded order of node names"}
+def scored_winner_first(attempt: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The attempt's scored nodes, the selected node first, then by total and name (a node
+    tied at the top score may sort after a page of others by name alone)."""
+    selected = attempt.get("selectedNode")
+    return sorted(((n, v) for n, v in attempt["nodes"].items() if "total" in v),
+                  key=lambda item: (item[0] != selected, -item[1]["total"], item[0]))
 
 
 def _placement_reason(attempt: dict[str, Any], node: str) -> str:
@@ -396,16 +471,16 @@ def _placement_reason(attempt: dict[str, Any], node: str) -> str:
         return "its nominated node still fits (checked first, as upstream does)"
     if feasible <= 1:
         return f"the only feasible node of {attempt.get('evaluatedNodes')} evaluated"
-    scored = sorted(((n, v) for n, v in attempt["nodes"].items() if "total" in v),
-                    key=lambda item: (-item[1]["total"], item[0]))
+    scored = scored_winner_first(attempt)
     runner = next((n for n, _ in scored if n != node), None)
     if runner is None:
         return f"best of {feasible} feasible nodes"
     if runner in (attempt.get("tiedNodes") or []):
         others = [n for n in attempt["tiedNodes"] if n != node]
-        return (f"tied with {_short_list(others)} at total {attempt['nodes'][node]['total']};"
-                f" {TIE_BREAK_WORDS.get(attempt.get('tieBreak', 'random'), 'a tie-break')}"
-                " chose it")
+        chooser = verdict_text.TIE_BREAK_WORDS.get(attempt.get("tieBreak", "random"),
+                                                   "a tie-break")
+        return (f"tied with {verdict_text.short_list(others)} at total "
+                f"{attempt['nodes'][node]['total']}; {chooser} chose it")
     _, deltas = explain_move(attempt, node, runner, "kaudit")
     words = ", ".join(f"{p} {d:+d}" for p, d in list(deltas.items())[:3])
     return (f"{words or 'equal plugin scores'} over {runner} "
@@ -413,12 +488,36 @@ def _placement_reason(attempt: dict[str, Any], node: str) -> str:
 
 
 def _causes(engine: Engine, run: RunSummary, attempt: dict[str, Any],
-            decisive: PodRecord | None, inputs: PodInputs, trace_id: int, decisive_key: str
-            ) -> list[dict[str, Any]]:
+            decisive: PodRecord | None, inputs: PodInputs, trace_id: int, decisive_key: str,
+            claims: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     if decisive is None or all(v.get("feasible") for v in attempt["nodes"].values()):
         return []
     free = free_capacity(engine, run.id, decisive.ts_us, exclude_pod=decisive_key)
-    return rejection_causes(engine, attempt, decisive.ts_us, inputs, trace_id, free)
+    return rejection_causes(engine, attempt, decisive.ts_us, inputs, trace_id, free,
+                            claims=claims)
+
+
+def story_event(record: PodRecord, span: Span) -> dict[str, Any]:
+    """One of the pod's other records (not a queue move or an attempt) for a story: its
+    sentence (``text``) and its raw fields, the same in ``kaudit explain`` and the pod page."""
+    t = span.t(record.ts_us)
+    return {"time": format_timestamp(record.ts_us), "t": t,
+            "kind": record.kind, "node": record.node, **record.document,
+            "at": units.seconds(t),
+            "text": verdict_text.event_text(record.kind, record.node, record.document)}
+
+
+def attempt_sentences(attempt: dict[str, Any], claims: dict[str, dict[str, Any]]
+                      ) -> dict[str, Any]:
+    """An attempt's node counts, outcome and devices in words, for every listing of attempts
+    (``claims``: :func:`claim_objects` of the pod, for the requests' selectors)."""
+    preemption = preemption_json(attempt) or {}
+    return {"countsText": verdict_text.node_counts(attempt),
+            "outcomeText": verdict_text.attempt_outcome(attempt),
+            "preemptionText": (verdict_text.preemption_text(preemption)
+                               if preemption.get("nominatedNode") else None),
+            "deviceLines": verdict_text.device_lines(
+                (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)}
 
 
 def pod_records(engine: Engine, run_ref: str, pod_ref: str
@@ -433,12 +532,15 @@ def pod_records(engine: Engine, run_ref: str, pod_ref: str
     return run, key, records, run_span(engine, run.id)
 
 
-def load_pod_records(engine: Engine, run_id: int, key: str) -> list[PodRecord]:
-    """The pod's records in log order."""
+def load_pod_records(engine: Engine, run_id: int, key: str, kind: str | None = None
+                     ) -> list[PodRecord]:
+    """The pod's records in log order (only those of ``kind`` when given)."""
+    query = (select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data,
+                    RunEvent.blob)
+             .where(RunEvent.run_id == run_id, RunEvent.pod == key).order_by(RunEvent.seq))
+    if kind is not None:
+        query = query.where(RunEvent.kind == kind)
     with engine.connect() as connection:
-        rows = connection.execute(
-            select(RunEvent.seq, RunEvent.ts_us, RunEvent.kind, RunEvent.node, RunEvent.data,
-                   RunEvent.blob)
-            .where(RunEvent.run_id == run_id, RunEvent.pod == key).order_by(RunEvent.seq)).all()
+        rows = connection.execute(query).all()
     return [PodRecord(seq, ts, kind, node, orjson.loads(data), blob)
             for seq, ts, kind, node, data, blob in rows]

@@ -139,11 +139,11 @@ def test_thousands_of_rejections_come_as_a_few_groups(
     assert [(c["count"], c["cause"]) for c in verdict["causes"]] == [
         (1200, "lack cpu"), (500, "tainted dedicated=ml:NoSchedule"),
         (300, "don't match nodeSelector tier=gold")]
-    assert verdict["causes"][0]["detail"] == "needs 2 cores; free 1 core"
+    assert verdict["causes"][0]["detail"] == "needs 2, free 1"
     assert all(len(c["nodes"]) <= 8 and c["moreNodes"] == c["count"] - len(c["nodes"])
                for c in verdict["causes"])
     assert verdict["headline"].endswith(
-        "no node fits — 1200 lack cpu (needs 2 cores, the largest free is 1 core), "
+        "no node fits — 1,200 lack cpu (needs 2, the largest free is 1), "
         "500 tainted dedicated=ml:NoSchedule, 300 don't match nodeSelector tier=gold")
     text = run_kaudit("explain", "thousands", "default/wide").output
     assert len(text.splitlines()) < 40

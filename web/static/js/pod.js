@@ -6,28 +6,20 @@ K.start(async ({run, pod}) => {
   const base = `${K.apiRun(run)}/pods/${K.podPath(pod)}`;
   const story = await K.api(base);
   const verdict = story.verdict;
+  // Every sentence comes from the API (kaudit.queries.verdict_text), as kaudit explain prints it;
+  // the verdict block, the cards and the other events are rendered by the server.
   const causeRows = (causes) => K.table([
     {label: "Nodes", value: (c) => c.count, class: "num"},
     {label: "Cause", value: (c) => c.cause},
     {label: "Detail", value: (c) => c.detail},
-    {label: "For example", value: (c) => c.nodes.slice(0, 3).join(", ") + (c.count > 3 ? ` and ${c.count - Math.min(c.nodes.length, 3)} more` : "")},
+    {label: "For example", value: (c) => c.examples},
   ], causes, {class: "data causes"});
-  const verdictLine = document.getElementById("verdict");
-  verdictLine.classList.add(verdict.state);
-  K.fill(verdictLine, verdict.headline);
-  if (verdict.causes.length) {
-    K.fill("causes-title", verdict.state === "bound" && !verdict.victims ? "Why not the other nodes" : "Why no node fits");
-    K.fill("causes", causeRows(verdict.causes));
-  } else {
-    K.fill("causes", el("p", {class: "note", text: verdict.decisiveAttempt === null ? "kaudit made no attempt for this pod." : "Every evaluated node passed the filters."}));
-  }
   const inputs = verdict.inputs;
   const inputRows = [];
   if (!inputs.found) {
     inputRows.push(["pod", "the trace holds no object for it (created by the replay)"]);
   } else {
-    const defaults = inputs.scoringDefaults.length ? ` (non-zero defaults for ${inputs.scoringDefaults.join(", ")}: 0.1 cores, 200 MiB)` : "";
-    inputRows.push(["requests", `${Object.values(inputs.requestsText).join(", ") || "none"}; scored as ${Object.values(inputs.scoringRequestsText).join(", ")}${defaults}`]);
+    inputRows.push(["requests", inputs.requestsSummary]);
     inputRows.push(["priority", `${inputs.priority ?? 0}${inputs.priorityClassName ? ` (class ${inputs.priorityClassName})` : ""}, ${inputs.preemptionPolicy}`]);
     if (Object.keys(inputs.nodeSelector).length) inputRows.push(["nodeSelector", Object.entries(inputs.nodeSelector).map(([k, v]) => `${k}=${v}`).join(", ")]);
     if (inputs.requiredNodeAffinity.length) inputRows.push(["node affinity", inputs.requiredNodeAffinity.join(" or ")]);
@@ -38,18 +30,10 @@ K.start(async ({run, pod}) => {
     inputRows.push(["spread", inputs.spreadConstraints.join("; ") || "none in the spec"]);
     if (inputs.hostPorts.length) inputRows.push(["host ports", inputs.hostPorts.join(", ")]);
     if (inputs.schedulingGates.length) inputRows.push(["gates", inputs.schedulingGates.join(", ")]);
-    if (inputs.gpu) inputRows.push(["GPU devices", inputs.gpu + (verdict.gpus ? `; holds ${verdict.gpus.devices.length > 1 ? "GPUs" : "GPU"} ${verdict.gpus.devices.join(", ")} (${verdict.gpus.milli} milli${verdict.gpus.devices.length > 1 ? " each" : ""})` : "")]);
+    if (inputs.gpu) inputRows.push(["GPU devices", inputs.gpu + (verdict.gpusText ? `; holds ${verdict.gpusText}` : "")]);
   }
   K.fill("inputs", el("table", {class: "data inputs", id: "inputs-table"},
     el("tbody", {}, ...inputRows.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))))));
-  const pending = story.lifecycle.filter((s) => s.state !== "bound");
-  K.fill("facts",
-    K.card("bound to", story.boundNode || "never bound", "node bound-node"),
-    K.card("recorded cluster placed it on", story.recordedNode || "–", "node recorded-node"),
-    K.card("attempts", K.num(story.attempts.length)),
-    K.card("bound at", story.boundTime || "–"),
-    K.card("waited", K.secs(pending.reduce((sum, s) => sum + ((s.end ?? story.span.seconds) - s.start), 0))));
-
   const colors = {active: "#2e86c1", backoff: "#f39c12", unschedulable: "#c0392b", gated: "#7f8c8d",
     "in-flight": "#8e44ad", bound: "#27ae60"};
   const states = [...new Set(story.lifecycle.map((s) => s.state))];
@@ -99,10 +83,9 @@ K.start(async ({run, pod}) => {
   }
 
   // DynamicResources' notes: the pod's claims, the devices it got or each request's supply.
-  function deviceNotes(notes) {
+  function deviceNotes(notes, lines) {
     const parts = [el("h3", {text: "Devices (dynamic resource allocation)"}),
-      el("p", {class: "note", text: "ResourceClaims: " + (notes.claims || []).map((c) =>
-        `${c.claim} (${c.allocated ? "allocated already" : "to allocate"})`).join(", ")})];
+      ...lines.map((line) => el("p", {class: "note device-line", text: line}))];
     if (notes.devices && notes.devices.length) {
       parts.push(K.table([
         {label: "Claim", value: (d) => d.claim}, {label: "Request", value: (d) => d.request},
@@ -117,10 +100,6 @@ K.start(async ({run, pod}) => {
         {label: "Matching devices", value: (r) => r.error || r.matching, class: "num"},
         {label: "Free", value: (r) => (r.error ? "" : r.free), class: "num"},
       ], notes.requests, {id: "device-supply-table"}));
-      const unusable = notes.requests.flatMap((r) => r.unusablePools || []);
-      for (const pool of unusable) {
-        parts.push(el("p", {class: "note", text: `Pool ${pool.pool} cannot be allocated from: ${pool.problem}`}));
-      }
     }
     return parts;
   }
@@ -130,14 +109,10 @@ K.start(async ({run, pod}) => {
     drawAttempts();
     if (index < 0) return;
     detail = await K.api(`${base}/attempts/${index}`);
-    const tieBreakWords = {random: "the seeded tie-break", name: "the lowest node name", "shuffled-name": "the seeded order of node names"};
-    K.fill("attempt-title", `${index} at t = ${K.num(detail.t, 3)} s (${detail.time}): ` +
-      `${detail.evaluatedNodes} nodes evaluated, ${detail.feasibleNodes} feasible`);
-    K.fill("attempt-message", detail.selectedNode ? `Selected ${detail.selectedNode}` +
-      (detail.tiedNodes.length > 1 ? `, tied with ${detail.tiedNodes.length - 1} other node(s) and chosen by ${tieBreakWords[detail.tieBreak] || "the seeded tie-break"}` : "")
-      : detail.message);
+    K.fill("attempt-title", `${index} at t = ${K.num(detail.t, 3)} s (${detail.time}): ${detail.countsText}`);
+    K.fill("attempt-message", detail.outcomeText);
     const devices = (detail.pluginNotes || {}).DynamicResources;
-    K.fill("attempt-devices", ...(devices ? deviceNotes(devices) : []));
+    K.fill("attempt-devices", ...(devices ? deviceNotes(devices, detail.deviceLines) : []));
     const decision = detail.decision;
     if (decision) {
       const plugins = detail.scores.plugins;
@@ -150,24 +125,20 @@ K.start(async ({run, pod}) => {
         {label: "Difference", value: (p) => (decision.deltas[p] ? `${decision.deltas[p] > 0 ? "+" : ""}${decision.deltas[p]}` : "0"),
           class: (p) => `num ${(decision.deltas[p] || 0) > 0 ? "decided" : ""}`},
       ], [...plugins, "total"].filter((p) => p !== "total"), {id: "decision-table"}),
-      el("p", {class: "note", text: `total ${decision.winnerTotal} against ${decision.runnerUpTotal}${decision.tie ? " (tied: a seeded coin flip decided)" : ""}`}));
-    } else if (detail.preemption && detail.preemption.nominatedNode) {
-      const preemption = detail.preemption;
-      const pdb = preemption.pdbViolations ? `, violating ${preemption.pdbViolations} PodDisruptionBudget(s)` : "";
-      K.fill("decision", el("p", {class: "lead", text: `Preemption nominated ${preemption.nominatedNode}, evicting ${preemption.victims.join(", ")}${pdb} (best of ${preemption.candidates} candidate node(s))`}));
+      el("p", {class: "note", text: decision.note}));
+    } else if (detail.preemptionText) {
+      K.fill("decision", el("p", {class: "lead", text: detail.preemptionText}));
     } else {
       K.fill("decision");
     }
     K.fill("attempt-causes", detail.causes.length ? causeRows(detail.causes)
-      : el("p", {class: "note", text: "Every evaluated node passed the filters."}));
+      : el("p", {class: "note", text: detail.causesNote}));
     const scores = detail.scores;
     const top = Math.min(scores.nodes.length, 15);
     const scoreChart = document.getElementById("chart-scores");
     if (!scores.nodes.length) {
       if (scoreChart.data) Plotly.purge(scoreChart);
-      K.fill(scoreChart, el("p", {class: "note", text: detail.feasibleNodes === 1
-        ? "One feasible node: kube-scheduler binds it without scoring."
-        : "No node was scored in this attempt."}));
+      K.fill(scoreChart, el("p", {class: "note", text: detail.scoresNote}));
     } else {
       scoreChart.querySelectorAll("p.note").forEach((note) => note.remove());
       K.plot("chart-scores", scores.plugins.map((plugin, p) => ({type: "bar", name: plugin,
@@ -199,19 +170,13 @@ K.start(async ({run, pod}) => {
       {label: "Total", value: (i) => scores.total[i], class: "num total"},
       ...scores.plugins.map((plugin, p) => ({label: `${plugin} ×${scores.weights[plugin]}`,
         value: (i) => `${scores.weighted[i][p]} (${scores.raw[i][p]})`, class: "num"})),
-      {label: "Free cpu", value: (i) => K.cpu(scores.freeCpu[i]), class: "num"},
-      {label: "Free memory", value: (i) => K.bytes(scores.freeMemory[i]), class: "num"},
+      {label: "Free cpu", value: (i) => scores.freeCpuText[i], class: "num"},
+      {label: "Free memory", value: (i) => scores.freeMemoryText[i], class: "num"},
     ], [...Array(Math.min(scores.nodes.length, 20)).keys()], {id: "score-table"}));
     filterOffset = 0;
     drawFilters();
   }
 
   drawAttempts();
-  K.fill("events", K.table([
-    {label: "t (s)", value: (e) => K.num(e.t, 3), class: "num"},
-    {label: "Kind", value: (e) => e.kind},
-    {label: "Node", value: (e) => e.node},
-    {label: "Detail", value: (e) => JSON.stringify(Object.fromEntries(Object.entries(e).filter(([k]) => !["t", "time", "kind", "node"].includes(k))))},
-  ], story.events.filter((e) => e.kind !== "watch"), {id: "events-table"}));
   await select(chosen);
 });

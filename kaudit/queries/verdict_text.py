@@ -1,0 +1,483 @@
+"""The one renderer of verdict sentences and cause lines.
+
+``kaudit explain`` (text and ``--json``), the pod page and its API, and ``kaudit whatif`` word a
+decision through these functions only, so a cause, a node count or a wait reads the same in
+every door. The sentences are built from the facts the queries computed (counts, exact
+quantities, tie sets, queue spans); callers carry the sentences in their JSON beside the facts,
+and the page shows the sentences it is given instead of composing its own.
+
+Amounts are exact Kubernetes quantities (:func:`kaudit.queries.units.quantity`), spans of time
+are :func:`kaudit.queries.units.duration`, moments since the run's start
+:func:`kaudit.queries.units.seconds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kaudit.queries import units
+
+#: Nodes shown as examples in a cause line (the rest are counted).
+EXAMPLES = 3
+#: Items of a long list named in an event's sentence (the rest are counted).
+LISTED = 3
+
+#: What chose among tied nodes, by the scheduler's ``tie_break``.
+TIE_BREAK_WORDS = {"random": "the seeded tie-break", "name": "the lowest node name",
+                   "shuffled-name": "the seeded order of node names"}
+
+_DELETE_REASONS = {"trace": "the trace deleted it", "completed": "it completed",
+                   "preempted": "it was preempted", "lifetime": "its recorded run time ended"}
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 node``, ``5,000 nodes``."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def sentence(clause: str) -> str:
+    """A clause as a sentence: its first letter raised, a full stop at the end."""
+    return clause[:1].upper() + clause[1:] + ("" if clause.endswith(".") else ".")
+
+
+def short_list(names: Sequence[str], limit: int = 2) -> str:
+    """``a and b``, ``a, b and c`` or ``a, b and 3 more``."""
+    if len(names) <= limit:
+        return " and ".join(names) if len(names) < 3 else \
+            f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{', '.join(names[:limit])} and {len(names) - limit} more"
+
+
+def examples(nodes: Sequence[str], count: int, shown: int = EXAMPLES) -> str:
+    """A cause group's example nodes: ``node-a1, node-b1, node-c1 and 6 more``."""
+    named = list(nodes[:shown])
+    more = count - len(named)
+    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+
+# --- causes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CauseWords:
+    """A cause group in words: ``cause`` (the table's column), ``detail`` (the facts behind
+    it) and ``phrase`` (what follows the count in a headline: ``9 <phrase>``)."""
+
+    cause: str
+    detail: str
+    phrase: str
+
+
+def resource_words(resource: str, requested: int | None, free: Sequence[int]
+                   ) -> tuple[str, str]:
+    """(phrase, detail) for nodes lacking ``resource``: exact amounts, never rounded."""
+    need = f"needs {units.quantity(resource, requested)}" if requested is not None else ""
+    if not free:
+        return f"lack {resource}" + (f" ({need})" if need else ""), need
+    largest = f"the largest free is {units.quantity(resource, max(free))}"
+    phrase = f"lack {resource} ({need + ', ' if need else ''}{largest})"
+    detail = f"{need + ', ' if need else ''}free {units.quantity_range(resource, free)}"
+    return phrase, detail
+
+
+_INSUFFICIENT = "Insufficient "
+
+
+def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
+                resources: Sequence[Mapping[str, Any]] = (), host_ports: Sequence[str] = (),
+                devices: Sequence[str] = ()) -> CauseWords:
+    """A group of nodes rejected by ``plugin`` for ``reasons``, in words. ``fact`` is the
+    concrete fact found on the nodes (the untolerated taint, the unmatched selector),
+    ``resources`` the free-against-requested facts of ``Insufficient …`` reasons,
+    ``devices`` the claims' supply (DynamicResources); without them the words are generic."""
+    reasons = tuple(reasons)
+    if plugin == "NodeResourcesFit" and reasons and all(
+            r.startswith(_INSUFFICIENT) for r in reasons):
+        names = [r[len(_INSUFFICIENT):] for r in reasons]
+        by_name = {str(f["resource"]): f for f in resources}
+        phrases, details = [], []
+        for name in names:
+            facts = by_name.get(name, {})
+            free = [facts["freeMin"], facts["freeMax"]] if "freeMin" in facts else []
+            if "free" in facts:
+                free = list(facts["free"])
+            phrase, detail = resource_words(name, facts.get("requested"), free)
+            phrases.append(phrase)
+            if detail:
+                details.append(f"{name} {detail}" if len(names) > 1 else detail)
+        return CauseWords("lack " + " and ".join(names), "; ".join(details),
+                          " and ".join(phrases))
+    if plugin == "NodeResourcesFit" and reasons == ("Too many pods",):
+        cause = "are full (no pod slots left)"
+        return CauseWords(cause, "", cause)
+    if plugin == "NodeUnschedulable":
+        return CauseWords("cordoned", "spec.unschedulable is true", "cordoned")
+    if plugin == "TaintToleration":
+        cause = f"tainted {fact}" if fact else "have an untolerated taint"
+        return CauseWords(cause, "the pod has no toleration for it", cause)
+    if plugin == "NodeAffinity":
+        cause = (f"don't match {fact.split(' (node has')[0]}" if fact
+                 else "don't match the pod's node selector/affinity")
+        return CauseWords(cause, fact or "", cause)
+    if plugin == "NodePorts":
+        cause = f"already use host port {', '.join(host_ports) or 'its host ports'}"
+        return CauseWords(cause, "", cause)
+    if plugin == "DynamicResources" and devices:
+        cause = "; ".join(reasons)
+        detail = "; ".join(devices)
+        return CauseWords(cause, detail, f"{cause} ({detail})")
+    cause = f"rejected by {plugin}: {'; '.join(reasons)}"
+    return CauseWords(cause, "", cause)
+
+
+def cause_line(count: int, phrase: str) -> str:
+    """``9 lack cpu (needs 500m, the largest free is 400m)``."""
+    return f"{count:,} {phrase}"
+
+
+# --- node counts -------------------------------------------------------------------------
+
+
+def node_counts(attempt: Mapping[str, Any]) -> str:
+    """How many nodes an attempt evaluated, found feasible and rejected, and why it evaluated
+    fewer than the cluster has (its nominated node first, PreFilter, percentageOfNodesToScore)."""
+    evaluated = int(attempt.get("evaluatedNodes") or 0)
+    feasible = int(attempt.get("feasibleNodes") or 0)
+    total = int(attempt.get("allNodes") or evaluated)
+    rejected = max(evaluated - feasible, 0)
+    head = (f"{evaluated:,} of {plural(total, 'node')} evaluated" if evaluated < total
+            else f"{plural(evaluated, 'node')} evaluated")
+    text = f"{head}, {feasible:,} feasible, {rejected:,} rejected"
+    why = _fewer_evaluated(attempt, evaluated, feasible, total)
+    return f"{text} ({why})" if why else text
+
+
+def _fewer_evaluated(attempt: Mapping[str, Any], evaluated: int, feasible: int,
+                     total: int) -> str | None:
+    if evaluated >= total:
+        return None
+    if attempt.get("nominatedNodeUsed") and evaluated == 1:
+        return "its nominated node, checked first as upstream does"
+    if evaluated == 0:
+        return "PreFilter refused the pod before any node was tried"
+    narrowed = [set(v["nodeNames"]) for v in (attempt.get("preFilter") or {}).values()
+                if isinstance(v, Mapping) and v.get("nodeNames") is not None]
+    if narrowed:
+        allowed = set.intersection(*narrowed)
+        if len(allowed) <= evaluated:
+            return f"PreFilter narrowed the candidates to {plural(len(allowed), 'node')}"
+    return (f"percentageOfNodesToScore: filtering stopped once {plural(feasible, 'feasible node')}"
+            " were found")
+
+
+def causes_note(attempt: Mapping[str, Any] | None, causes: Sequence[Mapping[str, Any]]
+                ) -> str | None:
+    """The sentence shown where cause groups would be when there are none, from the same
+    counts as :func:`node_counts` (never "every node passed" while some were rejected)."""
+    if attempt is None:
+        return "kaudit made no attempt for this pod."
+    if causes:
+        return None
+    evaluated = int(attempt.get("evaluatedNodes") or 0)
+    feasible = int(attempt.get("feasibleNodes") or 0)
+    if evaluated == 0:
+        return "No node was evaluated."
+    if feasible >= evaluated:
+        return ("The one evaluated node passed the filters." if evaluated == 1
+                else f"All {evaluated:,} evaluated nodes passed the filters.")
+    return f"{evaluated - feasible:,} of {plural(evaluated, 'evaluated node')} were rejected."
+
+
+def causes_title(attempt: Mapping[str, Any] | None) -> str:
+    """The heading over the cause groups: the other nodes of a decision that found a node,
+    or why none fit."""
+    if attempt is not None and int(attempt.get("feasibleNodes") or 0) > 0:
+        return "Why not the other nodes"
+    return "Why no node fits"
+
+
+# --- waiting -----------------------------------------------------------------------------
+
+
+def wait_words(gated_s: float, waiting_s: float, attempts: int) -> str:
+    """``gated 2m30s, then waited 1s over 3 attempts`` (the gated time is not the
+    scheduler's: a pod held by schedulingGates or a PreEnqueue plugin is not in its queue)."""
+    over = f" over {plural(attempts, 'attempt')}" if attempts > 1 else ""
+    waited = f"waited {units.duration(waiting_s)}{over}"
+    if gated_s > 0:
+        return f"gated {units.duration(gated_s)}, then {waited}"
+    return waited
+
+
+def wait_sentence(gated_s: float, waiting_s: float, attempts: int, pending: bool) -> str:
+    """The verdict block's line on time: gated against waiting for the scheduler."""
+    waiting = (f"{'has been waiting' if pending else 'waited'} for the scheduler "
+               f"{units.duration(waiting_s)}"
+               + (f" over {plural(attempts, 'attempt')}" if attempts else ""))
+    if gated_s > 0:
+        return (f"Held back (schedulingGates or a PreEnqueue plugin) for "
+                f"{units.duration(gated_s)}, not waiting for the scheduler; then {waiting}.")
+    return waiting[0].upper() + waiting[1:] + "."
+
+
+# --- choices and chance ------------------------------------------------------------------
+
+
+def selection(selected: str, tied: Sequence[str], tie_break: str | None = None) -> str:
+    """``node-a`` or ``node-a, tied with node-b and node-c; the seeded tie-break chose it``."""
+    others = [n for n in tied if n != selected]
+    if not others:
+        return selected
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return (f"{selected} (tied with {shown}; "
+            f"{TIE_BREAK_WORDS.get(tie_break or 'random', 'a tie-break')} chose it)")
+
+
+def nomination_chance(node: str | None, facts: Mapping[str, Any] | None) -> str | None:
+    """What chance decided in a preemption's nomination (its ``nominate`` record), or None."""
+    if not facts:
+        return None
+    parts = []
+    tied = [n for n in facts.get("tiedNodes") or [] if n != node]
+    if tied:
+        parts.append(f"{node} was one of {len(tied) + 1} candidate nodes tied on every "
+                     f"criterion ({short_list([str(node), *tied], LISTED + 1)}): upstream may "
+                     "nominate another")
+    victims = list(facts.get("tiedVictims") or [])
+    if victims:
+        parts.append(f"which pods were evicted was decided among "
+                     f"{plural(len(victims), 'equally ranked pod')} "
+                     f"({short_list(victims, LISTED)})")
+    if facts.get("partialDryRun"):
+        parts.append("the dry run examined only part of the nodes from a random start, so "
+                     "another start could find other candidates")
+    if not parts:
+        return None
+    return "Coin flip: " + "; ".join(parts) + "."
+
+
+def preemption_text(preemption: Mapping[str, Any]) -> str:
+    """``preemption nominated node-c3, evicting a and b (best of 8 candidate nodes)``."""
+    pdb = int(preemption.get("pdbViolations") or 0)
+    victims = list(preemption.get("victims") or [])
+    return (f"preemption nominated {preemption['nominatedNode']}, evicting "
+            f"{short_list(victims, LISTED) or 'no pod'}"
+            + (f", violating {plural(pdb, 'PodDisruptionBudget')}" if pdb else "")
+            + f" (best of {plural(int(preemption.get('candidates') or 0), 'candidate node')})")
+
+
+def attempt_outcome(attempt: Mapping[str, Any]) -> str:
+    """An attempt's outcome in one line: the node it selected, or upstream's message."""
+    if attempt.get("selectedNode"):
+        return "Selected " + selection(attempt["selectedNode"], attempt.get("tiedNodes") or [],
+                                       attempt.get("tieBreak"))
+    return str(attempt.get("message") or attempt.get("result") or "")
+
+
+def decision_note(winner_total: int, runner_up_total: int, tie: bool,
+                  tie_break: str | None = None) -> str:
+    """The line under the winner-against-runner-up table."""
+    chance = (f" (tied: {TIE_BREAK_WORDS.get(tie_break or 'random', 'a tie-break')} decided)"
+              if tie else "")
+    return f"total {winner_total} against {runner_up_total}{chance}"
+
+
+def scores_note(attempt: Mapping[str, Any]) -> str:
+    """What stands where no score table is: one feasible node is not scored."""
+    if int(attempt.get("feasibleNodes") or 0) == 1:
+        return "One feasible node: kube-scheduler binds it without scoring."
+    return "No node was scored in this attempt."
+
+
+# --- devices (DynamicResources) ----------------------------------------------------------
+
+
+def claim_selectors(claim: Mapping[str, Any] | None, request: str) -> list[str]:
+    """The CEL selectors of ``request`` (``gpu`` or a subrequest ``gpu/a100``) in a
+    ResourceClaim object."""
+    if not claim:
+        return []
+    name, _, sub = request.partition("/")
+    for entry in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        if entry.get("name") != name:
+            continue
+        chosen = entry.get("exactly") or {}
+        if sub:
+            chosen = next((a for a in entry.get("firstAvailable") or []
+                           if a.get("name") == sub), {})
+        return [str((s.get("cel") or {}).get("expression")) for s in chosen.get("selectors") or []
+                if (s.get("cel") or {}).get("expression")]
+    return []
+
+
+def device_supply(request: Mapping[str, Any], selectors: Sequence[str] = ()) -> str:
+    """``request gpu: 1 of class gpu.example.com, 16 match, 0 free (selector …)``."""
+    if "error" in request:
+        return f"request {request['request']}: {request['error']}"
+    text = (f"request {request['request']}: {request['count']} of class "
+            f"{request['deviceClass']}, {request['matching']} match, {request['free']} free")
+    if selectors:
+        text += f", selector {' && '.join(selectors)}"
+    return text
+
+
+def device_lines(notes: Mapping[str, Any] | None,
+                 claims: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """DynamicResources' notes on an attempt: the devices the pod's claims got, or, when it
+    fit nowhere, the devices each request could use; ``claims`` (by ``namespace/name``) adds
+    each request's selectors."""
+    if not notes:
+        return []
+    lines = []
+    listed = ", ".join(f"{c['claim']} ({'allocated already' if c['allocated'] else 'to allocate'})"
+                       for c in notes.get("claims") or [])
+    lines.append(f"ResourceClaims: {listed}")
+    for device in notes.get("devices") or []:
+        lines.append(f"{device['claim']} request {device['request']}: {device['driver']} "
+                     f"pool {device['pool']} device {device['device']}")
+    for request in notes.get("requests") or []:
+        selectors = claim_selectors((claims or {}).get(request["claim"]), request["request"])
+        lines.append(f"{request['claim']} {device_supply(request, selectors)}")
+        for pool in request.get("unusablePools") or []:
+            lines.append(f"pool {pool['pool']} cannot be allocated from: {pool['problem']}")
+    return lines
+
+
+def claim_summaries(notes: Mapping[str, Any] | None,
+                    claims: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """Each short request's supply, for a cause's detail and the verdict's summary."""
+    if not notes:
+        return []
+    return [device_supply(r, claim_selectors((claims or {}).get(r["claim"]), r["request"]))
+            for r in notes.get("requests") or []]
+
+
+# --- extenders ---------------------------------------------------------------------------
+
+
+def extender_call(call: Mapping[str, Any]) -> str:
+    """One extender call: step, extender, nodes sent, latency and how it ended."""
+    if call.get("error"):
+        outcome = (f"failed ({'ignored' if call.get('ignorable') else 'not ignorable'}): "
+                   f"{call['error']}")
+    elif call.get("step") == "filter":
+        outcome = f"{len(call.get('passing') or ())} passed"
+    else:
+        outcome = "answered"
+    return (f"extender {call['step']} {call['extender']} ({len(call.get('nodes') or ())} "
+            f"node(s), {(call.get('latencyUs') or 0) / 1000:.1f} ms): {outcome}")
+
+
+# --- other events ------------------------------------------------------------------------
+
+
+def _claim_event(document: Mapping[str, Any]) -> str:
+    claim = document.get("object") or {}
+    meta = claim.get("metadata") or {}
+    name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
+    kind = document.get("type")
+    requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+    asks = []
+    for request in requests:
+        chosen = request.get("exactly")
+        if chosen is None and request.get("firstAvailable"):
+            classes = " or ".join(str(a.get("deviceClassName"))
+                                  for a in request["firstAvailable"])
+            asks.append(f"{request.get('name')}: first available of {classes}")
+            continue
+        chosen = chosen or {}
+        count = chosen.get("count", 1) if chosen.get("allocationMode", "ExactCount") == \
+            "ExactCount" else "all"
+        ask = f"{request.get('name')}: {count} of {chosen.get('deviceClassName')}"
+        selectors = claim_selectors(claim, str(request.get("name")))
+        if selectors:
+            ask += f" where {' && '.join(selectors)}"
+        asks.append(ask)
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
+               ).get("results") or []
+    if kind == "DELETED":
+        text = f"ResourceClaim {name} deleted"
+    elif results:
+        got = ", ".join(f"{r.get('device')} (pool {r.get('pool')}) for {r.get('request')}"
+                        for r in results[:LISTED])
+        more = len(results) - LISTED
+        text = f"ResourceClaim {name} allocated {got}" + (f" and {more} more" if more > 0
+                                                           else "")
+    elif kind == "ADDED":
+        owner = "generated for the pod" if meta.get("ownerReferences") else "added"
+        text = f"ResourceClaim {name} {owner}"
+    else:
+        text = f"ResourceClaim {name} updated (no allocation)"
+    return text + (f"; requests {'; '.join(asks)}" if asks and kind != "DELETED" else "")
+
+
+def _value_words(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        items = [_value_words(v) for v in value]
+        return short_list(items, LISTED) if items else "none"
+    if isinstance(value, Mapping):
+        return plural(len(value), "field")
+    return str(value)
+
+
+def event_text(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
+    """One record of the pod's event log (other than queue moves and attempts) as a sentence,
+    long objects summarised."""
+    on = f" on {node}" if node else ""
+    if kind == "bind":
+        by = "kaudit" if document.get("by") == "kaudit" else "the recorded cluster"
+        text = f"Bound to {node} by {by}"
+        if document.get("binder"):
+            text += f" through extender {document['binder']}"
+        gpus = document.get("gpus")
+        if gpus:
+            text += f"; {gpu_text(gpus['devices'], gpus['milli'])}"
+        devices = document.get("claims") or []
+        if devices:
+            text += "; devices " + short_list(
+                [f"{d.get('device')} (pool {d.get('pool')}) for "
+                 f"{d.get('podClaim') or d.get('claim')}" for d in devices], LISTED)
+    elif kind == "bindfail":
+        reasons = "; ".join(document.get("reasons") or []) or document.get("code", "")
+        text = f"Binding to {node} failed: {reasons}"
+    elif kind == "recorded":
+        text = f"The recorded cluster placed it{on}"
+    elif kind == "nominate":
+        text = f"Preemption nominated {node}"
+        chance = nomination_chance(node, document)
+        if chance:
+            text += f". {chance}"
+    elif kind == "preempt":
+        text = f"Evicted{on} by {document.get('preemptor')}"
+        if document.get("tie"):
+            text += " (a coin flip among equally ranked victims: upstream may evict another)"
+    elif kind == "terminate":
+        text = f"Its deletion was accepted; it terminates{on}, still counted there"
+    elif kind == "delete":
+        reason = document.get("reason")
+        text = f"Deleted{on}: {_DELETE_REASONS.get(str(reason), str(reason))}"
+    elif kind == "create":
+        text = (f"Created by kaudit to replace {document.get('replaces')} (as its controller "
+                "would)")
+    elif kind == "extender":
+        text = f"Extender call{on}: {document.get('reason', '')}".rstrip(": ")
+    elif kind == "claim":
+        text = _claim_event(document)
+    else:
+        words = ", ".join(f"{key} {_value_words(value)}" for key, value in document.items()
+                          if key != "extenders")
+        text = f"{kind}{on}" + (f": {words}" if words else "")
+    for call in document.get("extenders") or ():
+        text += f"; {extender_call(call)}"
+    return text
+
+
+def gpu_text(devices: Sequence[int], milli: int) -> str:
+    """``GPU 3 (500 milli)`` or ``GPUs 0, 1 (1000 milli each)``."""
+    if len(devices) == 1:
+        return f"GPU {devices[0]} ({milli} milli)"
+    return f"GPUs {', '.join(str(d) for d in devices)} ({milli} milli each)"
