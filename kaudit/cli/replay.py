@@ -205,10 +205,13 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
         echo_json(run.as_json())
         return
     s = summary.as_json()
+    held_back = s.get("podsHeldBack") or 0
     click.echo(f"run '{run.name}' of trace '{summary_trace.name}': {s['podsScheduled']} pods "
-               f"scheduled, {s['podsPendingAtEnd']} pending at the end (never scheduled: "
-               f"{s['podsNeverScheduled']}, counting those deleted while pending), "
-               f"{s['podsPreempted']} preempted, {s['attempts']} attempts")
+               f"scheduled, {s['podsPendingAtEnd']} pending at the end ("
+               + (f"{held_back} of them held back by PreEnqueue, never tried; "
+                  if held_back else "")
+               + f"never scheduled: {s['podsNeverScheduled']}, counting those deleted while "
+               f"pending), {s['podsPreempted']} preempted, {s['attempts']} attempts")
     click.echo(f"  virtual time {human_duration(s['virtualSpanSeconds'])} replayed in "
                f"{s['wallSeconds']:.2f}s ({s['podsPerSecond'] or 0:,.0f} pods/s)")
     allocation = s.get("allocation") or {}

@@ -2,12 +2,13 @@
 ``p95_pending>+10s``, ``preempted>baseline``.
 
 A condition is ``METRIC OP VALUE``. Metrics are read from the new run (B) of a diff, under the
-names of :mod:`kaudit.queries.summary_rows`: ``scheduled``, ``pending_at_end`` (tried, never
-bound, still waiting when the trace ends), ``never_scheduled`` (also counting pods deleted while
-waiting), ``preempted``, ``attempts``, ``nodes`` (nodes in use), ``p50_pending``,
-``p95_pending``, ``max_pending`` (seconds), ``imbalance`` (the time-weighted spread of node CPU
-utilisation, 0–1), ``fragmented`` (waiting pods that fit the cluster's free capacity in total
-but no single node), and the diff's own ``changed`` (pods that moved, were scheduled or
+names of :mod:`kaudit.queries.summary_rows`: ``scheduled``, ``pending_at_end`` (never bound,
+still waiting when the trace ends, tried or held back by PreEnqueue), ``held_back`` (of those,
+never tried), ``never_scheduled`` (also counting pods deleted while waiting), ``preempted``,
+``attempts``, ``nodes`` (nodes in use), ``p50_pending``, ``p95_pending``, ``max_pending``
+(seconds), ``imbalance`` (the time-weighted spread of node CPU utilisation, 0–1),
+``fragmented`` (waiting pods that fit the cluster's free capacity in total but no single node),
+and the diff's own ``changed`` (pods that moved, were scheduled or
 preempted in one run only, or waited longer or shorter; tie flips and their consequences
 excluded) and ``moved``. ``unschedulable``, the column ``kaudit runs`` once showed, is
 refused with its new name (it meant ``pending_at_end``). ``OP`` is one of
@@ -120,9 +121,9 @@ def _why_missing(report: dict[str, Any], side: str, metric: str) -> str:
     """Why side ``side`` of the diff has no value of ``metric``."""
     name = report[side]
     if name == RECORDED:
-        if metric == "attempts":
+        if metric in ("attempts", "held_back"):
             return ("the recorded cluster's scheduling attempts are not in the trace; "
-                    "compare two runs for attempts")
+                    f"compare two runs for {metric}")
         return (f"the recorded cluster's {metric} is measured by the trace's first replay; "
                 "replay the trace once")
     if side == "a" and report.get("baselineSource"):

@@ -60,6 +60,10 @@ def aggregates(outcomes: Outcomes) -> dict[str, Any]:
         "pods": len(outcomes.pods),
         "scheduled": sum(1 for p in pods if p.node is not None),
         "pendingAtEnd": sum(1 for p in pods if p.pending_at_end),
+        # The recorded cluster's attempts are not in the trace: which pods were never tried
+        # is unknown there.
+        "heldBack": (sum(1 for p in pods if p.pending_at_end and not p.attempts)
+                     if outcomes.run_id is not None else None),
         "neverScheduled": sum(1 for p in pods if p.never_scheduled),
         "preempted": sum(1 for p in pods if p.preempted),
         "attempts": sum(p.attempts for p in pods) if outcomes.run_id is not None else None,

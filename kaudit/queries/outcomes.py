@@ -45,13 +45,13 @@ class PodOutcome:
 
     @property
     def pending_at_end(self) -> bool:
-        """Tried, never bound, still waiting when the trace ends."""
+        """Never bound, still waiting when the trace ends (tried or held back by PreEnqueue)."""
         return (self.node is None and not self.preempted and not self.deleted_pending
                 and not self.bound_elsewhere)
 
     @property
     def never_scheduled(self) -> bool:
-        """Tried and never bound: waiting at the end or deleted while waiting."""
+        """Never bound: waiting at the end or deleted while waiting."""
         return self.pending_at_end or (self.node is None and not self.preempted
                                        and self.deleted_pending)
 
@@ -139,7 +139,9 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
             outcome.nomination_partial = bool(facts.get("partialDryRun"))
             for spared in facts.get("tiedVictims") or ():
                 pods.setdefault(spared, PodOutcome(spared)).preempted_by_tie = True
-    return {k: v for k, v in pods.items() if v.attempts or v.preempted}
+    # A pod kaudit queued but never tried (held back by PreEnqueue) is kept: it waited too.
+    return {k: v for k, v in pods.items()
+            if v.attempts or v.preempted or (v.created_us is not None and not v.bound_elsewhere)}
 
 
 def _recorded(engine: Engine, trace_id: int) -> dict[str, PodOutcome]:

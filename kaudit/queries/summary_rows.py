@@ -5,10 +5,14 @@ check``/``compare`` reports, the dashboard's home, run and diff pages, and ``--f
 conditions) reads the names, labels and formatting from here, so a number means the same thing
 and reads the same way everywhere:
 
-* **pending at end** (``pendingAtEnd``, ``--fail-on pending_at_end``): pods kaudit tried and
-  never bound that are still waiting when the trace ends;
-* **never scheduled** (``neverScheduled``, ``--fail-on never_scheduled``): pods kaudit tried and
-  never bound, counting also those the trace deleted while they waited.
+* **pending at end** (``pendingAtEnd``, ``--fail-on pending_at_end``): pods never bound that
+  are still waiting when the trace ends, whether kaudit tried them or PreEnqueue held them
+  back (a pod waiting for a missing ResourceClaim, or with scheduling gates, is pending in
+  Kubernetes too);
+* **held back at end** (``heldBack``, ``--fail-on held_back``): of those, the pods never tried,
+  held back by a PreEnqueue plugin until the end (unknown for the recorded cluster);
+* **never scheduled** (``neverScheduled``, ``--fail-on never_scheduled``): pods never bound,
+  counting also those the trace deleted while they waited.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def _nested(*path: str) -> Callable[[dict[str, Any]], Any]:
 DIFF_METRICS: tuple[Metric, ...] = (
     Metric("scheduled", "scheduled", "count", _nested("scheduled"), "scheduled"),
     Metric("pendingAtEnd", "pending at end", "count", _nested("pendingAtEnd"), "pending_at_end"),
+    Metric("heldBack", "held back at end", "count", _nested("heldBack"), "held_back"),
     Metric("neverScheduled", "never scheduled", "count", _nested("neverScheduled"),
            "never_scheduled"),
     Metric("preempted", "preempted", "count", _nested("preempted"), "preempted"),
@@ -103,5 +108,6 @@ def run_counts(summary: dict[str, Any] | None) -> dict[str, Any]:
     summary = summary or {}
     pending = summary.get("podsPendingAtEnd", summary.get("podsUnschedulable"))
     return {"scheduled": summary.get("podsScheduled"), "pendingAtEnd": pending,
+            "heldBack": summary.get("podsHeldBack"),
             "neverScheduled": summary.get("podsNeverScheduled"),
             "preempted": summary.get("podsPreempted"), "attempts": summary.get("attempts")}

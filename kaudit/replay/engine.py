@@ -101,9 +101,13 @@ class ReplayOptions:
 @dataclass
 class ReplaySummary:
     pods_scheduled: int = 0
-    #: Pods kaudit tried and never bound that are still waiting when the trace ends.
+    #: Pods never bound that are still waiting when the trace ends, tried or not (pending at
+    #: end; kaudit.queries.summary_rows names it).
     pods_unschedulable: int = 0
-    #: Pods kaudit tried and never bound that the trace deleted while they waited.
+    #: Of those, the pods never tried: held back by PreEnqueue (scheduling gates, a missing
+    #: ResourceClaim) until the end.
+    pods_held_back: int = 0
+    #: Pods never bound that the trace deleted while they waited, tried or not.
     pods_deleted_pending: int = 0
     pods_preempted: int = 0
     pods_recreated: int = 0
@@ -137,6 +141,7 @@ class ReplaySummary:
             "podsUnschedulable": self.pods_unschedulable,
             "podsPendingAtEnd": self.pods_unschedulable,
             "podsNeverScheduled": self.pods_unschedulable + self.pods_deleted_pending,
+            "podsHeldBack": self.pods_held_back,
             "podsPreempted": self.pods_preempted, "podsRecreated": self.pods_recreated,
             "attempts": self.attempts, "traceEvents": self.trace_events,
             "virtualSpanSeconds": ((self.end_us - self.start_us) / 1e6
@@ -338,7 +343,8 @@ class Replay(TraceApplication):
             self.summary.end_us = self.loop.now_us
         waiting = [q.pod for q in self.queue.pods.values() if q.attempts]
         waiting.extend(self.given_up.values())
-        self.summary.pods_unschedulable = len(waiting)
+        self.summary.pods_held_back = sum(1 for q in self.queue.pods.values() if not q.attempts)
+        self.summary.pods_unschedulable = len(waiting) + self.summary.pods_held_back
         if self.summary.end_us is not None:
             self.allocation.observe(self.summary.end_us, self.cluster)
         self.summary.utilisation = {**self.allocation.as_json(),
@@ -434,8 +440,7 @@ class Replay(TraceApplication):
             self.summary.pods_deleted_pending += 1
         if queued is not None:
             self._nomination_released(queued.pod)  # ``deletePodFromSchedulingQueue``
-            if queued.attempts:
-                self.summary.pods_deleted_pending += 1
+            self.summary.pods_deleted_pending += 1
         bound = self.cluster.remove_pod(uid)
         if bound is not None:
             self.timeline.release(now, uid)

@@ -246,3 +246,34 @@ def test_any_stored_run_is_written_as_a_baseline(run_kaudit: Callable[..., Resul
     result = run_kaudit("runs", "summary", "sample-1", str(written))
     assert result.exit_code == 0, result.output
     assert json.loads(written.read_text()) == json.loads(sample_baseline.read_text())
+
+
+def test_a_pod_held_back_by_preenqueue_is_pending_at_end(
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    """A pod whose ResourceClaim never exists and a pod with a scheduling gate are never tried:
+    they are still pending when the trace ends, and ``pending_at_end>0`` catches them."""
+    from kaudit.tracegen.builders import make_node, make_pod
+    from kaudit.tracegen.dra import with_claims
+    from tests.conftest import write_trace
+
+    gated = make_pod("gated").req(cpu="1").obj()
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    trace = write_trace(
+        tmp_path / "held.jsonl",
+        (0.0, "ADDED", make_node("n1").capacity(cpu="8", memory="32Gi").obj()),
+        (1.0, "ADDED", make_pod("fits").req(cpu="1").obj()),
+        (1.0, "ADDED", with_claims(make_pod("orphan").req(cpu="1").obj(),
+                                   gpu=("claim", "nope"))),
+        (1.0, "ADDED", gated), (9.0, "ADDED", make_pod("tick").req(cpu="1").obj()))
+    baseline = tmp_path / "baseline.json"
+    assert run_kaudit("ingest", str(trace), "--name", "held").exit_code == 0
+    replayed = run_kaudit("replay", "held", "--summary-out", str(baseline))
+    assert "2 pending at the end (2 of them held back by PreEnqueue, never tried;" in \
+        replayed.output
+    aggregates = json.loads(baseline.read_text())["aggregates"]
+    assert (aggregates["pendingAtEnd"], aggregates["heldBack"]) == (2, 2)
+    result = _check(str(trace), "--baseline", str(baseline), "--fail-on", "pending_at_end>0",
+                    "--fail-on", "held_back>0", "--format", "json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert [c["actual"] for c in report["conditions"]] == [2, 2]
