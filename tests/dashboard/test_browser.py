@@ -445,6 +445,34 @@ def test_the_diff_pod_page_shows_the_verdict_its_reason_states(server: dict[str,
         visit.close()
 
 
+def test_the_home_page_names_files_briefly_and_fits_1024_pixels(server: dict[str, Any],
+                                                               browser: Any) -> None:
+    """Configurations and trace sources by their file names, the full paths (kaudit stores
+    them absolute) in titles; nothing cut off or pushed sideways in a 1024-pixel window."""
+    visit = Visit(browser, server["base"])
+    visit.page.set_viewport_size({"width": 1024, "height": 800})
+    page = visit.open("/")
+    for table in ("runs-table", "traces-table"):
+        cells = [cell for row in _rows(page, table) for cell in row]
+        assert not [cell for cell in cells if "/" in cell and "://" not in cell
+                    and cell.startswith("/")], cells
+    paths = page.eval_on_selector_all(
+        ".path", "spans => spans.map(s => [s.innerText, s.getAttribute('title')])")
+    assert any(title.endswith("sample-bin-packing.yaml") for _, title in paths), paths
+    assert all(Path(title).name == text for text, title in paths), paths
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1024
+    content = page.locator("#runs").bounding_box()
+    for selector in ("#runs-table", "#traces-table"):
+        box = page.locator(selector).bounding_box()
+        assert box is not None and content is not None
+        assert box["x"] + box["width"] <= content["x"] + content["width"] + 0.5, (selector, box)
+    times = page.eval_on_selector_all("#traces-table time", "ts => ts.map(t => t.offsetHeight)")
+    line = page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight) || 20")
+    assert times and all(height <= line * 1.5 for height in times), (times, line)  # one line
+    visit.screenshot("home-1024")
+    visit.close()
+
+
 def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> None:
     """Paste a manifest, evaluate it at the scrubber's moment, read the same answer as the
     API gives; a bad manifest is refused in words."""

@@ -4,14 +4,23 @@
 K.start(async () => {
   const [{traces}, {runs}] = await Promise.all([K.api("/api/v1/traces"), K.api("/api/v1/runs")]);
   const {el} = K;
+  // A file the user named (a configuration, a trace's source) by its name; the full path,
+  // which kaudit stores absolute, in its title.
+  const file = (path) => el("span", {class: "path", title: path, text: path.split(/[\\/]/).filter(Boolean).pop() || path});
+  const files = (paths) => el("span", {}, paths.flatMap((path, i) => (i ? [", ", file(path)] : [file(path)])));
+  // An RFC 3339 time as date and time to the second; the exact text in its title.
+  const when = (time) => (time ? el("time", {datetime: time, title: time,
+    text: time.replace("T", " ").replace(/(:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/, "$1$3").replace(/\+00:00$|Z$/, " UTC")}) : "–");
   if (!runs.length) {
     K.fill("runs", el("p", {class: "note", text: "No runs yet: `kaudit replay TRACE` makes one (`kaudit demo` makes two)."}));
   } else {
     K.fill("runs", K.table([
-      {label: "Run", value: (r) => el("a", {href: K.runUrl(r.name), text: r.name})},
-      {label: "Trace", value: (r) => r.trace},
+      {label: "Run", class: "name", value: (r) => el("span", {}, el("a", {href: K.runUrl(r.name), text: r.name}), el("br"),
+        el("span", {class: "links"}, el("a", {href: `${K.runUrl(r.name)}/history`, text: "history"}), " · ",
+          el("a", {href: `${K.runUrl(r.name)}/events`, text: "events"})))},
+      {label: "Trace", class: "name", value: (r) => r.trace},
       {label: "Status", value: (r) => r.status},
-      {label: "Config", value: (r) => r.config || "(defaults)"},
+      {label: "Config", value: (r) => (r.config ? file(r.config) : "(defaults)")},
       {label: "Seed", value: (r) => r.seed, class: "num"},
       {label: "Scheduled", value: (r) => K.num((r.summary || {}).podsScheduled), class: "num"},
       {label: "Pending at end", value: (r) => K.num(K.pendingAtEnd(r.summary)), class: "num"},
@@ -19,24 +28,27 @@ K.start(async () => {
       {label: "Preempted", value: (r) => K.num((r.summary || {}).podsPreempted), class: "num"},
       {label: "Attempts", value: (r) => K.num((r.summary || {}).attempts), class: "num"},
       {label: "CPU mean", value: (r) => K.pct((((r.summary || {}).allocation || {}).cpu || {}).mean), class: "num"},
-      {label: "", value: (r) => el("span", {}, el("a", {href: `${K.runUrl(r.name)}/history`, text: "history"}), " · ",
-        el("a", {href: `${K.runUrl(r.name)}/events`, text: "events"}))},
     ], runs, {id: "runs-table"}));
     const names = runs.map((r) => r.name);
+    // Long run names (a sweep's cells) are cut on the axis, whole in the hover text.
+    const short = names.map((n) => (n.length > 24 ? `${n.slice(0, 23)}…` : n));
     const s = (key) => runs.map((r) => (r.summary || {})[key] || 0);
+    const bar = (name, y) => ({type: "bar", name, x: names, y, hovertemplate: `%{x}<br>${name}: %{y}<extra></extra>`});
     K.plot("runs-chart", [
-      {type: "bar", name: "scheduled", x: names, y: s("podsScheduled")},
-      {type: "bar", name: "pending at end", x: names, y: runs.map((r) => K.pendingAtEnd(r.summary) || 0)},
-      {type: "bar", name: "preempted", x: names, y: s("podsPreempted")},
-    ], {barmode: "group", hovermode: "closest", xaxis: {type: "category"}});
+      bar("scheduled", s("podsScheduled")),
+      bar("pending at end", runs.map((r) => K.pendingAtEnd(r.summary) || 0)),
+      bar("preempted", s("podsPreempted")),
+    ], {barmode: "group", hovermode: "closest",
+      xaxis: {type: "category", automargin: true, tickvals: names, ticktext: short}});
   }
   K.fill("traces", traces.length ? K.table([
-    {label: "Trace", value: (t) => t.name},
+    {label: "Trace", class: "name", value: (t) => t.name},
+    {label: "Sources", value: (t) => files((t.sources || []).map((source) => source.path))},
     {label: "Events", value: (t) => K.num(t.events), class: "num"},
     {label: "Kinds", value: (t) => Object.entries(t.kinds).map(([k, n]) => `${k} ${n}`).join(", ")},
-    {label: "Start", value: (t) => t.start},
+    {label: "Start", value: (t) => when(t.start), class: "time"},
     {label: "Span", value: (t) => K.secs(t.spanSeconds), class: "num"},
     {label: "Rejected lines", value: (t) => t.rejected, class: "num"},
-    {label: "Ingested", value: (t) => t.ingestedAt},
+    {label: "Ingested", value: (t) => when(t.ingestedAt), class: "time"},
   ], traces, {id: "traces-table"}) : el("p", {class: "note", text: "No traces yet: `kaudit ingest FILE` stores one."}));
 });
