@@ -3,8 +3,9 @@
 At 5,000 nodes upstream evaluates about 500 nodes with a dozen filters and seven scores per
 attempt; one row per (node, plugin) would be millions of rows per replay second. Instead each
 attempt keeps its scalar facts (result, node, message, PreFilter and PreScore statuses, reason
-tables, and ``rejectedBy``: how many nodes each plugin rejected, ``Extender`` for the nodes
-extenders turned down, for filtering the log by plugin) as JSON, readable from SQL, and its
+tables, and ``rejectedBy``: how many nodes each plugin rejected, a PreFilterResult's plugin
+counting the nodes it left out, ``Extender`` for the nodes extenders turned down, for
+filtering the log by plugin) as JSON, readable from SQL, and its
 per-node arrays as one zlib-compressed blob:
 
 * ``evaluated``: the slots (node ids of the run) examined, in order;
@@ -64,7 +65,9 @@ def unpack_arrays(blob: bytes) -> dict[str, np.ndarray]:
 
 
 def _smallest_int(values: np.ndarray) -> np.ndarray:
-    if len(values) == 0:
+    """``values`` in the narrowest signed integer type that holds them (any shape; an array
+    with no elements, such as the reasons of filters that ran on no node, is int8)."""
+    if values.size == 0:
         return values.astype(np.int8)
     low, high = int(values.min()), int(values.max())
     for dtype in (np.int8, np.int16, np.int32):
@@ -123,9 +126,12 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     run = attempt.filters
     rejected = {name: attempt.num_all_nodes for name, status in
                 attempt.pre_filter.statuses.items() if status.rejected}
+    rejected.update(_left_out_by_pre_filter_results(attempt, cluster))
     if run is not None:
         counts = ((run.codes >= _ERROR) & (run.codes <= _UNRESOLVABLE)).sum(axis=1)
-        rejected.update((name, int(n)) for name, n in zip(run.plugins, counts, strict=True) if n)
+        for name, count in zip(run.plugins, counts.tolist(), strict=True):
+            if count:
+                rejected[name] = rejected.get(name, 0) + count
         if attempt.passing is not None:
             dropped = int(run.feasible.sum()) - len(attempt.passing)
             if dropped:
@@ -172,6 +178,20 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
     if attempt.error:
         document["error"] = attempt.error
     return document, pack_arrays(arrays) if arrays else b""
+
+
+def _left_out_by_pre_filter_results(attempt: Attempt, cluster: ClusterState) -> dict[str, int]:
+    """How many of the cluster's nodes each plugin's PreFilterResult left out (they fail with
+    the absent-nodes status ``node(s) didn't satisfy plugin(s) [...]``), for the plugins
+    upstream counts among the attempt's rejecting plugins; names of nodes that do not exist
+    leave out nothing more."""
+    left_out = {}
+    for name in attempt.pre_filter.unschedulable_plugins:
+        kept = sum(1 for node in attempt.pre_filter.node_names.get(name, ())
+                   if (slot := cluster.slot_of.get(node)) is not None and cluster.live[slot])
+        if attempt.num_all_nodes > kept:
+            left_out[name] = attempt.num_all_nodes - kept
+    return left_out
 
 
 def _plugin_notes(attempt: Attempt, framework: Framework) -> dict[str, Any]:

@@ -67,6 +67,10 @@ class PreFilterOutcome:
     #: Intersection of every PreFilterResult; None means all nodes.
     allowed: frozenset[str] | None = None
     status: Status = field(default_factory=Status.success)
+    #: ``RunPreFilterPlugins``' third result, which becomes the Diagnosis's
+    #: UnschedulablePlugins: the plugins whose PreFilterResult narrowed the nodes (none when
+    #: a plugin's own UnschedulableAndUnresolvable ended PreFilter).
+    unschedulable_plugins: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -248,6 +252,7 @@ class Framework:
             if not status.ok:
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     outcome.status = status
+                    outcome.unschedulable_plugins = frozenset()
                     return outcome
                 if status.code == Code.UNSCHEDULABLE:
                     unschedulable = status
@@ -256,6 +261,7 @@ class Framework:
             if result is not None and not result.all_nodes:
                 assert result.node_names is not None
                 with_nodes.append(plugin.name)
+                outcome.unschedulable_plugins = frozenset(with_nodes)
                 outcome.node_names[plugin.name] = result.node_names
                 outcome.allowed = (result.node_names if outcome.allowed is None
                                    else outcome.allowed & result.node_names)

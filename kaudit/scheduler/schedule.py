@@ -209,6 +209,7 @@ class Scheduler:
         diagnosis = result.diagnosis
         outcome = framework.run_pre_filter(state, pod, cluster)
         result.pre_filter = outcome
+        diagnosis.unschedulable_plugins.update(outcome.unschedulable_plugins)
         if not outcome.status.ok:
             status = outcome.status
             if not status.rejected:
