@@ -1,7 +1,8 @@
 """InterPodAffinity's PreScore, Score and NormalizeScore.
 
-Mirrors ``interpodaffinity/scoring.go`` of Kubernetes v1.34: the PreScore skip rules,
-``hardPodAffinityWeight``, ``ignorePreferredTermsOfExistingPods`` and min-max NormalizeScore.
+Mirrors ``interpodaffinity/scoring.go`` of Kubernetes v1.34: the PreScore skip rules (the
+same with no node to score), ``hardPodAffinityWeight``, ``ignorePreferredTermsOfExistingPods``
+and min-max NormalizeScore.
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ def _pre_score_state(state: CycleState) -> PreScoreState:
 
 def pre_score(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, cluster: ClusterState,
               slots: np.ndarray) -> Status:
-    if len(slots) == 0:
-        return Status.of(Code.SKIP)
+    """Upstream's PreScore reads every node of the snapshot, not the nodes passed in (it
+    never looks at them): with no node to score it still succeeds when some existing pod
+    scores, and skips only as it always does, when nothing scores or when existing pods'
+    preferred terms are ignored and the pod has none of its own."""
     has_constraints = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
     if plugin.ignore_preferred_terms_of_existing_pods and not has_constraints:
         return Status.of(Code.SKIP)
