@@ -5,6 +5,8 @@ Skip, Unschedulable-keeps-going and PreFilterResult intersection; Filter stoppin
 first failing plugin; PostFilter; PreScore with Skip; Score, NormalizeScore and weights. Filter
 and Score run over arrays of node slots; the results keep, for every (plugin, node) that ran,
 the verdict or the raw, normalized and weighted score, so a decision can be explained later.
+A plugin's error fails with upstream's text, the plugin's name in Go's ``%q``
+(``running "NodeAffinity" filter plugin: …``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from kaudit.framework.plugin import (
     extension_points,
 )
 from kaudit.framework.status import Code, Status
+from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 
 NOT_RUN = -1
@@ -187,8 +190,9 @@ class Framework:
             for ref in refs:
                 plugin = self._instance(ref.name, registry, handle)
                 if point not in extension_points(type(plugin)):
-                    raise ConfigError(f"profile {self.scheduler_name}: plugin {ref.name} does "
-                                      f"not implement the {point} extension point")
+                    raise ConfigError(f"profile {self.scheduler_name}: plugin "
+                                      f"{go_quote(ref.name)} does not extend {point}Plugin "
+                                      "plugin")
                 plugins.append(plugin)
                 if point == "Score":
                     self.weights[ref.name] = ref.weight or 1
@@ -202,7 +206,7 @@ class Framework:
         if plugin is None:
             factory = registry.get(name)
             if factory is None:
-                raise ConfigError(f"profile {self.scheduler_name}: plugin {name!r} is not "
+                raise ConfigError(f"profile {self.scheduler_name}: plugin {go_quote(name)} is not "
                                   "registered (in-tree or via --plugin)")
             plugin = factory(self.profile.plugin_args.get(name), handle)
             self.instances[name] = plugin
@@ -257,7 +261,8 @@ class Framework:
                 if status.code == Code.UNSCHEDULABLE:
                     unschedulable = status
                     continue
-                raise PluginError(f"running PreFilter plugin {plugin.name!r}: {status.message}")
+                raise PluginError(f"running PreFilter plugin {go_quote(plugin.name)}: "
+                                  f"{status.message}")
             if result is not None and not result.all_nodes:
                 assert result.node_names is not None
                 with_nodes.append(plugin.name)
@@ -298,7 +303,7 @@ class Framework:
                 continue
             status = call(plugin)
             if not status.ok:
-                raise PluginError(f"running {action} on PreFilter plugin {name!r}: "
+                raise PluginError(f"running {action} on PreFilter plugin {go_quote(name)}: "
                                   f"{status.message}")
         return Status.success()
 
@@ -338,7 +343,7 @@ class Framework:
                 tables.append(verdicts.reasons)
                 if code:
                     if code not in _REJECTED:
-                        raise PluginError(f"running {plugin.name!r} filter plugin: "
+                        raise PluginError(f"running {go_quote(plugin.name)} filter plugin: "
                                           f"{verdicts.status(0).message}")
                     first_failure[0] = index
                     tables.extend([()] for _ in plugins[index + 1:])
@@ -359,7 +364,8 @@ class Framework:
             if unexpected.any():
                 where = int(np.flatnonzero(unexpected)[0])
                 status = verdicts.status(where)
-                raise PluginError(f"running {plugin.name!r} filter plugin: {status.message}")
+                raise PluginError(f"running {go_quote(plugin.name)} filter plugin: "
+                                  f"{status.message}")
             codes[index, positions] = plugin_codes
             reason_ids[index, positions] = verdicts.reason_ids
             tables.append(verdicts.reasons)
@@ -519,29 +525,43 @@ class Framework:
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
             elif not status.ok:
-                raise PluginError(f"running PreScore plugin {plugin.name!r}: {status.message}")
+                raise PluginError(f"running PreScore plugin {go_quote(plugin.name)}: "
+                                  f"{status.message}")
         return statuses
 
     def run_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                   slots: np.ndarray, pre_score: dict[str, Status]) -> ScoreRun:
+        """``RunScorePlugins``: every plugin's Score, then every NormalizeScore, then the
+        range check and the weights, each step failing with upstream's text."""
+        plugins = [plugin for plugin in self.plugins("Score")
+                   if plugin.name not in state.skip_score]
         raw: dict[str, np.ndarray] = {}
-        normalized: dict[str, np.ndarray] = {}
-        total = np.zeros(len(slots), dtype=np.int64)
-        for plugin in self.plugins("Score"):
+        for plugin in plugins:
             assert isinstance(plugin, ScorePlugin)
-            if plugin.name in state.skip_score:
-                continue
-            scores = np.asarray(plugin.score(state, pod, cluster, slots), dtype=np.int64)
-            raw[plugin.name] = scores
-            result = plugin.normalize(state, pod, slots, scores)
-            final = scores if result is None else np.asarray(result, dtype=np.int64)
+            try:
+                raw[plugin.name] = np.asarray(plugin.score(state, pod, cluster, slots),
+                                              dtype=np.int64)
+            except PluginError as exc:
+                raise PluginError(f"running Score plugins: plugin {go_quote(plugin.name)} "
+                                  f"failed with: {exc}") from None
+        normalized: dict[str, np.ndarray] = {}
+        for plugin in plugins:
+            try:
+                result = plugin.normalize(state, pod, slots, raw[plugin.name])
+            except PluginError as exc:
+                raise PluginError(f"running Normalize on Score plugins: plugin "
+                                  f"{go_quote(plugin.name)} failed with: {exc}") from None
+            normalized[plugin.name] = (raw[plugin.name] if result is None
+                                       else np.asarray(result, dtype=np.int64))
+        total = np.zeros(len(slots), dtype=np.int64)
+        for name, final in normalized.items():
             if len(final) and (final.min() < MIN_NODE_SCORE or final.max() > MAX_NODE_SCORE):
                 bad = int(final.max() if final.max() > MAX_NODE_SCORE else final.min())
-                raise PluginError(f"plugin {plugin.name!r} returns an invalid score {bad}, it "
-                                  f"should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                                  "after normalizing")
-            normalized[plugin.name] = final
-            total += final * self.weights[plugin.name]
+                raise PluginError(f"applying score defaultWeights on Score plugins: plugin "
+                                  f"{go_quote(name)} returns an invalid score {bad}, it should "
+                                  f"in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after "
+                                  "normalizing")
+            total += final * self.weights[name]
         return ScoreRun(slots, pre_score, raw, normalized, dict(self.weights), total)
 
     # ------------------------------------------------------------------ binding cycle
@@ -551,7 +571,7 @@ class Framework:
         for plugin in self.plugins(point):
             status = call(plugin)
             if not status.ok:
-                return status.with_plugin(plugin.name)
+                return _binding_failure(point, plugin.name, status)
         return Status.success()
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -578,13 +598,23 @@ class Framework:
             status = plugin.bind(state, pod, node)
             if status.code == Code.SKIP:
                 continue
-            return status.with_plugin(plugin.name)
+            return (status.with_plugin(plugin.name) if status.ok
+                    else _binding_failure("Bind", plugin.name, status))
         return Status.of(Code.ERROR, "no bind plugin bound the pod")
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
         for plugin in self.plugins("PostBind"):
             assert isinstance(plugin, PostBindPlugin)
             plugin.post_bind(state, pod, node)
+
+
+def _binding_failure(point: str, plugin: str, status: Status) -> Status:
+    """A binding-cycle plugin's failure as the runtime returns it: a rejection as the plugin
+    gave it, anything else an Error ``running <point> plugin "<name>": <message>``."""
+    if status.rejected or (point == "Permit" and status.code == Code.WAIT):
+        return status.with_plugin(plugin)
+    return Status.of(Code.ERROR, f"running {point} plugin {go_quote(plugin)}: {status.message}",
+                     plugin=plugin)
 
 
 __all__ = ["FilterRun", "Framework", "Nominator", "PluginError", "PreFilterOutcome",

@@ -39,6 +39,7 @@ from kaudit.framework.runtime import (
     concat_runs,
 )
 from kaudit.framework.status import Code, Status
+from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 from kaudit.scheduler.extender_cycle import extender_scores, filter_through_extenders
 
@@ -162,7 +163,7 @@ class Scheduler:
         """
         framework = self.framework_for(pod)
         if framework is None:
-            raise ValueError(f"no profile for schedulerName {pod.scheduler_name!r}")
+            raise ValueError(f"profile not found for scheduler name {go_quote(pod.scheduler_name)}")
         order = cluster.order_array
         result = Attempt(pod, framework.scheduler_name, len(order))
         result.node_name = lambda slot: cluster.node(slot).name
