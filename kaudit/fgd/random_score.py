@@ -38,6 +38,6 @@ class RandomScore(PreScorePlugin, ScorePlugin):
         chosen = state.read(_CHOSEN_KEY)
         if chosen is None:
             # As the simulator's Score fails reading its PreScore state.
-            raise PluginError(f'running Score plugin "{NAME}": no node drawn; enable it at '
-                              "preScore too")
+            # The framework wraps it as ``running Score plugins: plugin "…" failed with: …``.
+            raise PluginError("no node drawn; enable it at preScore too")
         return np.where(slots == chosen, MAX_NODE_SCORE, 0).astype(np.int64)
