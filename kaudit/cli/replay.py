@@ -328,7 +328,7 @@ def explain(run: str, pod: str, attempt_index: int | None, all_nodes: bool, db: 
         raise InputError(f"--attempt: {story['pod']} has {len(story['attempts'])} attempt(s) "
                          f"in run {story['run']} (0 to {len(story['attempts']) - 1})")
     if as_json:
-        echo_json({k: v for k, v in story.items() if k != "events"})
+        echo_json(story)
         return
     print_story(story, attempt_index, all_nodes)
 

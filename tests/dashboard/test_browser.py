@@ -326,8 +326,9 @@ def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
                 assert cell == "✓"
             else:
                 assert cell == ("; ".join(verdict["reasons"]) or verdict["code"])
+    # the selected node first, then by total and name (it may tie with a page of others)
     scored = sorted(((n, v["total"]) for n, v in last["nodes"].items() if "total" in v),
-                    key=lambda item: (-item[1], item[0]))
+                    key=lambda item: (item[0] != last["selectedNode"], -item[1], item[0]))
     scores = _rows(page, "score-table")
     assert [(r[0], int(r[1])) for r in scores] == scored[:20]
     if last["selectedNode"] is None:

@@ -20,6 +20,7 @@ from kaudit.scheduler.build import load
 from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
+from tests.queries.conftest import DoorRuns
 
 
 def _rejected(attempt: dict) -> int:  # type: ignore[type-arg]
@@ -149,3 +150,121 @@ def test_thousands_of_rejections_come_as_a_few_groups(
     assert len(text.splitlines()) < 40
     rows = [line.split(None, 1)[0] for line in text.splitlines() if "lack cpu" in line]
     assert rows[-1] == "1200"
+
+
+def test_a_rejection_shows_exact_quantities(engine: Engine, tmp_path: Path,
+                                            run_kaudit: Callable[..., Result]) -> None:
+    """496m free against 500m requested: rounded to cores both read 0.5 and the rejection
+    reads as a fit."""
+    busy = make_pod("busy").req(cpu="504m", memory="1Gi").node("n1").obj()
+    path = write_trace(tmp_path / "exact.jsonl",
+                       (0.0, "ADDED", make_node("n1").capacity(cpu="1", memory="4Gi",
+                                                                pods="110").obj()),
+                       (0.5, "ADDED", busy),
+                       (1.0, "ADDED", make_pod("tolerant").req(cpu="500m", memory="1536Mi")
+                        .toleration("dedicated").obj()))
+    ingest_trace(engine, [TraceInput(path)], name="exact")
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, "exact"), config, registry, name="exact")
+    verdict = explain_pod(engine, "exact", "default/tolerant")["verdict"]
+    assert [(c["count"], c["cause"], c["detail"]) for c in verdict["causes"]] == [
+        (1, "lack cpu", "needs 500m, free 496m")]
+    assert verdict["headline"].endswith("no node fits — 1 lack cpu (needs 500m, the largest "
+                                        "free is 496m)")
+    assert verdict["inputs"]["requestsSummary"].startswith("cpu 500m, memory 1536Mi; ")
+    text = run_kaudit("explain", "exact", "default/tolerant").output
+    assert "needs 500m, free 496m" in text and "0.5 cores" not in text
+
+
+def test_gated_time_is_not_waiting_for_the_scheduler(sample_runs: Engine) -> None:
+    """report-gen is held by a scheduling gate from 50 s to 200 s, then bound at 201.04 s."""
+    story = explain_pod(sample_runs, "default", "batch/report-gen")
+    verdict = story["verdict"]
+    gated = [q for q in story["queue"] if q["to"] == "gated" or q["from"] == "gated"]
+    held = gated[-1]["t"] - gated[0]["t"]
+    assert held == 150
+    assert verdict["wait"]["gatedSeconds"] == held
+    bound_at = verdict["at"]
+    assert verdict["wait"]["waitingSeconds"] == pytest.approx(bound_at - gated[-1]["t"])
+    assert "; gated 2m30s, then waited 1s over 3 attempts" in verdict["headline"]
+    assert any(s.startswith("Held back (schedulingGates or a PreEnqueue plugin) for 2m30s, "
+                            "not waiting for the scheduler") for s in verdict["summary"])
+
+
+def test_a_preemptors_coin_flip_is_in_its_verdict(sample_runs: Engine) -> None:
+    story = explain_pod(sample_runs, "default", "batch/report-gen")
+    verdict = story["verdict"]
+    nominated = next(e for e in story["events"] if e["kind"] == "nominate")
+    tied = nominated["tiedNodes"]
+    assert len(tied) > 1 and verdict["preemptedNode"] in tied
+    assert (f"{verdict['preemptedNode']} was a coin flip among {len(tied)} tied candidate "
+            "nodes") in verdict["headline"]
+    chance = next(s for s in verdict["summary"] if s.startswith("Coin flip: "))
+    assert f"one of {len(tied)} candidate nodes tied on every criterion" in chance
+    assert f"among {len(nominated['tiedVictims'])} equally ranked pods" in chance
+
+
+def test_a_preempted_pods_decisive_attempt_has_its_causes(sample_runs: Engine) -> None:
+    """The victim's own placement rejected most nodes: its verdict groups them, and says no
+    node passed that did not."""
+    run = get_run(sample_runs, "default")
+    victim = next(e["pod"] for e in iter_run_events(sample_runs, run.id, kind="preempt"))
+    story = explain_pod(sample_runs, "default", victim)
+    verdict = story["verdict"]
+    attempt = story["attempts"][verdict["decisiveAttempt"]]
+    assert verdict["state"] == "preempted"
+    assert verdict["nodes"]["rejected"] == _rejected(attempt) > 0
+    assert sum(c["count"] for c in verdict["causes"]) == _rejected(attempt)
+    assert verdict["causesNote"] is None
+    assert f"Decisive attempt #{verdict['decisiveAttempt']}: {attempt['countsText']}." in \
+        verdict["summary"]
+
+
+def test_the_dra_verdict_states_the_claims_supply_and_selector(sample_runs: Engine,
+                                                              tmp_path: Path) -> None:
+    engine = sample_runs
+    ingest_trace(engine, [TraceInput(Path(__file__).resolve().parents[2] / "traces"
+                                     / "dra-gpu.jsonl")], name="dra")
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, "dra"), config, registry, name="dra")
+    run = get_run(engine, "dra")
+    waiting = sorted({e["pod"] for e in iter_run_events(engine, run.id, kind="attempt")}
+                     - {e["pod"] for e in iter_run_events(engine, run.id, kind="bind")})
+    stated = selected = 0
+    for pod in waiting:
+        story = explain_pod(engine, "dra", pod)
+        verdict = story["verdict"]
+        notes = story["attempts"][verdict["decisiveAttempt"]].get("pluginNotes", {}).get(
+            "DynamicResources") or {}
+        for request in notes.get("requests") or []:
+            supply = f"{request['matching']} match, {request['free']} free"
+            assert any(supply in s for s in verdict["summary"]), verdict["summary"]
+            stated += 1
+        claims = [e["object"] for e in story["events"] if e["kind"] == "claim"]
+        selectors = [s["cel"]["expression"] for c in claims
+                     for r in c["spec"]["devices"]["requests"]
+                     for s in (r.get("exactly") or {}).get("selectors") or []]
+        for expression in selectors:
+            assert any(expression in s for s in verdict["summary"])
+            assert any(expression in c["detail"] for c in verdict["causes"])
+            selected += 1
+    assert stated and selected
+
+
+def test_sampled_nodes_are_said_and_the_winner_leads_the_scores(door_runs: DoorRuns) -> None:
+    """At 2,000 nodes filtering stops at percentageOfNodesToScore's share; the verdict says
+    so, and the selected node (tied at the top with hundreds) opens the score table."""
+    engine = door_runs.engine
+    story = explain_pod(engine, "wide", "web/web-0")
+    verdict = story["verdict"]
+    nodes = verdict["nodes"]
+    assert nodes["all"] == 2000 and nodes["evaluated"] < 2000
+    assert (f"{nodes['evaluated']:,} of 2,000 nodes evaluated, {nodes['feasible']:,} feasible"
+            in verdict["summary"][0])
+    assert "(percentageOfNodesToScore: filtering stopped once" in verdict["summary"][0]
+    detail = attempt_detail(engine, "wide", "web/web-0", verdict["decisiveAttempt"])
+    selected = detail["selectedNode"]
+    tied = detail["tiedNodes"]
+    assert len(tied) > 20 and sorted(tied).index(selected) >= 20  # not on page one by name
+    assert detail["scores"]["nodes"][0] == selected
+    assert detail["scores"]["total"][0] == max(detail["scores"]["total"])
