@@ -193,13 +193,13 @@ def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
                    "reused) [default: a temporary one].")
 @feature_gates_option
 @plugin_option
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, help="Seed of the checked replay [default: the baseline's].")
 @fail_on_option
 @format_option
 def check(request: IngestRequest | None, config_path: Path | None, use_defaults: bool,
           baseline_path: Path | None, baseline_out: Path | None, sweep_path: Path | None,
           scheduler: str | None, db: str | None, feature_gates: str | None,
-          plugins: tuple[str, ...], seed: int, fail_on: tuple[str, ...],
+          plugins: tuple[str, ...], seed: int | None, fail_on: tuple[str, ...],
           output_format: str) -> None:
     """Replay the trace in FILES under --config and compare with a committed baseline summary;
     or, with --sweep SPEC, run a sweep and check each configuration against its baseline.
@@ -207,6 +207,8 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
     FILES and --snapshot are read as `kaudit ingest` reads them (several files, audit logs,
     simulator records, a List snapshot of the start; --trace-format and --trace-seed are
     ingest's --format and --seed). Needs no database: the replay happens in a temporary one.
+    The trace is replayed with the baseline's seed and replay options (lifetime, latencies,
+    --one-try, tie-break), so the two runs differ by their configuration only.
 
     A condition that cannot be evaluated (a metric either side lacks) is an input error
     (exit 2), never a pass.
@@ -250,7 +252,11 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
                                  "regenerate it")
             resolved = resolve_config(summary, choice)
             echo_resolved_config(resolved)
-            replay_stored_trace(engine, summary, resolved, seed=seed, name="candidate")
+            # The baseline's seed and replay options (lifetime, latencies, one try, ...):
+            # the two runs differ by their configuration only.
+            replay_stored_trace(engine, summary, resolved, name="candidate",
+                                seed=seed if seed is not None else baseline.seed or 0,
+                                **baseline.replay_options)
             report = diff_outcomes(engine, baseline.outcomes,
                                    run_outcomes(engine, "candidate"),
                                    aggregates_a=baseline.aggregates)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from kaudit import KUBERNETES_VERSION, __version__
 from kaudit.errors import InputError
@@ -24,9 +24,29 @@ from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run
 from kaudit.queries.traces import trace_content_hash
+from kaudit.store.models import Run
 from kaudit.store.traces import get_trace
 
 FORMAT_VERSION = 1
+
+#: The replay options a summary records (``replayOptions``), under their names in the
+#: document and as :func:`kaudit.replay.run.replay_trace` takes them, with their types: a
+#: check replays the candidate under the baseline's, so the two runs differ only by the
+#: configuration.
+REPLAY_OPTIONS: dict[str, tuple[str, type]] = {
+    "lifetime": ("lifetime", str), "recreatePreempted": ("recreate_preempted", bool),
+    "bindLatencyUs": ("bind_latency_us", int), "apiLatencyUs": ("api_latency_us", int),
+    "victimTerminationUs": ("victim_termination_us", int), "oneTry": ("one_try", bool),
+    "gpuReport": ("gpu_report", bool), "tieBreak": ("tie_break", str),
+}
+
+
+def _replay_options(engine: Engine, run_id: int) -> dict[str, Any]:
+    with engine.connect() as connection:
+        stored = orjson.loads(connection.execute(
+            select(Run.options).where(Run.id == run_id)).scalar_one())
+    return {name: stored[field] for name, (field, _) in REPLAY_OPTIONS.items()
+            if field in stored}
 
 
 def summary_document(engine: Engine, run_ref: str) -> dict[str, Any]:
@@ -35,7 +55,7 @@ def summary_document(engine: Engine, run_ref: str) -> dict[str, Any]:
     trace = get_trace(engine, run.trace)
     return {
         "kauditSummary": FORMAT_VERSION, "kaudit": __version__, "kubernetes": KUBERNETES_VERSION,
-        "run": run.name, "seed": run.seed,
+        "run": run.name, "seed": run.seed, "replayOptions": _replay_options(engine, run.id),
         "trace": {"name": trace.name, "contentHash": trace_content_hash(engine, trace.id)},
         "configuration": orjson.loads(outcomes.config or "null"),
         "aggregates": aggregates(outcomes),
@@ -58,6 +78,10 @@ class Baseline:
     outcomes: Outcomes
     aggregates: dict[str, Any]
     document: dict[str, Any]
+    #: The run's replay options as ``replay_trace`` takes them (empty for a summary written
+    #: before they were recorded: the defaults).
+    replay_options: dict[str, Any]
+    seed: int | None
 
 
 #: What ``--baseline`` accepts, for error messages.
@@ -102,4 +126,25 @@ def load_summary(path: Path) -> Baseline:
                                attempts=int(value.get("attempts") or 0),
                                preempted=bool(value.get("preempted")))
     config = orjson.dumps(document.get("configuration"), option=orjson.OPT_SORT_KEYS).decode()
-    return Baseline(Outcomes("baseline", -1, None, pods, config), stored, document)
+    seed = document.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise InputError(f"{path}: seed: expected an integer, got {seed!r}")
+    return Baseline(Outcomes("baseline", -1, None, pods, config), stored, document,
+                    _read_replay_options(path, document.get("replayOptions") or {}), seed)
+
+
+def _read_replay_options(path: Path, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: replayOptions: expected a mapping")
+    options = {}
+    for name, value in raw.items():
+        if name not in REPLAY_OPTIONS:
+            raise InputError(f"{path}: replayOptions.{name}: unknown option; one of "
+                             f"{', '.join(REPLAY_OPTIONS)}")
+        field, kind = REPLAY_OPTIONS[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InputError(f"{path}: replayOptions.{name}: expected "
+                             f"{'a boolean' if kind is bool else kind.__name__}, got "
+                             f"{value!r}")
+        options[field] = value
+    return options

@@ -277,3 +277,27 @@ def test_a_pod_held_back_by_preenqueue_is_pending_at_end(
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
     assert [c["actual"] for c in report["conditions"]] == [2, 2]
+
+
+def test_check_replays_under_the_baselines_seed_and_replay_options(
+        run_kaudit: Callable[..., Result], sample_path: Path, tmp_path: Path) -> None:
+    """A baseline made with --one-try, --lifetime relative and seed 3 is checked against a
+    run made the same way: only the configuration may differ."""
+    baseline, checked = tmp_path / "baseline.json", tmp_path / "checked.json"
+    assert run_kaudit("ingest", str(sample_path)).exit_code == 0
+    assert run_kaudit("replay", "sample", "--one-try", "--lifetime", "relative", "--seed", "3",
+                      "--summary-out", str(baseline)).exit_code == 0
+    made = json.loads(baseline.read_text())
+    assert made["replayOptions"]["oneTry"] is True and made["seed"] == 3
+    result = _check(str(sample_path), "--baseline", str(baseline), "--baseline-out",
+                    str(checked), "--fail-on", "scheduled!=baseline", "--fail-on",
+                    "attempts!=baseline")
+    assert result.exit_code == 0, result.output
+    again = json.loads(checked.read_text())
+    assert (again["seed"], again["replayOptions"]) == (3, made["replayOptions"])
+    assert again["aggregates"] == made["aggregates"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**made, "replayOptions": {"oneTry": "yes"}}))
+    refused = _check(str(sample_path), "--baseline", str(bad))
+    assert refused.exit_code == 2
+    assert "replayOptions.oneTry: expected a boolean, got 'yes'" in refused.output
