@@ -24,6 +24,7 @@ from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.formats import ALIBABA
 from kaudit.readers.ingest import EVENTS, SNAPSHOT, TraceInput, ingest_trace
 from kaudit.scheduler.build import load_object_config
+from kaudit.services.replay import ConfigChoice, resolve_config
 from kaudit.store.models import Trace
 from kaudit.store.traces import TraceSummary, get_trace
 from kaudit.sweep.spec import SEED_TOKEN, ConfigSpec, SweepSpec, TraceSpec
@@ -47,11 +48,19 @@ class CellTask:
     seed: int
     run_name: str
     trace_id: int
-    config_document: dict[str, Any]
+    #: The configuration to replay under; None for a ``fromTrace`` configuration (the
+    #: worker resolves the trace's stored one, as ``kaudit replay`` does).
+    config_document: dict[str, Any] | None
     config_source: str
     feature_gates: str
     plugins: tuple[str, ...]
     replay: dict[str, Any]
+
+    def config_choice(self) -> ConfigChoice:
+        """What the cell asks :mod:`kaudit.services.replay` for: its document, or (None) the
+        trace's stored configuration, else the defaults."""
+        return ConfigChoice(document=self.config_document, source=self.config_source,
+                            feature_gates=self.feature_gates, plugins=self.plugins)
 
     def replay_kwargs(self) -> dict[str, Any]:
         r = self.replay
@@ -82,11 +91,18 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def config_digest(config: ConfigSpec) -> str:
+def config_digest(config: ConfigSpec, trace: TraceSummary | None = None) -> str:
     """The digest of the effective configuration (what kube-scheduler would run after
-    defaulting), its feature gates and the out-of-tree plugins it names."""
-    loaded, _ = load_object_config(config.document, config.source, config.feature_gates,
-                                   config.plugins)
+    defaulting), its feature gates and the out-of-tree plugins it names; of ``trace``'s
+    stored configuration for a ``fromTrace`` one."""
+    if config.from_trace:
+        if trace is None:
+            raise ValueError("a fromTrace configuration is digested per trace")
+        loaded = resolve_config(trace, ConfigChoice(feature_gates=config.feature_gates,
+                                                    plugins=config.plugins)).config
+    else:
+        loaded, _ = load_object_config(config.document, config.source, config.feature_gates,
+                                       config.plugins)
     return _digest({"config": loaded.to_dict(), "featureGates": dict(loaded.feature_gates),
                     "plugins": sorted(config.plugins)})
 
@@ -159,10 +175,11 @@ def _run_name(spec: SweepSpec, trace: str, config: str, seed: int) -> str:
 def plan_cells(engine: Engine, spec: SweepSpec,
                progress: Callable[[str], None] | None = None) -> list[CellTask]:
     """Ingest the spec's traces, load its configurations, and key every cell."""
-    configs: dict[str, tuple[str, ConfigSpec]] = {}
+    configs: dict[str, tuple[str | None, ConfigSpec]] = {}
     for config in spec.configs:
         try:
-            configs[config.label] = (config_digest(config), config)
+            configs[config.label] = (None if config.from_trace else config_digest(config),
+                                     config)
         except KauditError as exc:
             raise _located(exc, f"{spec.path}: config {config.label}") from None
     traces: dict[tuple[str, int | None], tuple[TraceSummary, str | None]] = {}
@@ -178,6 +195,12 @@ def plan_cells(engine: Engine, spec: SweepSpec,
             traces[slot] = (ingested, stored_hash(engine, ingested))
         stored, content = traces[slot]
         digest, config = configs[cell.config]
+        if digest is None:
+            try:
+                digest = config_digest(config, stored)
+            except KauditError as exc:
+                raise _located(exc, f"{spec.path}: config {config.label}, trace "
+                                    f"{cell.trace}") from None
         replay = {key: _number(value) for key, value in
                   {**DEFAULT_REPLAY, **spec.replay, **config.replay}.items()}
         key = _digest({"trace": content, "config": digest,
@@ -185,7 +208,8 @@ def plan_cells(engine: Engine, spec: SweepSpec,
         tasks.append(CellTask(
             position=position, key=key, trace=cell.trace, config=cell.config, seed=cell.seed,
             run_name=_run_name(spec, cell.trace, cell.config, cell.seed), trace_id=stored.id,
-            config_document=config.document, config_source=config.source,
+            config_document=None if config.from_trace else config.document,
+            config_source=config.source,
             feature_gates=config.feature_gates, plugins=config.plugins, replay=replay))
     _refuse_identical(spec, tasks)
     return tasks

@@ -75,6 +75,10 @@ class ConfigSpec:
     feature_gates: str = ""
     plugins: tuple[str, ...] = ()
     replay: dict[str, Any] = field(default_factory=dict)
+    #: ``fromTrace: true``: each trace's stored configuration (a simulator export's), else
+    #: kube-scheduler's defaults, as ``kaudit replay TRACE`` chooses without --config;
+    #: ``document`` is then unused.
+    from_trace: bool = False
 
 
 @dataclass(frozen=True)
@@ -299,9 +303,13 @@ def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
     if isinstance(value, str):
         value = {"file": value}
     entry = reader.mapping(value, where, {"name", "file", "base", "patch", "featureGates",
-                                          "plugins", "replay"})
+                                          "plugins", "replay", "fromTrace"})
     if "file" in entry and ("base" in entry or "patch" in entry):
         raise reader.fail(where, "give file, or base and patch, not both")
+    from_trace = reader.typed(entry.get("fromTrace", False), f"{where}.fromTrace", bool)
+    if from_trace and {"file", "base", "patch"} & set(entry):
+        raise reader.fail(where, "fromTrace takes each trace's stored configuration: give no "
+                                 "file, base or patch with it")
     source_path = entry.get("file", entry.get("base"))
     key = "file" if "file" in entry else "base"
     if source_path is not None:
@@ -315,6 +323,10 @@ def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
                                                 "mapping")
         source = str(path)
         default_label = path.stem
+    elif from_trace:
+        document, source, default_label = (dict(_EMPTY_CONFIG), "the trace's stored "
+                                           "configuration, else kube-scheduler's defaults",
+                                           "trace")
     else:
         document, source, default_label = (dict(_EMPTY_CONFIG), "kube-scheduler's defaults",
                                            "defaults")
@@ -337,7 +349,8 @@ def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
     replay = reader.replay_options(entry.get("replay", {}), f"{where}.replay")
     return ConfigSpec(label=label, document=document,
                       source=f"{source} [sweep {sweep}, config {label}]",
-                      feature_gates=gates, plugins=tuple(plugins), replay=replay)
+                      feature_gates=gates, plugins=tuple(plugins), replay=replay,
+                      from_trace=from_trace)
 
 
 def _unique(reader: _Reader, labels: list[str], where: str) -> None:

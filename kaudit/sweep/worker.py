@@ -23,7 +23,7 @@ from kaudit.errors import KauditError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import run_outcomes
 from kaudit.replay.engine import ReplaySummary
-from kaudit.services.replay import ConfigChoice, replay_stored_trace, resolve_config
+from kaudit.services.replay import replay_stored_trace, resolve_config
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
 from kaudit.sweep import cells
@@ -87,9 +87,7 @@ def execute_cell(db_url: str, data: dict[str, Any]) -> dict[str, Any]:
         identity = f"{data.get('sweepIdentity')}/{cell_id}"
         name = cells.run_name_for(engine, cell_id, token, task.run_name, identity)
         trace = get_trace(engine, task.trace_id)
-        resolved = resolve_config(trace, ConfigChoice(
-            document=task.config_document, source=task.config_source,
-            feature_gates=task.feature_gates, plugins=task.plugins))
+        resolved = resolve_config(trace, task.config_choice())
         labels = {"sweep": data.get("sweep"), "cell": identity, "cellKey": task.key,
                   "trace": task.trace, "config": task.config, "seed": task.seed}
         result = replay_stored_trace(engine, trace, resolved, name=name, labels=labels,

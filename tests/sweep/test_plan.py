@@ -112,3 +112,41 @@ def test_cells_of_a_sweep_nobody_runs_read_abandoned(engine: Engine, tmp_path: P
     assert (list_sweeps(engine)[0]["running"], list_sweeps(engine)[0]["abandoned"]) == (0, 1)
     assert sweep_report(engine, "s")["cells"]["abandoned"] == 1
     assert sweep_report(engine, "s")["runs"][0]["status"] == "abandoned"
+
+
+def test_a_configuration_from_the_trace_replays_as_kaudit_replay_does(
+        engine: Engine, db_url: str, tmp_path: Path) -> None:
+    """``fromTrace: true`` takes each trace's stored configuration (a simulator export's,
+    through the same service as ``kaudit replay``): its cells are keyed by it and replayed
+    under it, apart from kube-scheduler's defaults."""
+    from dataclasses import asdict
+
+    from kaudit.queries.outcomes import run_outcomes
+    from kaudit.services.replay import ConfigChoice, replay_stored_trace, resolve_config
+    from kaudit.store.traces import get_trace
+    from kaudit.sweep.worker import execute_cell
+    from tests.conftest import DATA
+
+    spec = read_spec(write_spec(tmp_path / "s.yaml", f"""
+name: s
+traces: [{{name: sim, files: [{DATA / "simulator" / "export.json"}]}}]
+configs: [{{name: stored, fromTrace: true}}, {{name: default}}]
+"""))
+    sweep_id, identity = cells.acquire_sweep(engine, spec)
+    tasks = plan_cells(engine, spec)
+    stored, default = tasks
+    assert stored.key != default.key and stored.config_document is None
+    states = cells.register_cells(engine, sweep_id, spec, tasks)
+    for task in tasks:
+        data = {**asdict(task), "cellId": states[task.key].id, "sweep": spec.name,
+                "sweepIdentity": identity}
+        assert execute_cell(db_url, data)["status"] == "complete"
+    trace = get_trace(engine, stored.trace_id)
+    replayed = replay_stored_trace(engine, trace, resolve_config(trace, ConfigChoice()),
+                                   name="by-replay")
+    by_sweep = run_outcomes(engine, stored.run_name)
+    by_replay = run_outcomes(engine, replayed.run.name)
+    assert by_sweep.config == by_replay.config
+    assert {k: p.node for k, p in by_sweep.pods.items()} == \
+        {k: p.node for k, p in by_replay.pods.items()}
+    assert by_sweep.config != run_outcomes(engine, default.run_name).config
