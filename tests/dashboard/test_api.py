@@ -56,6 +56,14 @@ def test_home_and_run_timeline(client: FlaskClient) -> None:
     assert sum(histograms["preemptions"]) == summary["podsPreempted"]
 
 
+def test_the_run_page_names_its_configuration_file_briefly(client: FlaskClient) -> None:
+    source = _json(client, "/api/v1/runs/packing")["run"]["config"]
+    assert source.startswith("/")  # stored absolute
+    page = client.get("/runs/packing").get_data(as_text=True)
+    assert f'title="{source}">{source.rsplit("/", 1)[-1]}</a>' in page
+    assert f">{source}<" not in page
+
+
 def test_the_allocation_chart_draws_the_resources_pods_request(client: FlaskClient) -> None:
     """A resource the nodes offer but no pod of the run requests (the sample's
     ephemeral-storage) is not drawn as a flat 0 % line; every resource drawn was requested."""
