@@ -11,6 +11,7 @@ from kaudit.dashboard.params import is_final, moment, run_with_span
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
 from kaudit.services.whatif import (
+    MAX_MANIFEST,
     POD_MANIFEST,
     check_manifest_size,
     evaluate_pod_at,
@@ -55,5 +56,6 @@ def whatif(run: str) -> ResponseReturnValue:
     at ``t``: ``kaudit whatif --json``'s evaluation. Nothing is stored."""
     found, _span = run_with_span(run)
     check_manifest_size(request.content_length or 0, POD_MANIFEST)
-    pod = parse_pod_manifest(request.get_data(), POD_MANIFEST)
+    # Read one byte past the limit at most, so that a body sent without a length is bounded.
+    pod = parse_pod_manifest(request.stream.read(MAX_MANIFEST + 1), POD_MANIFEST)
     return jsonify(evaluate_pod_at(get_engine(), found.name, request.args.get("t"), pod))
