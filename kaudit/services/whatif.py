@@ -6,9 +6,9 @@ the pod manifest with the same parser (:func:`parse_pod_manifest`: the ingest va
 :mod:`kaudit.readers.validate`, so a bad field is refused with the same message at both doors)
 and evaluate it with the same function (:func:`evaluate_pod`): the configured profile's
 scheduling cycle run exhaustively (every filter on every node, every feasible node scored, no
-sampling), as kube-scheduler v1.34.2's ``schedulePod`` would decide, packed and unpacked
-through the attempt codec so that the answer has the shape of ``kaudit explain``'s. Nothing is
-stored.
+sampling), as kube-scheduler v1.34.2's ``schedulePod`` (``pkg/scheduler/schedule_one.go``) would
+decide, packed and unpacked through the attempt codec so that the answer has the shape of
+``kaudit explain``'s. Nothing is stored.
 """
 
 from __future__ import annotations
