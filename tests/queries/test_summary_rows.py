@@ -66,7 +66,7 @@ def test_pending_at_end_and_never_scheduled_agree_everywhere(
     gone = explain_pod(waiting, "first", "default/goes")["verdict"]
     assert gone["state"] == "deleted-pending"
     assert gone["headline"].startswith("Deleted at 30 s after pending 27s: no node fits — "
-                                       "1 lack cpu (needs 8 cores, the largest free is 1 core)")
+                                       "1 lack cpu (needs 8, the largest free is 1)")
     stays = explain_pod(waiting, "first", "default/stays")["verdict"]
     assert stays["state"] == "pending" and stays["headline"].startswith("Pending 58s: ")
 
