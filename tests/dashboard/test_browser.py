@@ -565,6 +565,19 @@ def test_a_nodes_gpus_on_the_history_page(server: dict[str, Any], browser: Any) 
     visit.close()
 
 
+def test_whole_gpus_show_on_the_history_pages_node_panel(server: dict[str, Any],
+                                                         browser: Any) -> None:
+    """A pod asking ``nvidia.com/gpu: 2`` holds two of its node's GPUs in the panel, marked as
+    counted by kube-scheduler (the kubelet picks the devices)."""
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/default/history?t=240&node=gpu-c1")
+    _until(page, lambda: page.locator("#node-gpus tbody tr").count() > 0)
+    held = [row for row in _rows(page, "node-gpus") if "ml/train-resnet-0" in row[-1]]
+    assert len(held) == 2 and all(row[1] == "1,000" for row in held), held
+    assert "kubelet's device plugin" in page.inner_text("#node-gpus-assumed")
+    visit.close()
+
+
 def test_the_devices_a_pod_got_and_why_none_were_left(server: dict[str, Any],
                                                      browser: Any) -> None:
     """DRA pods: the pod page shows the devices of the chosen node's allocation, and for a pod
