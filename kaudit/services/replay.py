@@ -63,11 +63,6 @@ class ResolvedConfig:
     notices: tuple[str, ...] = ()
 
     @property
-    def warnings(self) -> list[str]:
-        """What loading the configuration noticed but accepted."""
-        return list(self.config.warnings)
-
-    @property
     def label(self) -> str:
         """A short name for reports: the file's name, ``default`` or ``trace``."""
         if self.origin in (FROM_FILE, FROM_DOCUMENT) and self.config.source:
