@@ -71,7 +71,8 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
                 for name, node in attempt["nodes"].items()
                 for plugin, v in node["filter"].items()
                 if rejects(v)]
-    groups = story["verdict"]["causes"] if decisive else plain_causes(attempt["nodes"])
+    groups = (story["verdict"]["causes"] if decisive
+              else attempt["causes"] if "causes" in attempt else plain_causes(attempt["nodes"]))
     if rejected and all_nodes:
         click.echo("  Rejected nodes:")
         click.echo(table(rejected, ["NODE", "REJECTED BY", "REASONS"], indent=4))

@@ -321,7 +321,7 @@ def explain(run: str, pod: str, attempt_index: int | None, all_nodes: bool, db: 
     decisive attempt with its inputs and per-node causes, then the whole story."""
     engine = open_database(db)
     try:
-        story = explain_pod(engine, run, pod)
+        story = explain_pod(engine, run, pod, shown_attempt=attempt_index)
     finally:
         engine.dispose()
     if attempt_index is not None and not 0 <= attempt_index < len(story["attempts"]):

@@ -14,6 +14,7 @@ from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.decision_inputs import free_capacity
 from kaudit.queries.runs import node_names
 from kaudit.queries.verdict import (
+    attempt_causes,
     attempt_sentences,
     claim_objects,
     pod_records,
@@ -23,9 +24,12 @@ from kaudit.queries.verdict import (
 )
 
 
-def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
+def explain_pod(engine: Engine, run_ref: str, pod_ref: str,
+                shown_attempt: int | None = None) -> dict[str, Any]:
     """A pod's whole story in a run: its verdict, queue transitions, attempts in full (per-node
-    verdicts and scores) and other records."""
+    verdicts and scores) and other records. Attempt ``shown_attempt`` (when the pod has it)
+    also gets its rejected nodes grouped by cause (``causes``), as the decisive one has them
+    in the verdict."""
     run, key, records, span = pod_records(engine, run_ref, pod_ref)
     names = node_names(engine, run.id)
     claims = claim_objects(records)
@@ -52,8 +56,13 @@ def explain_pod(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
         if kind not in ("queue", "attempt"):
             story["events"].append(story_event(record, span))
     decisive = story["verdict"]["decisiveAttempt"]
+    attempts = [r for r in records if r.kind == "attempt"]
+    if shown_attempt is not None and 0 <= shown_attempt < len(attempts):
+        story["attempts"][shown_attempt]["causes"] = (
+            story["verdict"]["causes"] if shown_attempt == decisive else attempt_causes(
+                engine, run, key, attempts[shown_attempt], story["attempts"][shown_attempt],
+                claims))
     if decisive is not None:
-        attempts = [r for r in records if r.kind == "attempt"]
         evaluated = story["attempts"][decisive]["nodes"]
         free = free_capacity(engine, run.id, attempts[decisive].ts_us, exclude_pod=key)
         story["decisiveFreeCapacity"] = {name: free[name] for name in evaluated if name in free}

@@ -497,6 +497,16 @@ def _causes(engine: Engine, run: RunSummary, attempt: dict[str, Any],
                             claims=claims)
 
 
+def attempt_causes(engine: Engine, run: RunSummary, key: str, record: PodRecord,
+                   attempt: dict[str, Any], claims: dict[str, dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """Any attempt's rejected nodes grouped by concrete cause, as the verdict groups its
+    decisive attempt's (the pod's inputs and free capacity at that attempt)."""
+    trace_id = trace_id_of(engine, run.id)
+    inputs = describe_pod(engine, trace_id, key, record.ts_us)
+    return _causes(engine, run, attempt, record, inputs, trace_id, key, claims)
+
+
 def story_event(record: PodRecord, span: Span) -> dict[str, Any]:
     """One of the pod's other records (not a queue move or an attempt) for a story: its
     sentence (``text``) and its raw fields, the same in ``kaudit explain`` and the pod page."""

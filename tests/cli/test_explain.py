@@ -91,3 +91,24 @@ def test_whatif_words_causes_as_explain_does(engine: Engine, tmp_path: Path,
     for cause in explained["verdict"]["causes"]:
         assert any(line.split()[:1] == [str(cause["count"])] and cause["cause"] in line
                    and cause["examples"] in line for line in lines), cause
+
+
+def test_any_attempt_is_grouped_as_its_page_groups_it(sample_runs: Engine,
+                                                      run_kaudit: Callable[..., Result]) -> None:
+    """``--attempt N`` of an attempt that did not decide: the same concrete causes as the pod
+    page's attempt (the unmatched selector and what the node has), not the plugin's reasons."""
+    from kaudit.queries.pods import attempt_detail
+
+    story = json.loads(run_kaudit("explain", "default", "web/ssd-cache", "--json").output)
+    shown = next(i for i in range(len(story["attempts"]))
+                 if i != story["verdict"]["decisiveAttempt"])
+    detail = attempt_detail(sample_runs, "default", "web/ssd-cache", shown)
+    assert detail["causes"]
+    lines = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", str(shown)
+                       ).output.splitlines()
+    assert any(line.startswith(f"Attempt #{shown} at") and line.endswith(detail["countsText"])
+               for line in lines)
+    for cause in detail["causes"]:
+        assert any(line.split()[:1] == [str(cause["count"])] and cause["cause"] in line
+                   and cause["detail"] in line and cause["examples"] in line
+                   for line in lines), cause
