@@ -284,8 +284,18 @@ def test_the_sweep_page_draws_means_with_error_bars(sweep_server: dict[str, Any]
     values = _rows(page, "values-table")
     assert len(values) == len(report["metrics"])
     p95 = next(r for r in values if r[0] == "pending p95")
-    assert p95[1].startswith("73.98 s ± ") and p95[2] == "60.96 s ± 0.00 s"
+    # two seeds far apart: the interval reaches below 0 s and is cut there
+    assert p95[1].startswith("73.98 s [0 s to ") and p95[2] == "60.96 s ± 0.00 s"
     assert " ± " not in p95[3]  # one seed: no interval
+    # an interval cut at what the metric can be (never below 0 s) is shown as its two ends,
+    # not as a symmetric ± that would reach below it
+    labels = {m["label"]: m["key"] for m in report["metrics"]}
+    for row in values:
+        for cell, stats in zip(row[1:], (r["values"][labels[row[0]]] for r in report["rows"]),
+                               strict=False):
+            if stats.get("cut"):
+                assert " to " in cell and " ± " not in cell, (row[0], cell)
+    assert any(stats.get("cut") for r in report["rows"] for stats in r["values"].values())
     assert page.locator("#values-table tr.chosen").inner_text().startswith("pending p95")
     verdicts = {r[0]: r[1:] for r in _rows(page, "comparisons-table")}
     assert verdicts["pending p95"][0].endswith(packing["verdict"])

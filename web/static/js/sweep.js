@@ -31,7 +31,10 @@ K.start(async ({sweep, baseline, metric}) => {
   function meanText(unit, s) {
     if (!s || s.mean === null) return "–";
     const text = valueText(unit, s.mean);
-    return s.low === null ? text : `${text} ± ${spreadText(unit, (s.high - s.low) / 2)}`;
+    if (s.low === null) return text;
+    // An interval cut at what the metric can be (0 s, 100 %) is no longer symmetric.
+    if (s.cut) return `${text} [${valueText(unit, s.low)} to ${valueText(unit, s.high)}]`;
+    return `${text} ± ${spreadText(unit, (s.high - s.low) / 2)}`;
   }
   const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(2)}`;
   function deltaText(unit, s) {
