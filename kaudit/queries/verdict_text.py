@@ -467,10 +467,16 @@ def event_text(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
         text = f"Extender call{on}: {document.get('reason', '')}".rstrip(": ")
     elif kind == "claim":
         text = _claim_event(document)
+    elif kind == "node":
+        text = f"Node {node} got slot {document.get('slot')}"
+    elif kind == "watch":
+        text = (f"The trace's {str(document.get('type', '')).lower()} "
+                f"{document.get('resource', 'object')} applied (trace event "
+                f"{document.get('traceSeq')})")
     else:
         words = ", ".join(f"{key} {_value_words(value)}" for key, value in document.items()
                           if key != "extenders")
-        text = f"{kind}{on}" + (f": {words}" if words else "")
+        text = f"{kind.capitalize()}{on}" + (f": {words}" if words else "")
     for call in document.get("extenders") or ():
         text += f"; {extender_call(call)}"
     return text

@@ -28,3 +28,18 @@ def test_percent_seconds_and_durations() -> None:
     assert units.duration(580) == "9m40s" and units.duration(600) == "10m"
     assert units.duration(7500) == "2h05m" and units.duration(1.08) == "1.1s"
     assert units.amount("nvidia.com/gpu", 4) == "4" and units.amount("memory", 2**30) == "1 GiB"
+
+
+@pytest.mark.parametrize(("resource", "value", "text"), [
+    ("cpu", 500, "500m"), ("cpu", 496, "496m"), ("cpu", 2000, "2"), ("cpu", 1500, "1500m"),
+    ("memory", 2 * 2**30, "2Gi"), ("memory", 1536 * 2**20, "1536Mi"), ("memory", 10**9, "1G"),
+    ("memory", 0, "0"), ("ephemeral-storage", 512, "512"), ("nvidia.com/gpu", 4, "4")])
+def test_exact_quantities_as_kubernetes_writes_them(resource: str, value: int,
+                                                    text: str) -> None:
+    """Where a decision is explained, 496m free never reads as the 500m requested."""
+    assert units.quantity(resource, value) == text
+
+
+def test_a_range_of_exact_quantities() -> None:
+    assert units.quantity_range("cpu", [470, 60, 220]) == "60m–470m"
+    assert units.quantity_range("memory", [2**30, 2**30]) == "1Gi"
