@@ -22,42 +22,6 @@ TOP_SCORES = 5
 MESSAGE_WIDTH = 90
 
 
-def _inputs_lines(inputs: dict[str, Any]) -> list[tuple[str, str]]:
-    if not inputs.get("found"):
-        return [("pod", "the trace holds no object for it (created by the replay)")]
-    priority = inputs.get("priority")
-    lines = [("requests", inputs["requestsSummary"]),
-             ("priority", f"{priority if priority is not None else 0}"
-              + (f" (class {inputs['priorityClassName']})" if inputs.get("priorityClassName")
-                 else "") + f", preemptionPolicy {inputs['preemptionPolicy']}")]
-    if inputs.get("nodeSelector"):
-        lines.append(("nodeSelector", ", ".join(f"{k}={v}"
-                                                for k, v in inputs["nodeSelector"].items())))
-    for i, term in enumerate(inputs.get("requiredNodeAffinity") or []):
-        lines.append(("node affinity" if i == 0 else "  or", term))
-    for i, term in enumerate(inputs.get("preferredNodeAffinity") or []):
-        lines.append(("preferred" if i == 0 else "", term))
-    lines.append(("tolerations", ", ".join(inputs.get("tolerations") or []) or "none"))
-    for kind, label in (("requiredPodAffinityTerms", "pod affinity"),
-                        ("requiredPodAntiAffinityTerms", "pod anti-affinity")):
-        if inputs.get(kind):
-            lines.append((label, f"{inputs[kind]} required term(s)"))
-    for i, constraint in enumerate(inputs.get("spreadConstraints") or []):
-        lines.append(("spread" if i == 0 else "", constraint))
-    if not inputs.get("spreadConstraints"):
-        lines.append(("spread", "none in the spec (the profile's default constraints apply "
-                                "to pods of a Service or controller)"))
-    if inputs.get("hostPorts"):
-        lines.append(("host ports", ", ".join(inputs["hostPorts"])))
-    if inputs.get("gpu"):
-        lines.append(("GPU devices", inputs["gpu"]))
-    if inputs.get("schedulingGates"):
-        lines.append(("gates", ", ".join(inputs["schedulingGates"])))
-    if inputs.get("schedulerName") != "default-scheduler":
-        lines.append(("scheduler", inputs["schedulerName"]))
-    return lines
-
-
 def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes: bool) -> None:
     attempt = story["attempts"][index]
     label = "Decisive attempt" if decisive else "Attempt"
@@ -133,7 +97,8 @@ def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: boo
         click.echo(f"The recorded cluster placed it on {recorded} ({same}).")
 
     click.echo("\nThe pod as the scheduler saw it:")
-    click.echo(table(_inputs_lines(verdict["inputs"]), ["", ""], indent=2).split("\n", 1)[-1])
+    click.echo(table([tuple(line) for line in verdict["inputsLines"]], ["", ""],
+                     indent=2).split("\n", 1)[-1])
 
     decisive = verdict["decisiveAttempt"]
     shown = attempt_index if attempt_index is not None else decisive

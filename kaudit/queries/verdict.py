@@ -413,6 +413,8 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     verdict["causesNote"] = verdict_text.causes_note(attempt, causes)
     verdict["causesTitle"] = verdict_text.causes_title(attempt)
     verdict["inputs"] = inputs.document
+    verdict["inputsLines"] = [list(line) for line in verdict_text.input_lines(
+        inputs.document, verdict.get("gpusText"))]
     return verdict
 
 

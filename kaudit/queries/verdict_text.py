@@ -137,6 +137,45 @@ def cause_line(count: int, phrase: str) -> str:
     return f"{count:,} {phrase}"
 
 
+def input_lines(inputs: Mapping[str, Any], gpus: str | None = None) -> list[tuple[str, str]]:
+    """The pod as the scheduler saw it, one (label, text) line per input: requests exactly
+    with the amounts scored, priority, selectors and affinity, tolerations, spread, host
+    ports, GPU devices (``gpus``: the devices it holds), gates, scheduler."""
+    if not inputs.get("found"):
+        return [("pod", "the trace holds no object for it (created by the replay)")]
+    priority = inputs.get("priority")
+    lines = [("requests", inputs["requestsSummary"]),
+             ("priority", f"{priority if priority is not None else 0}"
+              + (f" (class {inputs['priorityClassName']})" if inputs.get("priorityClassName")
+                 else "") + f", preemptionPolicy {inputs['preemptionPolicy']}")]
+    if inputs.get("nodeSelector"):
+        lines.append(("nodeSelector", ", ".join(f"{k}={v}"
+                                                for k, v in inputs["nodeSelector"].items())))
+    for i, term in enumerate(inputs.get("requiredNodeAffinity") or []):
+        lines.append(("node affinity" if i == 0 else "  or", term))
+    for i, term in enumerate(inputs.get("preferredNodeAffinity") or []):
+        lines.append(("preferred" if i == 0 else "", term))
+    lines.append(("tolerations", ", ".join(inputs.get("tolerations") or []) or "none"))
+    for kind, label in (("requiredPodAffinityTerms", "pod affinity"),
+                        ("requiredPodAntiAffinityTerms", "pod anti-affinity")):
+        if inputs.get(kind):
+            lines.append((label, f"{inputs[kind]} required term(s)"))
+    for i, constraint in enumerate(inputs.get("spreadConstraints") or []):
+        lines.append(("spread" if i == 0 else "", constraint))
+    if not inputs.get("spreadConstraints"):
+        lines.append(("spread", "none in the spec (the profile's default constraints apply "
+                                "to pods of a Service or controller)"))
+    if inputs.get("hostPorts"):
+        lines.append(("host ports", ", ".join(inputs["hostPorts"])))
+    if inputs.get("gpu"):
+        lines.append(("GPU devices", inputs["gpu"] + (f"; holds {gpus}" if gpus else "")))
+    if inputs.get("schedulingGates"):
+        lines.append(("gates", ", ".join(inputs["schedulingGates"])))
+    if inputs.get("schedulerName") != "default-scheduler":
+        lines.append(("scheduler", inputs["schedulerName"]))
+    return lines
+
+
 # --- node counts -------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
@@ -40,6 +40,7 @@ class PageText:
     verdict: str = ""
     summary: list[str] = field(default_factory=list)
     causes: list[list[str]] = field(default_factory=list)
+    inputs: list[list[str]] = field(default_factory=list)
     causes_note: str = ""
     events: list[str] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
@@ -47,8 +48,11 @@ class PageText:
 
 class _PageParser(HTMLParser):
     """Collects the text of the elements the comparison reads (the page's own markup:
-    ``#verdict``, ``#verdict-summary li``, ``#causes-table`` cells, ``#causes-note``,
-    ``.event-text``), and every text outside scripts and raw-record disclosures."""
+    ``#verdict``, ``#verdict-summary li``, the body cells of ``#causes-table`` and
+    ``#inputs-table``, ``#causes-note``, ``.event-text``), and every text outside scripts and
+    raw-record disclosures."""
+
+    TABLES: ClassVar[dict[str, str]] = {"causes-table": "causes", "inputs-table": "inputs"}
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,13 +70,15 @@ class _PageParser(HTMLParser):
             return "summary-item"
         if ident == "verdict-summary":
             return "summary"
-        if ident == "causes-table":
-            return "causes"
-        if tag == "tr" and "causes" in inside:
+        if ident in self.TABLES:
+            return self.TABLES[ident]
+        if tag == "tbody" and inside & set(self.TABLES.values()):
+            return "body"
+        if tag == "tr" and "body" in inside:
             self._row = []
-            return "cause-row"
-        if tag == "td" and "cause-row" in inside:
-            return "cause-cell"
+            return "row"
+        if tag in ("td", "th") and "row" in inside:
+            return "cell"
         if "event-text" in classes:
             return "event"
         return ""
@@ -89,8 +95,10 @@ class _PageParser(HTMLParser):
             self._skip -= 1
         while self._open:
             opened, role = self._open.pop()
-            if role == "cause-row" and self._row:
-                self.page.causes.append(self._row)
+            if role == "row" and self._row is not None:
+                table = next(r for _, r in reversed(self._open) if r in self.TABLES.values())
+                getattr(self.page, table).append(self._row)
+                self._row = None
             if opened == tag:
                 break
 
@@ -104,7 +112,7 @@ class _PageParser(HTMLParser):
             self.page.verdict += text
         elif innermost == "summary-item":
             self.page.summary.append(text)
-        elif innermost == "cause-cell" and self._row is not None:
+        elif innermost == "cell" and self._row is not None:
             self._row.append(text)
         elif innermost == "causes-note":
             self.page.causes_note = text
@@ -196,6 +204,8 @@ def _check_pod(runner: CliRunner, client: FlaskClient, door_runs: DoorRuns, run:
         (str(c["count"]), c["cause"], *((c["detail"],) if c["detail"] else ()), c["examples"])
         for c in verdict["causes"]]
     assert page.causes_note == (verdict["causesNote"] or "" if not verdict["causes"] else "")
+    assert page.inputs == [[label.strip(), text] if label.strip() else [text]
+                           for label, text in verdict["inputsLines"]]
     nodes = verdict["nodes"]
     if verdict["causes"]:
         assert nodes is not None

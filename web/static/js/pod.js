@@ -7,33 +7,14 @@ K.start(async ({run, pod}) => {
   const story = await K.api(base);
   const verdict = story.verdict;
   // Every sentence comes from the API (kaudit.queries.verdict_text), as kaudit explain prints it;
-  // the verdict block, the cards and the other events are rendered by the server.
+  // the verdict block, the pod's inputs, the cards and the other events are rendered by the
+  // server.
   const causeRows = (causes) => K.table([
     {label: "Nodes", value: (c) => c.count, class: "num"},
     {label: "Cause", value: (c) => c.cause},
     {label: "Detail", value: (c) => c.detail},
     {label: "For example", value: (c) => c.examples},
   ], causes, {class: "data causes"});
-  const inputs = verdict.inputs;
-  const inputRows = [];
-  if (!inputs.found) {
-    inputRows.push(["pod", "the trace holds no object for it (created by the replay)"]);
-  } else {
-    inputRows.push(["requests", inputs.requestsSummary]);
-    inputRows.push(["priority", `${inputs.priority ?? 0}${inputs.priorityClassName ? ` (class ${inputs.priorityClassName})` : ""}, ${inputs.preemptionPolicy}`]);
-    if (Object.keys(inputs.nodeSelector).length) inputRows.push(["nodeSelector", Object.entries(inputs.nodeSelector).map(([k, v]) => `${k}=${v}`).join(", ")]);
-    if (inputs.requiredNodeAffinity.length) inputRows.push(["node affinity", inputs.requiredNodeAffinity.join(" or ")]);
-    if (inputs.preferredNodeAffinity.length) inputRows.push(["preferred", inputs.preferredNodeAffinity.join("; ")]);
-    inputRows.push(["tolerations", inputs.tolerations.join(", ") || "none"]);
-    if (inputs.requiredPodAffinityTerms) inputRows.push(["pod affinity", `${inputs.requiredPodAffinityTerms} required term(s)`]);
-    if (inputs.requiredPodAntiAffinityTerms) inputRows.push(["pod anti-affinity", `${inputs.requiredPodAntiAffinityTerms} required term(s)`]);
-    inputRows.push(["spread", inputs.spreadConstraints.join("; ") || "none in the spec"]);
-    if (inputs.hostPorts.length) inputRows.push(["host ports", inputs.hostPorts.join(", ")]);
-    if (inputs.schedulingGates.length) inputRows.push(["gates", inputs.schedulingGates.join(", ")]);
-    if (inputs.gpu) inputRows.push(["GPU devices", inputs.gpu + (verdict.gpusText ? `; holds ${verdict.gpusText}` : "")]);
-  }
-  K.fill("inputs", el("table", {class: "data inputs", id: "inputs-table"},
-    el("tbody", {}, ...inputRows.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))))));
   const colors = {active: "#2e86c1", backoff: "#f39c12", unschedulable: "#c0392b", gated: "#7f8c8d",
     "in-flight": "#8e44ad", bound: "#27ae60"};
   const states = [...new Set(story.lifecycle.map((s) => s.state))];
