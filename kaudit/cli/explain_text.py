@@ -1,8 +1,8 @@
 """``kaudit explain`` as text: the verdict first, then the evidence, then the whole story.
 
 Reads only the :func:`kaudit.queries.explain.explain_pod` document and words it through
-:mod:`kaudit.queries.verdict_text` (most sentences come ready-made in the document), so the text
-states exactly what ``--json`` and the pod page state.
+:mod:`kaudit.queries.verdict_text` and :mod:`kaudit.queries.record_text` (most sentences come
+ready-made in the document), so the text states exactly what ``--json`` and the pod page state.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import click
 
 from kaudit.cli.options import table
 from kaudit.eventlog.codec import rejects
-from kaudit.queries import units, verdict_text
+from kaudit.queries import record_text, units, verdict_text
 from kaudit.queries.verdict import plain_causes, scored_winner_first
 
 #: Rows of the shown attempt's score table.
@@ -30,7 +30,7 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
     if attempt["outcomeText"]:
         click.echo(f"  {attempt['outcomeText']}")
     for call in attempt.get("extenderCalls") or []:
-        click.echo(f"  {verdict_text.extender_call(call)}")
+        click.echo(f"  {record_text.extender_call(call)}")
     rejected = [(name, plugin, "; ".join(v["reasons"]) or v["code"])
                 for name, node in attempt["nodes"].items()
                 for plugin, v in node["filter"].items()
@@ -74,15 +74,15 @@ def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes:
 
 
 def device_lines(notes: dict[str, Any] | None) -> list[str]:
-    """DynamicResources' notes on an attempt (:func:`kaudit.queries.verdict_text.device_lines`),
+    """DynamicResources' notes on an attempt (:func:`kaudit.queries.record_text.device_lines`),
     request lines indented under the claims line."""
-    lines = verdict_text.device_lines(notes)
+    lines = record_text.device_lines(notes)
     return lines[:1] + [f"  {line}" for line in lines[1:]]
 
 
 def extender_call_line(call: dict[str, Any]) -> str:
-    """One extender call (:func:`kaudit.queries.verdict_text.extender_call`)."""
-    return verdict_text.extender_call(call)
+    """One extender call (:func:`kaudit.queries.record_text.extender_call`)."""
+    return record_text.extender_call(call)
 
 
 def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: bool) -> None:

@@ -10,7 +10,7 @@ import click
 from kaudit.cli.explain_text import device_lines
 from kaudit.cli.options import echo_config_warnings, echo_json, table
 from kaudit.eventlog.codec import rejects
-from kaudit.queries import verdict_text
+from kaudit.queries import record_text, verdict_text
 from kaudit.queries.verdict import plain_causes, scored_winner_first
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import load
@@ -102,7 +102,7 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
     if calls:
         click.echo("\nExtender calls:")
         for call in calls:
-            click.echo(f"  {verdict_text.extender_call(call)}")
+            click.echo(f"  {record_text.extender_call(call)}")
     feasible = [(n, v) for n, v in scored_winner_first(report) if v["feasible"]]
     if feasible:
         plugins = list(feasible[0][1]["score"])

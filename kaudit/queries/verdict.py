@@ -30,7 +30,7 @@ from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import preemption_json, rejects, unpack_attempt
 from kaudit.model.pod import Taint, Toleration, tolerated
 from kaudit.model.timestamps import format_timestamp
-from kaudit.queries import units, verdict_text
+from kaudit.queries import record_text, units, verdict_text
 from kaudit.queries.decision_inputs import (
     PodInputs,
     describe_pod,
@@ -196,7 +196,7 @@ def rejection_causes(engine: Engine, attempt: dict[str, Any], ts_us: int, inputs
         groups += [_Group(group.plugin, group.reasons, fact, names)
                    for fact, names in split.items()]
     free = free or {}
-    devices = verdict_text.claim_summaries(
+    devices = record_text.claim_summaries(
         (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)
     out = []
     for group in sorted(groups, key=lambda g: (-len(g.nodes), g.plugin, g.reasons)):
@@ -406,7 +406,7 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
             if chance:
                 summary.append(chance)
     notes = (attempt or {}).get("pluginNotes", {}).get("DynamicResources")
-    supply = verdict_text.claim_summaries(notes, claims)
+    supply = record_text.claim_summaries(notes, claims)
     if supply:
         summary.append("ResourceClaims: " + "; ".join(supply) + ".")
     verdict["summary"] = summary
@@ -516,7 +516,7 @@ def story_event(record: PodRecord, span: Span) -> dict[str, Any]:
     return {"time": format_timestamp(record.ts_us), "t": t,
             "kind": record.kind, "node": record.node, **record.document,
             "at": units.seconds(t),
-            "text": verdict_text.event_text(record.kind, record.node, record.document)}
+            "text": record_text.event_text(record.kind, record.node, record.document)}
 
 
 def attempt_sentences(attempt: dict[str, Any], claims: dict[str, dict[str, Any]]
@@ -528,7 +528,7 @@ def attempt_sentences(attempt: dict[str, Any], claims: dict[str, dict[str, Any]]
             "outcomeText": verdict_text.attempt_outcome(attempt),
             "preemptionText": (verdict_text.preemption_text(preemption)
                                if preemption.get("nominatedNode") else None),
-            "deviceLines": verdict_text.device_lines(
+            "deviceLines": record_text.device_lines(
                 (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)}
 
 

@@ -1,5 +1,5 @@
-"""The one renderer of verdict sentences: every record kind reads as a sentence, long objects
-summarised; node counts and chance in words."""
+"""The renderers of a pod's words: every record kind reads as a sentence, long objects
+summarised (``record_text``); node counts and notes in words (``verdict_text``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kaudit.eventlog.records import RecordKind
-from kaudit.queries import verdict_text
+from kaudit.queries import record_text, verdict_text
 
 CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "train-0003-gpu-jlcj5", "namespace": "default",
@@ -49,7 +49,7 @@ DOCUMENTS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("kind", [k.value for k in RecordKind if k != RecordKind.ATTEMPT
                                   and k != RecordKind.QUEUE])
 def test_every_record_kind_is_a_sentence(kind: str) -> None:
-    text = verdict_text.event_text(kind, "n1", DOCUMENTS[kind])
+    text = record_text.event_text(kind, "n1", DOCUMENTS[kind])
     assert text[:1].isupper(), text
     for dump in ("{", "}", "['", "=", "True", "False"):
         assert dump not in text, text
@@ -57,14 +57,14 @@ def test_every_record_kind_is_a_sentence(kind: str) -> None:
 
 
 def test_a_claim_is_named_with_its_devices_and_selector() -> None:
-    text = verdict_text.event_text("claim", None, DOCUMENTS["claim"])
+    text = record_text.event_text("claim", None, DOCUMENTS["claim"])
     assert text == ("ResourceClaim default/train-0003-gpu-jlcj5 allocated gpu-1 (pool "
                     "gpu-node-0002) for gpu; requests gpu: 1 of gpu.example.com where "
                     "device.driver.startsWith('gpu')")
 
 
 def test_an_unknown_kind_still_reads_as_words() -> None:
-    text = verdict_text.event_text("future", None, {"list": ["a", "b", "c", "d"],
+    text = record_text.event_text("future", None, {"list": ["a", "b", "c", "d"],
                                                     "object": {"x": 1}, "flag": True})
     assert text == "Future: list a, b, c and 1 more, object 1 field, flag yes"
 
