@@ -77,8 +77,12 @@ def _pods(engine: Engine) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="session")
-def door_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRuns]:
-    """The runs every door is compared on, replayed once per session (SQLite)."""
+def door_runs(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRuns]:
+    """The runs every door is compared on, replayed once per session on SQLite (skipped when
+    ``--backends`` leaves SQLite out)."""
+    if "sqlite" not in request.config.getoption("--backends").split(","):
+        pytest.skip("the door runs are replayed on SQLite only")
     directory = tmp_path_factory.mktemp("doors")
     url = f"sqlite:///{directory / 'doors.db'}"
     engine = open_database(url)
