@@ -5,11 +5,16 @@ Every pod view (``kaudit explain`` text and JSON, the pod page) leads with the s
 * ``Placed on node-b1 at 12 s: NodeResourcesFit +56 over node-b2`` (kaudit's own choice);
 * ``Bound to node-c3 at 241 s by evicting batch/sweep-r2 and 2 more (lower priority 100)``;
 * ``Preempted at 300 s by web/payments-0 on node-c3``;
-* ``Pending 9m40s: no node fits — 9 lack cpu (needs 2 cores, the largest free is 1.4 cores),
+* ``Pending 9m40s: no node fits — 9 lack cpu (needs 2, the largest free is 1400m),
   1 cordoned, 1 tainted dedicated=ml:NoSchedule``;
 
 and names its **decisive attempt**: the preempting one for a pod that evicted others, the
-binding one for a pod placed outright, the last failure for a pod that never got a node.
+binding one for a pod placed outright, the last failure for a pod that never got a node. A
+summary follows: that attempt's node counts (and why it evaluated fewer nodes than the cluster
+has), the time held back by scheduling gates apart from the time waiting for the scheduler,
+what chance decided in a preemption, and the supply of the pod's ResourceClaims. Every
+sentence is worded by :mod:`kaudit.queries.verdict_text` and :mod:`kaudit.queries.record_text`;
+this module computes the facts.
 
 The causes come from the decisive attempt's per-node filter verdicts, grouped by cause (the
 plugin, its reasons, and the concrete fact behind them: the untolerated taint, the unmatched
@@ -306,7 +311,6 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
         causes = _causes(engine, run, attempt, decisive, inputs, trace_id, key, claims)
     verdict["causes"] = causes
     end_us = deleted.ts_us if deleted is not None else span.end_us
-    summary: list[str] = []
     wait = wait_split(records, bind.ts_us if bind is not None and bound_by_kaudit else end_us)
     nomination = _nomination(records, decisive)
     if preempted is not None:
@@ -379,6 +383,24 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     if deleted is not None and verdict["state"] in ("bound", "bound-by-trace"):
         verdict["deletedAt"] = span.t(deleted.ts_us)
         verdict["headline"] += f"; deleted at {units.seconds(span.t(deleted.ts_us))}"
+    _add_summary(verdict, index, attempt, len(attempts), wait,
+                 preemption_json(decisive.document) if decisive is not None else None,
+                 nomination, claims)
+    verdict["causesNote"] = verdict_text.causes_note(attempt, causes)
+    verdict["causesTitle"] = verdict_text.causes_title(attempt)
+    verdict["inputs"] = inputs.document
+    verdict["inputsLines"] = [list(line) for line in verdict_text.input_lines(
+        inputs.document, verdict.get("gpusText"))]
+    return verdict
+
+
+def _add_summary(verdict: dict[str, Any], index: int | None, attempt: dict[str, Any] | None,
+                 attempts: int, wait: WaitSplit, preemption: dict[str, Any] | None,
+                 nomination: dict[str, Any] | None, claims: dict[str, dict[str, Any]]) -> None:
+    """The verdict block's facts and sentences under the headline: the decisive attempt's node
+    counts, the time gated and waiting, the preemption and its chance, the claims' supply."""
+    summary: list[str] = []
+    verdict["nodes"] = None
     if attempt is not None:
         evaluated = int(attempt.get("evaluatedNodes") or 0)
         feasible = int(attempt.get("feasibleNodes") or 0)
@@ -386,36 +408,25 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
                             "rejected": max(evaluated - feasible, 0),
                             "all": attempt.get("allNodes")}
         summary.append(f"Decisive attempt #{index}: {verdict_text.node_counts(attempt)}.")
-    else:
-        verdict["nodes"] = None
+    verdict["wait"] = None
     if attempts or wait.gated_us:
+        gated, waiting = wait.gated_us / 1e6, wait.waiting_us / 1e6
         verdict["wait"] = {**wait.as_json(),
-                           "words": verdict_text.wait_words(wait.gated_us / 1e6,
-                                                            wait.waiting_us / 1e6, len(attempts)),
+                           "words": verdict_text.wait_words(gated, waiting, attempts),
                            "text": verdict_text.wait_sentence(
-                               wait.gated_us / 1e6, wait.waiting_us / 1e6, len(attempts),
+                               gated, waiting, attempts,
                                pending=verdict["state"] in ("pending", "gated"))}
         summary.append(verdict["wait"]["text"])
-    else:
-        verdict["wait"] = None
-    if decisive is not None:
-        preemption = preemption_json(decisive.document) or {}
-        if preemption.get("nominatedNode"):
-            summary.append(verdict_text.sentence(verdict_text.preemption_text(preemption)))
-            chance = verdict_text.nomination_chance(preemption["nominatedNode"], nomination)
-            if chance:
-                summary.append(chance)
-    notes = (attempt or {}).get("pluginNotes", {}).get("DynamicResources")
+    if preemption and preemption.get("nominatedNode"):
+        summary.append(verdict_text.sentence(verdict_text.preemption_text(preemption)))
+        chance = verdict_text.nomination_chance(preemption["nominatedNode"], nomination)
+        if chance:
+            summary.append(chance)
+    notes = ((attempt or {}).get("pluginNotes") or {}).get("DynamicResources")
     supply = record_text.claim_summaries(notes, claims)
     if supply:
         summary.append("ResourceClaims: " + "; ".join(supply) + ".")
     verdict["summary"] = summary
-    verdict["causesNote"] = verdict_text.causes_note(attempt, causes)
-    verdict["causesTitle"] = verdict_text.causes_title(attempt)
-    verdict["inputs"] = inputs.document
-    verdict["inputsLines"] = [list(line) for line in verdict_text.input_lines(
-        inputs.document, verdict.get("gpusText"))]
-    return verdict
 
 
 def _pending_reason(attempt: dict[str, Any], causes: list[dict[str, Any]]) -> str:
