@@ -53,6 +53,8 @@ def explain_pod(engine: Engine, run_ref: str, pod_ref: str,
             story["recordedNode"] = node
         elif kind == "bind":
             story["boundNode"], story["boundTime"] = node, when
+            if document.get("by") != "kaudit":  # the recorded cluster bound it itself
+                story["recordedNode"] = node
         if kind not in ("queue", "attempt"):
             story["events"].append(story_event(record, span))
     decisive = story["verdict"]["decisiveAttempt"]

@@ -123,6 +123,8 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                 story["recordedNode"] = node
             elif kind == "bind":
                 story["boundNode"], story["boundTime"] = node, when
+                if document.get("by") != "kaudit":  # the recorded cluster bound it itself
+                    story["recordedNode"] = node
             story["events"].append(story_event(record, span))
     story["lifecycle"] = _lifecycle(
         [(r.ts_us, r.kind, r.node, r.document) for r in records], span)

@@ -228,8 +228,10 @@ def causes_note(attempt: Mapping[str, Any] | None, causes: Sequence[Mapping[str,
 
 def causes_title(attempt: Mapping[str, Any] | None) -> str:
     """The heading over the cause groups: the other nodes of a decision that found a node,
-    or why none fit."""
-    if attempt is not None and int(attempt.get("feasibleNodes") or 0) > 0:
+    or why none fit (a pod kaudit never tried has neither)."""
+    if attempt is None:
+        return "Rejected nodes"
+    if int(attempt.get("feasibleNodes") or 0) > 0:
         return "Why not the other nodes"
     return "Why no node fits"
 

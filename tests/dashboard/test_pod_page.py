@@ -43,3 +43,18 @@ def test_the_pages_words_are_the_apis(client: FlaskClient) -> None:
     # each event's raw record behind a disclosure, never dumped in the sentence
     assert html.count('<details class="raw">') == len(others)
     assert "tiedVictims=" not in html and "tiedVictims: [" in html
+
+
+def test_a_pod_the_recorded_cluster_bound_is_not_said_to_fit_nowhere(
+        client: FlaskClient) -> None:
+    """custom-scheduled was bound by its own scheduler in the recording: the page names that
+    node as the recorded cluster's and does not head its (empty) causes "Why no node fits"."""
+    story = _story(client, "default/custom-scheduled")
+    assert story["verdict"]["state"] == "bound-by-trace"
+    assert story["recordedNode"] == story["boundNode"] == story["verdict"]["node"]
+    page = _page(client.get("/runs/default/pods/default/custom-scheduled").get_data(
+        as_text=True))
+    assert "Why no node fits" not in page.sentences
+    cards = page.sentences[page.sentences.index("bound to") - 1:]
+    assert cards[:4] == [story["boundNode"], "bound to", story["boundNode"],
+                         "recorded cluster placed it on"]
