@@ -212,6 +212,13 @@ def _check_pod(runner: CliRunner, client: FlaskClient, door_runs: DoorRuns, run:
         assert sum(c["count"] for c in verdict["causes"]) == nodes["rejected"]
     _check_counts(page.sentences, nodes)
     _check_counts(verdict["summary"], nodes)
+    # the cards under the verdict: the node it names, and the recorded cluster's
+    card = page.sentences.index("bound to")
+    assert page.sentences[card - 1] == (explained["boundNode"] or "never bound")
+    assert page.sentences[card + 1:card + 3] == [explained["recordedNode"] or "–",
+                                                 "recorded cluster placed it on"]
+    if verdict["state"] in ("bound", "bound-by-trace", "preempted"):
+        assert explained["boundNode"] == verdict["node"]
 
     index = verdict["decisiveAttempt"]
     if index is not None:
