@@ -120,11 +120,3 @@ def echo_config_warnings(config: SchedulerConfiguration) -> None:
     for warning in config.warnings:
         click.echo(f"kaudit: warning: {warning}", err=True)
 
-
-def tie_note(selected: str, tied: Sequence[str]) -> str:
-    """``NODE`` or ``NODE (tied with A, B; the seeded tie-break chose it)``."""
-    others = [n for n in tied if n != selected]
-    if not others:
-        return selected
-    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-    return f"{selected} (tied with {shown}; the seeded tie-break chose it)"

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from kaudit.cli.explain_text import device_lines
 from kaudit.cli.options import echo_config_warnings, echo_json, table
 from kaudit.eventlog.codec import rejects
-from kaudit.queries import record_text, verdict_text
-from kaudit.queries.verdict import plain_causes, scored_winner_first
+from kaudit.queries import record_text
+from kaudit.queries.verdict import scored_winner_first
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import load
-from kaudit.services.whatif import evaluate_pod, read_pod_manifest
+from kaudit.services.whatif import WhatIfReport, evaluate_pod, read_pod_manifest
 
 feature_gates_option = click.option(
     "--feature-gates", metavar="A=true,B=false",
@@ -58,30 +57,28 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     names = [n.strip() for n in candidates.split(",") if n.strip()] if candidates else None
     report = evaluate_pod(load_objects(cluster_path), pod, config, registry,
                           pod_source=str(pod_path), seed=seed, candidates=names)
-    evaluation = {"pod": report.pod, **report.evaluation}
     if as_json:
-        echo_json(evaluation)
+        # The evaluation's own ``preemption`` (candidates, victims, PDB violations) stands.
+        echo_json({"pod": report.pod, **report.evaluation, "causes": report.causes,
+                   "sentences": report.sentences})
         return
-    _print_report(evaluation, report.node_count)
-    for line in device_lines((evaluation.get("pluginNotes") or {}).get("DynamicResources")):
-        click.echo(line)
-    if report.preemption is not None:
-        click.echo(f"Preemption would nominate {report.preemption['node']}, evicting "
-                   f"{', '.join(report.preemption['victims'])} "
-                   f"({report.preemption['pdbViolations']} PodDisruptionBudget violation(s)).")
+    _print_report(report)
 
 
-def _print_report(report: dict[str, Any], node_count: int) -> None:
-    """The evaluation as text, worded by :mod:`kaudit.queries.verdict_text` as ``kaudit
-    explain`` and the pod page word a replayed attempt."""
-    click.echo(f"Pod {report['pod']}, profile {report['profile']}, {node_count} nodes\n")
-    if report["preFilter"]:
+def _print_report(report: WhatIfReport) -> None:
+    """The evaluation as text: the sentences and cause groups the service worded through
+    :mod:`kaudit.queries.verdict_text`, as ``kaudit explain`` and the pod page word a replayed
+    attempt, and the history page's what-if words this one."""
+    evaluation, sentences = report.evaluation, report.sentences
+    click.echo(f"Pod {report.pod}, profile {evaluation['profile']}, "
+               f"{report.node_count} nodes\n")
+    if evaluation["preFilter"]:
         click.echo("PreFilter: " + ", ".join(
             f"{name} {entry['code']}" + (f" ({'; '.join(entry['reasons'])})"
                                          if entry["reasons"] else "")
-            for name, entry in report["preFilter"].items()))
+            for name, entry in evaluation["preFilter"].items()))
     rows = []
-    for name, node in report["nodes"].items():
+    for name, node in evaluation["nodes"].items():
         failed = [f"{plugin}: {'; '.join(v['reasons']) or v['code']}"
                   for plugin, v in node["filter"].items()
                   if rejects(v)]
@@ -90,20 +87,20 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
     rows.sort(key=lambda r: (r[1] != "yes", -(r[2] if isinstance(r[2], int) else 0), r[0]))
     if rows:
         click.echo(table(rows, ["NODE", "FEASIBLE", "SCORE", "FAILED FILTERS"]))
-    elif node_count:
-        click.echo("No node was evaluated: PreFilter rejected the pod for every node.")
-    click.echo(f"\n{verdict_text.node_counts(report)}")
-    causes = plain_causes(report["nodes"])
-    if causes:
-        click.echo("Rejected nodes by cause:")
-        click.echo(table([(c["count"], c["cause"], c["detail"], c["examples"]) for c in causes],
+    click.echo(f"\n{sentences['nodeCounts']}")
+    if report.causes:
+        click.echo(f"{sentences['causesTitle']}:")
+        click.echo(table([(c["count"], c["cause"], c["detail"], c["examples"])
+                          for c in report.causes],
                          ["NODES", "CAUSE", "DETAIL", "FOR EXAMPLE"], indent=2))
-    calls = report.get("extenderCalls") or []
+    elif sentences["causesNote"]:
+        click.echo(sentences["causesNote"])
+    calls = evaluation.get("extenderCalls") or []
     if calls:
         click.echo("\nExtender calls:")
         for call in calls:
             click.echo(f"  {record_text.extender_call(call)}")
-    feasible = [(n, v) for n, v in scored_winner_first(report) if v["feasible"]]
+    feasible = [(n, v) for n, v in scored_winner_first(evaluation) if v["feasible"]]
     if feasible:
         plugins = list(feasible[0][1]["score"])
         click.echo("\nTop nodes, the selected first, weighted score per plugin "
@@ -112,17 +109,8 @@ def _print_report(report: dict[str, Any], node_count: int) -> None:
             [(n, v["total"], *(v["score"][p]["weighted"] for p in plugins))
              for n, v in feasible[:5]],
             ["NODE", "TOTAL", *plugins], indent=2))
-        winner = feasible[0]
-        runner = next((item for item in feasible if item[1]["total"] < winner[1]["total"]), None)
-        if runner is not None:
-            deltas = sorted(((p, winner[1]["score"][p]["weighted"]
-                              - runner[1]["score"][p]["weighted"]) for p in plugins),
-                            key=lambda item: -abs(item[1]))
-            decided = ", ".join(f"{p} {d:+d}" for p, d in deltas if d)
-            click.echo(f"\n{winner[0]} ({winner[1]['total']}) over the runner-up {runner[0]} "
-                       f"({runner[1]['total']}): {decided}")
-    if report["selectedNode"]:
-        click.echo("\nSelected: " + verdict_text.selection(
-            report["selectedNode"], report["tiedNodes"], report.get("tieBreak")))
-    else:
-        click.echo(f"\n{report['message']}")
+    click.echo(f"\n{sentences['headline']}")
+    for line in device_lines((evaluation.get("pluginNotes") or {}).get("DynamicResources")):
+        click.echo(line)
+    if sentences["preemption"]:
+        click.echo(sentences["preemption"])

@@ -214,6 +214,19 @@ class ClusterState:
         self.generation += 1
         self.node_generation += 1
 
+    def free_by_node(self) -> dict[str, dict[str, int]]:
+        """Each live node's free amount of every resource column (allocatable less requested;
+        ``pods``: pod slots less pods), the shape of the replay's timeline read back."""
+        pods = self.resources[PODS]
+        free: dict[str, dict[str, int]] = {}
+        for slot in self.order:
+            left = self.allocatable[slot] - self.requested[slot]
+            entry = {name: int(left[column]) for name, column in self.resources.items()
+                     if column != pods}
+            entry[PODS] = int(self.allocatable[slot, pods] - self.pod_count[slot])
+            free[self.slot_names[slot]] = entry
+        return free
+
     def node(self, slot: int) -> NodeInfo:
         node = self.nodes[slot]
         assert node is not None

@@ -175,13 +175,22 @@ def describe_pod(engine: Engine, trace_id: int, key: str, ts_us: int) -> PodInpu
     if obj is None:
         return PodInputs(False, {}, {}, None, (), {"found": False})
     spec = obj.get("spec") or {}
-    requests = {k: v for k, v in resource_units(pod_requests(spec)).items() if v}
-    scoring = resource_units(pod_requests(spec, non_zero=True))
-    scoring = {k: scoring.get(k, 0) for k in (CPU, MEMORY)}
     class_name = spec.get("priorityClassName") or None
     priority = spec.get("priority")
     if priority is None and class_name:
         priority = _priority_class_value(engine, trace_id, class_name, ts_us)
+    return pod_inputs(obj, priority)
+
+
+def pod_inputs(obj: dict[str, Any], priority: int | None) -> PodInputs:
+    """The decision inputs of the Pod object ``obj`` whose priority (resolved from its
+    PriorityClass where the spec has none) is ``priority``: for a replayed attempt and for a
+    what-if alike."""
+    spec = obj.get("spec") or {}
+    requests = {k: v for k, v in resource_units(pod_requests(spec)).items() if v}
+    scoring = resource_units(pod_requests(spec, non_zero=True))
+    scoring = {k: scoring.get(k, 0) for k in (CPU, MEMORY)}
+    class_name = spec.get("priorityClassName") or None
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
                 ).get("nodeSelectorTerms") or []

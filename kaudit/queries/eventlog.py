@@ -19,6 +19,7 @@ from sqlalchemy import Engine, Select, func, select
 from kaudit.errors import InputError
 from kaudit.eventlog.records import RecordKind
 from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.record_text import log_line
 from kaudit.queries.timeline import Span
 from kaudit.store.models import RunEvent, RunRejection
 
@@ -108,11 +109,13 @@ def events_page(engine: Engine, run_id: int, span: Span, where: EventFilter, *,
     items = []
     for seq, ts_us, kind, pod, node, data in rows:
         document = orjson.loads(data)
+        text = log_line(kind, node, document)
         if kind == "attempt":
             # The per-node tables live in the blob; the list shows the attempt's verdict.
             document = {k: document[k] for k in ("result", "message", "evaluatedNodes",
                                                  "feasibleNodes", "rejectedBy", "cycle")
                         if k in document}
         items.append({"seq": seq, "t": span.t(ts_us), "time": format_timestamp(ts_us),
-                      "kind": kind, "pod": pod, "node": node, "data": document})
+                      "kind": kind, "pod": pod, "node": node, "text": text,
+                      "data": document})
     return {"total": total, "offset": offset, "limit": limit, "items": items}

@@ -1,9 +1,11 @@
 """A pod's records and devices in words: every record of its event log (other than queue
 moves and attempts) as a sentence with long objects summarised, DynamicResources' claims and
-the devices they could use, scheduler extenders' calls.
+the devices they could use, scheduler extenders' calls; and any record as one line of the log
+(:func:`log_line`).
 
-``kaudit explain``, the pod page and ``kaudit whatif`` word them through these functions only;
-the verdict and its causes are :mod:`kaudit.queries.verdict_text`'s.
+``kaudit explain``, the pod page, ``kaudit whatif``, the event log page and the history page
+word them through these functions only; the verdict and its causes are
+:mod:`kaudit.queries.verdict_text`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kaudit.queries.verdict_text import LISTED, gpu_text, nomination_chance, plural, short_list
+from kaudit.queries.verdict_text import (
+    LISTED,
+    gpu_text,
+    node_counts,
+    nomination_chance,
+    plural,
+    short_list,
+)
 
 _DELETE_REASONS = {"trace": "the trace deleted it", "completed": "it completed",
                    "preempted": "it was preempted", "lifetime": "its recorded run time ended"}
@@ -206,3 +215,21 @@ def event_text(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
     for call in document.get("extenders") or ():
         text += f"; {extender_call(call)}"
     return text
+
+
+def log_line(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
+    """Any record of the event log in one line, for the event log page, the history page's
+    events around a moment and ``kaudit events``: queue moves and attempts briefly (the pod
+    page tells an attempt in full), every other kind as :func:`event_text` words it."""
+    if kind == "queue":
+        return f"{document.get('from')} → {document.get('to')} ({document.get('event')})"
+    if kind == "attempt":
+        selected = document.get("selectedNode") or (
+            node if document.get("result") == "scheduled" else None)
+        if selected:
+            return f"Scheduled on {selected}: {node_counts(document)}"
+        rejected = ", ".join(f"{plugin} {count:,}" for plugin, count in
+                             (document.get("rejectedBy") or {}).items())
+        message = str(document.get("message") or document.get("result") or "")
+        return message + (f" (rejected by {rejected})" if rejected else "")
+    return event_text(kind, node, document)

@@ -21,6 +21,7 @@ from kaudit.eventlog.records import RecordKind
 from kaudit.eventlog.timeline import QUEUES
 from kaudit.model.gpu import MILLI_PER_GPU, NVIDIA_GPU
 from kaudit.model.timestamps import format_timestamp
+from kaudit.queries.record_text import log_line
 from kaudit.store.models import RunEvent, RunNode, RunPlacement, RunQueueSpan, RunSeries
 
 #: Most points a series sends; more are thinned keeping each bucket's low and high.
@@ -301,9 +302,13 @@ def events_around(engine: Engine, run_id: int, span: Span, ts_us: int) -> list[d
     earlier = sorted((r for r in rows if r.ts_us <= ts_us), key=lambda r: r.seq)[-half:]
     later = sorted((r for r in rows if r.ts_us > ts_us), key=lambda r: r.seq)[:half]
     events = [*earlier, *later]
-    return [{"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
-             "pod": pod, "node": node, "data": orjson.loads(data), "current": ts <= ts_us}
-            for seq, ts, kind, pod, node, data in events]
+    out = []
+    for seq, ts, kind, pod, node, data in events:
+        document = orjson.loads(data)
+        out.append({"seq": seq, "t": span.t(ts), "time": format_timestamp(ts), "kind": kind,
+                    "pod": pod, "node": node, "text": log_line(kind, node, document),
+                    "data": document, "current": ts <= ts_us})
+    return out
 
 
 def state_at(engine: Engine, run_id: int, span: Span, seconds: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ and ranges instead of a row per node. Upstream's own reasons stay beside each gr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,11 +179,23 @@ def rejection_causes(engine: Engine, attempt: dict[str, Any], ts_us: int, inputs
     says the plugin, upstream's reasons, the cause in words and the nodes (``named`` of them;
     ``None`` names all). ``claims`` (the pod's ResourceClaims by ``namespace/name``) adds the
     requests' selectors to a DynamicResources group."""
+    return grouped_causes(attempt, inputs,
+                          lambda names: node_objects_at(engine, trace_id, names, ts_us),
+                          free, named, claims)
+
+
+def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
+                   node_objects: Callable[[list[str]], dict[str, dict[str, Any]]],
+                   free: dict[str, dict[str, int]] | None, named: int | None = NAMED_NODES,
+                   claims: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """:func:`rejection_causes` for any source of the nodes' objects (``node_objects`` maps
+    names to objects: the stored trace at the attempt's time, or a what-if's cluster) and of
+    their free capacity."""
     nodes = attempt["nodes"]
     base_groups = group_rejections(nodes)
     needs_objects = [n for g in base_groups if g.plugin in ("TaintToleration", "NodeAffinity")
                      for n in g.nodes]
-    objects = node_objects_at(engine, trace_id, needs_objects, ts_us) if needs_objects else {}
+    objects = node_objects(needs_objects) if needs_objects else {}
     tolerations = inputs.tolerations
     groups: list[_Group] = []
     for group in base_groups:
@@ -347,7 +359,7 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
                 verdict["headline"] += (f"; {preemption['nominatedNode']} was a coin flip among"
                                         f" {len(tied) + 1} tied candidate nodes")
         else:
-            verdict["headline"] = f"Placed on {bind.node} at {when}: " + _placement_reason(
+            verdict["headline"] = f"Placed on {bind.node} at {when}: " + placement_reason(
                 attempt, bind.node or "")
         if len(attempts) > 1 or wait.gated_us:
             verdict["headline"] += "; " + verdict_text.wait_words(
@@ -478,7 +490,7 @@ def scored_winner_first(attempt: dict[str, Any]) -> list[tuple[str, dict[str, An
                   key=lambda item: (item[0] != selected, -item[1]["total"], item[0]))
 
 
-def _placement_reason(attempt: dict[str, Any], node: str) -> str:
+def placement_reason(attempt: dict[str, Any], node: str) -> str:
     feasible = attempt.get("feasibleNodes") or 0
     if attempt.get("nominatedNodeUsed") and attempt.get("evaluatedNodes") == 1:
         return "its nominated node still fits (checked first, as upstream does)"

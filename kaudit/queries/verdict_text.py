@@ -196,16 +196,29 @@ def _fewer_evaluated(attempt: Mapping[str, Any], evaluated: int, feasible: int,
         return None
     if attempt.get("nominatedNodeUsed") and evaluated == 1:
         return "its nominated node, checked first as upstream does"
-    if evaluated == 0:
-        return "PreFilter refused the pod before any node was tried"
     narrowed = [set(v["nodeNames"]) for v in (attempt.get("preFilter") or {}).values()
                 if isinstance(v, Mapping) and v.get("nodeNames") is not None]
+    if evaluated == 0:
+        if narrowed and not any(_rejected(v) for v in (attempt.get("preFilter") or {}).values()):
+            # Every node a PreFilterResult names that exists is evaluated: none does.
+            named = sorted(set.intersection(*narrowed))
+            return ("PreFilter narrowed the candidates to "
+                    + (f"{short_list(named, LISTED)}, "
+                       + ("not a node of the cluster" if len(named) == 1
+                          else "none of them a node of the cluster") if named
+                       else "no node"))
+        return "PreFilter refused the pod before any node was tried"
     if narrowed:
         allowed = set.intersection(*narrowed)
         if len(allowed) <= evaluated:
             return f"PreFilter narrowed the candidates to {plural(len(allowed), 'node')}"
     return (f"percentageOfNodesToScore: filtering stopped once {plural(feasible, 'feasible node')}"
             " were found")
+
+
+def _rejected(status: Any) -> bool:
+    return isinstance(status, Mapping) and status.get("code") in (
+        "Unschedulable", "UnschedulableAndUnresolvable", "Error")
 
 
 def causes_note(attempt: Mapping[str, Any] | None, causes: Sequence[Mapping[str, Any]]
@@ -294,6 +307,24 @@ def nomination_chance(node: str | None, facts: Mapping[str, Any] | None) -> str 
     if not parts:
         return None
     return "Coin flip: " + "; ".join(parts) + "."
+
+
+def whatif_headline(pod: str, attempt: Mapping[str, Any], reason: str | None) -> str:
+    """A what-if's answer in one sentence: ``web/a would go to node-b1: NodeResourcesFit +5
+    over node-b2 (total 180 vs 175)``, or upstream's message when nothing fits."""
+    selected = attempt.get("selectedNode")
+    if selected:
+        return f"{pod} would go to {selected}" + (f": {reason}" if reason else "")
+    return f"{pod} would not fit: {attempt.get('message') or attempt.get('result') or ''}"
+
+
+def whatif_preemption(preemption: Mapping[str, Any]) -> str:
+    """What preemption would do for a what-if pod that fits nowhere."""
+    pdb = int(preemption.get("pdbViolations") or 0)
+    victims = list(preemption.get("victims") or [])
+    return (f"Preemption would nominate {preemption['node']}, evicting "
+            f"{short_list(victims, LISTED) or 'no pod'}"
+            + (f", violating {plural(pdb, 'PodDisruptionBudget')}" if pdb else "") + ".")
 
 
 def preemption_text(preemption: Mapping[str, Any]) -> str:

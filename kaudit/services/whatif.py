@@ -24,10 +24,14 @@ from sqlalchemy import Engine
 
 from kaudit.cluster.generated_claims import with_generated_claims
 from kaudit.cluster.objects import cluster_from_objects, pod_info
+from kaudit.cluster.state import ClusterState
 from kaudit.config.model import SchedulerConfiguration
 from kaudit.errors import InputError
-from kaudit.eventlog.codec import pack_attempt, unpack_attempt
+from kaudit.eventlog.codec import pack_attempt
 from kaudit.framework.plugin import Plugin
+from kaudit.queries import verdict_text
+from kaudit.queries.decision_inputs import pod_inputs
+from kaudit.queries.verdict import grouped_causes, placement_reason, unpack
 from kaudit.queries.whatif import run_moment
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 from kaudit.scheduler.build import build_scheduler, load_object_config
@@ -149,10 +153,43 @@ class WhatIfReport:
     evaluation: dict[str, Any]
     #: The nomination preemption would make (node, victims, PDB violations), or None.
     preemption: dict[str, Any] | None
+    #: The rejected nodes grouped by concrete cause, as ``kaudit explain`` groups an
+    #: attempt's (:func:`kaudit.queries.verdict.grouped_causes`).
+    causes: list[dict[str, Any]]
+    #: The answer in sentences of :mod:`kaudit.queries.verdict_text`, for every door.
+    sentences: dict[str, str | None]
 
     def as_json(self) -> dict[str, Any]:
         return {"nodes": self.node_count, "pod": self.pod, "evaluation": self.evaluation,
-                "preemption": self.preemption}
+                "preemption": self.preemption, "causes": self.causes,
+                "sentences": self.sentences}
+
+
+def _sentences(pod: str, evaluation: dict[str, Any], causes: list[dict[str, Any]],
+               preemption: dict[str, Any] | None) -> dict[str, str | None]:
+    selected = evaluation.get("selectedNode")
+    return {
+        "headline": verdict_text.whatif_headline(
+            pod, evaluation, placement_reason(evaluation, selected) if selected else None),
+        "nodeCounts": verdict_text.node_counts(evaluation),
+        "causesTitle": verdict_text.causes_title(evaluation),
+        "causesNote": verdict_text.causes_note(evaluation, causes),
+        "selection": verdict_text.selection(selected, evaluation.get("tiedNodes") or [],
+                                            evaluation.get("tieBreak")) if selected else None,
+        "preemption": verdict_text.whatif_preemption(preemption) if preemption else None,
+    }
+
+
+def _claims(cluster: ClusterState, evaluation: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The pod's ResourceClaims in the evaluated cluster, by ``namespace/name``."""
+    notes = (evaluation.get("pluginNotes") or {}).get("DynamicResources") or {}
+    claims = {}
+    for request in notes.get("requests") or []:
+        namespace, _, name = str(request.get("claim") or "").partition("/")
+        found = cluster.get_object("ResourceClaim", namespace, name)
+        if found is not None:
+            claims[f"{namespace}/{name}"] = found
+    return claims
 
 
 def evaluate_pod(objects: list[dict[str, Any]], pod: dict[str, Any],
@@ -174,6 +211,7 @@ def evaluate_pod(objects: list[dict[str, Any]], pod: dict[str, Any],
         unknown = [name for name in candidates if name not in cluster.slot_of]
         if unknown:
             raise InputError(f"candidate nodes: no such node(s): {', '.join(unknown)}")
+    free = cluster.free_by_node()
     attempt = scheduler.schedule(cluster, info, exhaustive=True,
                                  candidates=list(candidates) if candidates else None)
     if attempt.error:
@@ -183,12 +221,18 @@ def evaluate_pod(objects: list[dict[str, Any]], pod: dict[str, Any],
              if cluster.live[slot]}
     details = attempt.post_filter_result.details if attempt.post_filter_result else None
     chosen = getattr(details, "chosen", None)
-    return WhatIfReport(
-        pod=info.key, node_count=len(cluster.order),
-        evaluation=unpack_attempt(document, blob, names),
-        preemption=None if chosen is None else {
-            "node": chosen.node, "victims": [victim.key for victim in chosen.victims],
-            "pdbViolations": chosen.pdb_violations})
+    evaluation = unpack(document, blob, names)
+    preemption = None if chosen is None else {
+        "node": chosen.node, "victims": [victim.key for victim in chosen.victims],
+        "pdbViolations": chosen.pdb_violations}
+    causes = grouped_causes(
+        evaluation, pod_inputs(pod, info.priority),
+        lambda wanted: {n: cluster.node(cluster.slot_of[n]).obj for n in wanted
+                        if n in cluster.slot_of},
+        free, claims=_claims(cluster, evaluation))
+    return WhatIfReport(pod=info.key, node_count=len(cluster.order), evaluation=evaluation,
+                        preemption=preemption, causes=causes,
+                        sentences=_sentences(info.key, evaluation, causes, preemption))
 
 
 def evaluate_pod_at(engine: Engine, run_ref: str, t: str | None, pod: dict[str, Any], *,

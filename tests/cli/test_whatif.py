@@ -82,7 +82,9 @@ def test_schedulable_pod_gets_a_per_plugin_breakdown(sample_state: dict[str, Pat
     assert all(n["total"] <= winner["total"] for n in report["nodes"].values() if "total" in n)
     text = run("whatif", "--cluster", str(sample_state["state"]), "--pod",
                str(sample_state["small"]), "--seed", "3")
-    assert "over the runner-up" in text.output and "Selected:" in text.output
+    # the same sentence as --json carries, with the reason explain gives a placement
+    assert report["sentences"]["headline"] in text.output
+    assert f"web/small would go to {report['selectedNode']}: " in text.output
 
 
 def test_candidates_restrict_evaluation(sample_state: dict[str, Path]) -> None:
@@ -111,9 +113,11 @@ def test_preemption_is_reported(sample_state: dict[str, Path]) -> None:
                   if c["node"] == preemption["nominatedNode"])
     assert chosen["victims"] == preemption["victims"]
     # The text says the same as the JSON.
-    assert (f"Preemption would nominate {preemption['nominatedNode']}, evicting "
-            f"{', '.join(preemption['victims'])} (1 PodDisruptionBudget violation(s))"
-            in result.output)
+    sentence = report["sentences"]["preemption"]
+    assert sentence in result.output
+    assert sentence.startswith(f"Preemption would nominate {preemption['nominatedNode']}, "
+                               f"evicting {preemption['victims'][0]}")
+    assert sentence.endswith(", violating 1 PodDisruptionBudget.")
 
 
 def _write(path: Path, *objects: dict) -> Path:

@@ -34,3 +34,23 @@ def test_whatif_for_a_pod_whose_node_left(tmp_path: Path) -> None:
     assert report["preFilter"]["NodeAffinity"] == {"code": "Success", "reasons": [],
                                                    "nodeNames": ["gone-node"]}
     assert (report["preemption"]["potentialNodes"], report["preemption"]["candidates"]) == (0, 0)
+
+
+def test_whatif_text_says_prefilter_narrowed_to_a_missing_node(tmp_path: Path) -> None:
+    """PreFilter succeeded (NodeAffinity named gone-node): the text must not say it rejected
+    the pod, and says which node the candidates were narrowed to."""
+    nodes = [make_node(name).capacity(cpu="4", memory="8Gi").obj()
+             for name in ("node-a", "node-b")]
+    state = tmp_path / "state.json"
+    state.write_bytes(orjson.dumps({"kind": "List", "items": nodes}))
+    pod = tmp_path / "pod.json"
+    pod.write_bytes(orjson.dumps(daemonset_pod("gone-node", priority=1000)))
+    args = ["whatif", "--cluster", str(state), "--pod", str(pod)]
+    text = CliRunner().invoke(cli, args, catch_exceptions=False).output
+    report = json.loads(CliRunner().invoke(cli, [*args, "--json"],
+                                           catch_exceptions=False).output)
+    counts = report["sentences"]["nodeCounts"]
+    assert counts == ("0 of 2 nodes evaluated, 0 feasible, 0 rejected (PreFilter narrowed the "
+                      "candidates to gone-node, not a node of the cluster)")
+    assert counts in text
+    assert "PreFilter rejected" not in text and "refused" not in text

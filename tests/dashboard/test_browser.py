@@ -474,6 +474,30 @@ def test_the_home_page_names_files_briefly_and_fits_1024_pixels(server: dict[str
     visit.close()
 
 
+def test_event_lines_are_the_apis_sentences(server: dict[str, Any], browser: Any) -> None:
+    """The history page's events around a moment and the event log page show each record
+    as the API words it (one renderer), never as a JSON object."""
+    import urllib.request as request
+
+    visit = Visit(browser, server["base"])
+    for path, api, key in (
+            ("/runs/default/history?t=240", "/api/v1/runs/default/state?t=240", "events"),
+            ("/runs/default/events", "/api/v1/runs/default/events?offset=0&limit=100",
+             "items")):
+        page = visit.open(path)
+        page.wait_for_selector("#events-table tbody tr")
+        shown = page.eval_on_selector_all("#events-table tbody td.message",
+                                          "cells => cells.map(c => c.innerText)")
+        with request.urlopen(f"{server['base']}{api}") as answer:
+            records = json.loads(answer.read())[key]
+        assert shown == [r["text"] for r in records], path
+        kinds = {r["kind"] for r in records}
+        assert not any("{" in line or "}" in line for line in shown), (path, kinds)
+        if key == "events":  # at 240 s: preemption's records, once shown as JSON
+            assert {"nominate", "preempt", "create", "terminate"} <= kinds, kinds
+    visit.close()
+
+
 def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> None:
     """Paste a manifest, evaluate it at the scrubber's moment, read the same answer as the
     API gives; a bad manifest is refused in words."""
@@ -491,9 +515,16 @@ def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> No
                                          data=manifest.encode(), method="POST")) as answer:
         expected = json.loads(answer.read())
     verdict = page.inner_text("#whatif-verdict")
-    assert verdict == (f"web/probe would not fit at t = 240 s: "
-                       f"{expected['evaluation']['message']}")
-    assert page.locator("#whatif-rejected tbody tr").count() >= 2
+    assert verdict == expected["sentences"]["headline"] == (
+        f"web/probe would not fit: {expected['evaluation']['message']}")
+    assert page.inner_text("#whatif-moment").startswith("At t = 240 s")
+    assert page.inner_text("#whatif-counts") == expected["sentences"]["nodeCounts"]
+    # the cause groups are the API's, worded as `kaudit whatif` and `kaudit explain` word them
+    rows = page.eval_on_selector_all(
+        "#whatif-rejected tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")
+    assert [(int(r[0]), r[1], r[2]) for r in rows] == [
+        (c["count"], c["cause"], c["detail"]) for c in expected["causes"]]
+    assert len(rows) >= 2
     assert "null" not in page.inner_text("#whatif-result")
     visit.screenshot("history-what-if")
     page.fill("#whatif-manifest", "kind: Service\nmetadata: {name: x}\n")

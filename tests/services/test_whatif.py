@@ -11,6 +11,12 @@ import pytest
 from sqlalchemy import Engine
 
 from kaudit.errors import InputError
+from kaudit.eventlog.codec import rejects
+from kaudit.queries import units
+from kaudit.queries.decision_inputs import free_capacity, pod_object_at, trace_id_of
+from kaudit.queries.explain import explain_pod
+from kaudit.queries.runs import get_run
+from kaudit.queries.timeline import run_span
 from kaudit.queries.whatif import run_moment
 from kaudit.scheduler.build import load_object_config
 from kaudit.services.whatif import (
@@ -98,3 +104,41 @@ def test_the_read_layer_builds_no_scheduler() -> None:
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert not (node.module or "").startswith("kaudit.scheduler"), module.name
+
+
+def test_a_what_if_words_its_causes_as_explain_words_the_replayed_attempt(
+        sample_runs: Engine) -> None:
+    """The same pod at the same moment: the what-if's cause groups and node counts are the
+    replayed decisive attempt's, word for word (one renderer, one grouping by concrete
+    cause: the unmatched selector, the cordon, the untolerated taint)."""
+    story = explain_pod(sample_runs, "default", "web/ssd-cache")
+    verdict = story["verdict"]
+    decisive = story["attempts"][verdict["decisiveAttempt"]]
+    assert verdict["causes"], "the sample's ssd-cache pod fits nowhere"
+    run = get_run(sample_runs, "default")
+    obj = pod_object_at(sample_runs, trace_id_of(sample_runs, run.id), "web/ssd-cache",
+                        run_span(sample_runs, run.id).at(decisive["t"]))
+    assert obj is not None
+    answer = evaluate_pod_at(sample_runs, "default", str(decisive["t"]), obj)
+    assert [c["text"] for c in answer["causes"]] == [c["text"] for c in verdict["causes"]]
+    assert [c["detail"] for c in answer["causes"]] == [c["detail"] for c in verdict["causes"]]
+    assert answer["sentences"]["nodeCounts"] == decisive["countsText"]
+    assert answer["sentences"]["headline"] == (
+        f"web/ssd-cache would not fit: {answer['evaluation']['message']}")
+
+
+def test_a_what_if_states_exact_free_amounts_as_the_run_accounted_them(
+        sample_runs: Engine) -> None:
+    """A pod too big for every node: the what-if names the exact request and the largest
+    free amount, and that amount is what the run's own accounting has free at that moment."""
+    pod = parse_pod_manifest(POD.replace('cpu: "2"', "cpu: 63500m"), "pod manifest")
+    answer = evaluate_pod_at(sample_runs, "default", "240", pod)
+    run = get_run(sample_runs, "default")
+    free = free_capacity(sample_runs, run.id, run_span(sample_runs, run.id).at(240.0))
+    fit_first = [name for name, node in answer["evaluation"]["nodes"].items()
+                 if [p for p, v in node["filter"].items() if rejects(v)][:1]
+                 == ["NodeResourcesFit"]]
+    largest = max(free[name]["cpu"] for name in fit_first)
+    (lacking,) = [c for c in answer["causes"] if c["cause"] == "lack cpu"]
+    assert lacking["text"] == (f"{len(fit_first)} lack cpu (needs 63500m, the largest free "
+                               f"is {units.quantity('cpu', largest)})")

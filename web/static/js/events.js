@@ -2,21 +2,9 @@
 "use strict";
 
 K.start(async ({run}) => {
-  const {el} = K;
   const form = document.getElementById("filter");
   const params = new URLSearchParams(location.search);
   for (const [key, value] of params) if (form.elements[key]) form.elements[key].value = value;
-
-  function summary(e) {
-    const d = e.data;
-    if (e.kind === "attempt") {
-      const rejected = Object.entries(d.rejectedBy || {}).map(([p, n]) => `${p}: ${n}`).join(", ");
-      return d.result === "scheduled" ? `scheduled (${d.evaluatedNodes} evaluated, ${d.feasibleNodes} feasible)`
-        : `${d.message}${rejected ? ` [rejected by ${rejected}]` : ""}`;
-    }
-    if (e.kind === "queue") return `${d.from} → ${d.to} (${d.event})`;
-    return Object.keys(d).length ? JSON.stringify(d) : "";
-  }
 
   async function load(offset) {
     const data = new FormData(form);
@@ -30,7 +18,7 @@ K.start(async ({run}) => {
       {label: "Kind", value: (e) => e.kind},
       {label: "Pod", value: (e) => K.podLink(run, e.pod)},
       {label: "Node", value: (e) => (e.node ? K.nodeLink(run, e.node, e.t) : "")},
-      {label: "Detail", value: (e) => summary(e), class: "message"},
+      {label: "Detail", value: (e) => e.text, class: "message"},
     ], result.items, {id: "events-table"}));
     K.pager("pager", result, (next) => load(next).catch((err) => K.showError(err.message)));
     const url = new URL(location.href);

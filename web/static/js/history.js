@@ -76,21 +76,11 @@ K.start(async ({run, seconds, t}) => {
       {label: "Kind", value: (e) => e.kind},
       {label: "Pod", value: (e) => K.podLink(run, e.pod)},
       {label: "Node", value: (e) => e.node},
-      {label: "Detail", value: (e) => describe(e), class: "message"},
+      {label: "Detail", value: (e) => e.text, class: "message"},
     ], state.events, {id: "events-table"}));
     document.querySelectorAll("#events-table tbody tr").forEach((tr, i) => {
       if (!state.events[i].current) tr.classList.add("future");
     });
-  }
-
-  function describe(e) {
-    const d = e.data;
-    if (e.kind === "queue") return `${d.from} → ${d.to} (${d.event})`;
-    if (e.kind === "attempt") return d.result === "scheduled" ? `scheduled on ${d.selectedNode}` : d.message;
-    if (e.kind === "preempt") return `evicted by ${d.preemptor}`;
-    if (e.kind === "delete") return `removed (${d.reason})`;
-    if (e.kind === "bind") return `bound by ${d.by}`;
-    return Object.keys(d).length ? JSON.stringify(d) : "";
   }
 
   async function drawNode() {
@@ -200,29 +190,24 @@ K.start(async ({run, seconds, t}) => {
       K.fill(box, el("p", {class: "error", id: "whatif-error", text: answer.error}));
       return;
     }
+    // Every sentence and cause group comes worded from the API, as `kaudit whatif` prints it.
     const ev = answer.evaluation;
-    const nodes = Object.entries(ev.nodes);
-    const scored = nodes.filter(([, v]) => "total" in v).sort((a, b) => b[1].total - a[1].total || a[0].localeCompare(b[0]));
-    const rejected = {};
-    for (const [name, v] of nodes) {
-      const failed = Object.entries(v.filter).filter(([, f]) => f.code !== "Success");
-      if (!failed.length) continue;
-      const why = failed.map(([plugin, f]) => `${plugin}: ${f.reasons.join("; ") || f.code}`).join(" | ");
-      (rejected[why] = rejected[why] || []).push(name);
-    }
-    const headline = ev.selectedNode
-      ? `${answer.pod} would go to ${ev.selectedNode} at t = ${K.num(answer.t, 3)} s` +
-        (ev.tiedNodes.length > 1 ? ` (tied with ${ev.tiedNodes.length - 1} other node(s); the seeded tie-break chose it)` : "")
-      : `${answer.pod} would not fit at t = ${K.num(answer.t, 3)} s: ${ev.message}`;
+    const said = answer.sentences;
+    const scored = Object.entries(ev.nodes).filter(([, v]) => "total" in v)
+      .sort((a, b) => (b[0] === ev.selectedNode) - (a[0] === ev.selectedNode) || b[1].total - a[1].total || a[0].localeCompare(b[0]));
     const plugins = scored.length ? Object.keys(scored[0][1].score) : [];
     K.fill(box,
-      el("p", {class: `verdict ${ev.selectedNode ? "bound" : "pending"}`, id: "whatif-verdict", text: headline}),
-      answer.preemption ? el("p", {text: `Preemption would nominate ${answer.preemption.node}, evicting ${answer.preemption.victims.join(", ")} (${answer.preemption.pdbViolations} PodDisruptionBudget violation(s)).`}) : null,
-      Object.keys(rejected).length ? K.table([
-        {label: "Nodes", value: ([, names]) => names.length, class: "num"},
-        {label: "Rejected by", value: ([why]) => why},
-        {label: "For example", value: ([, names]) => names.slice(0, 3).join(", ") + (names.length > 3 ? ` and ${names.length - 3} more` : "")},
-      ], Object.entries(rejected).sort((a, b) => b[1].length - a[1].length), {id: "whatif-rejected"}) : null,
+      el("p", {class: "note", id: "whatif-moment", text: `At t = ${K.num(answer.t, 3)} s (${answer.time}):`}),
+      el("p", {class: `verdict ${ev.selectedNode ? "bound" : "pending"}`, id: "whatif-verdict", text: said.headline}),
+      said.preemption ? el("p", {id: "whatif-preemption", text: said.preemption}) : null,
+      el("p", {id: "whatif-counts", text: said.nodeCounts}),
+      answer.causes.length ? el("h4", {text: said.causesTitle}) : null,
+      answer.causes.length ? K.table([
+        {label: "Nodes", value: (c) => c.count, class: "num"},
+        {label: "Cause", value: (c) => c.cause},
+        {label: "Detail", value: (c) => c.detail},
+        {label: "For example", value: (c) => c.examples},
+      ], answer.causes, {id: "whatif-rejected"}) : (said.causesNote ? el("p", {class: "note", text: said.causesNote}) : null),
       scored.length ? el("div", {class: "scroll"}, K.table([
         {label: "Node", value: ([name]) => name, class: "node"},
         {label: "Total", value: ([, v]) => v.total, class: "num"},
