@@ -14,6 +14,7 @@ import click
 
 from kaudit import KUBERNETES_VERSION, __version__
 from kaudit.errors import Interrupted, KauditError
+from kaudit.eventlog.runs import RunRemovedError
 
 #: Each command and where it lives, imported only when it runs (or when help lists it): a
 #: command pays at start-up for its own dependencies alone (``kaudit whatif`` never loads
@@ -59,6 +60,9 @@ class KauditGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except RunRemovedError as exc:  # not an error of the user's: what happened, plainly
+            click.echo(f"kaudit: {exc}", err=True)
+            sys.exit(exc.exit_code)
         except KauditError as exc:
             click.echo(f"kaudit: error: {exc}", err=True)
             sys.exit(exc.exit_code)

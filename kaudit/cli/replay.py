@@ -46,6 +46,7 @@ from kaudit.services.replay import (
 )
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
+from kaudit.store.writes import stop_now
 
 
 def echo_resolved_config(resolved: ResolvedConfig, notices: bool = True) -> None:
@@ -57,30 +58,59 @@ def echo_resolved_config(resolved: ResolvedConfig, notices: bool = True) -> None
     echo_config_warnings(resolved.config)
 
 
+#: How long a stop request waits for the replay's next safe point before it stops the process
+#: wherever it is (outside a database write): one scheduling attempt can run for minutes.
+STOP_GRACE_SECONDS = 5.0
+
+
+def _stop_exception(name: str) -> BaseException:
+    return KeyboardInterrupt() if name == "SIGINT" else Interrupted(name)
+
+
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[Callable[[], None]]:
+def _terminate_as_interrupt(
+        grace_seconds: float = STOP_GRACE_SECONDS) -> Iterator[Callable[[], None]]:
     """SIGTERM and Ctrl-C stop the replay and mark the run failed, not left running.
 
-    The signal only records the request; the replay acts on it at its next safe point (the
-    check this yields, which the replay calls between steps), never in the middle of a database
-    write, where an exception could leave an SQLite write lock behind and block the failed
-    status. A second Ctrl-C stops at once."""
+    The signal records the request; the replay acts on it at its next safe point (the check
+    this yields, which the replay calls between steps). When no safe point comes within
+    ``grace_seconds`` (a long scheduling attempt), or on a second signal, the stop is raised
+    wherever the replay is, except inside a database write (:mod:`kaudit.store.writes`), which
+    it lets finish first: an exception there could leave an SQLite write lock behind and block
+    the failed status."""
     requested: list[str] = []
+    honoured: list[bool] = []
+
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def at_once(name: str) -> None:
+        honoured.append(True)
+        disarm()
+        stop_now(_stop_exception(name))
 
     def request(signum: int, frame: Any) -> None:
-        if signum == signal.SIGINT and requested:
-            raise KeyboardInterrupt
-        requested.append("SIGTERM" if signum == signal.SIGTERM else "SIGINT")
+        name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+        if requested:
+            at_once(name)
+            return
+        requested.append(name)
+        signal.setitimer(signal.ITIMER_REAL, grace_seconds)
+
+    def overdue(signum: int, frame: Any) -> None:
+        if requested and not honoured:
+            at_once(requested[0])
 
     def check() -> None:
         if not requested:
             return
-        if requested[0] == "SIGINT":
-            raise KeyboardInterrupt
-        raise Interrupted(requested[0])
+        honoured.append(True)
+        disarm()
+        raise _stop_exception(requested[0])
 
+    handlers = {signal.SIGTERM: request, signal.SIGINT: request, signal.SIGALRM: overdue}
     try:
-        previous = {sig: signal.signal(sig, request) for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     except ValueError:  # not the main thread (an embedding application): leave it be
         yield lambda: None
         return
@@ -88,6 +118,7 @@ def _terminate_as_interrupt() -> Iterator[Callable[[], None]]:
         yield check
         check()  # a request that came after the replay's last check
     finally:
+        disarm()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

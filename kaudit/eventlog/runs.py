@@ -1,10 +1,11 @@
 """A run's status, who is replaying it, and whether that process is still there.
 
 A run records its owner (host and pid) and a heartbeat the replay refreshes every
-``HEARTBEAT_SECONDS``. A run still marked ``running`` reads as ``abandoned`` when its owner is
-gone: the heartbeat is older than ``STALE_SECONDS``, or the owner ran on this host and its pid
-no longer exists (a SIGKILL, a crash). Runs made before owners were recorded have no heartbeat
-and read as abandoned if still marked running.
+``HEARTBEAT_SECONDS`` from a thread of its own (:mod:`kaudit.replay.heartbeat`), so a replay
+busy in one long scheduling attempt still reads ``running``. A run still marked ``running``
+reads as ``abandoned`` when its owner is gone: the heartbeat is older than ``STALE_SECONDS``,
+or the owner ran on this host and its pid no longer exists (a SIGKILL, a crash). Runs made
+before owners were recorded have no heartbeat and read as abandoned if still marked running.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import socket
 from datetime import UTC, datetime
 from enum import StrEnum
+
+from kaudit.errors import KauditError
 
 
 class RunStatus(StrEnum):
@@ -58,3 +61,12 @@ def effective_status(status: str, owner_host: str | None, owner_pid: int | None,
     if owner_host == host and owner_pid is not None and not _alive(owner_pid):
         return RunStatus.ABANDONED
     return RunStatus.RUNNING
+
+
+class RunRemovedError(KauditError):
+    """The run a replay writes was removed (``kaudit runs rm``) while it was replaying: the
+    writer stops; there is nothing left to mark."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"run {name} was removed while it was replaying; stopped")

@@ -3,7 +3,9 @@
 The engine reports facts to an :class:`EventSink`; the sink turns them into ordered records
 ``(seq, ts_us, kind, pod, node, data, blob)``. :class:`MemorySink` keeps them in a list (tests),
 :class:`SqlSink` writes them to ``run_events`` in batches, each batch in its own transaction, so
-the dashboard can read a run while it is being replayed.
+the dashboard can read a run while it is being replayed. Each batch first checks that the run is
+still there and still this process's: a run removed under its replay (``kaudit runs rm``)
+stops the replay with :class:`~kaudit.eventlog.runs.RunRemovedError`, not a foreign-key error.
 
 Record kinds and their ``data``:
 
@@ -38,15 +40,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, insert
+from sqlalchemy import Connection, Engine, insert, select
 
 from kaudit.eventlog.records import Record, RecordKind
+from kaudit.eventlog.runs import RunRemovedError, this_owner
 from kaudit.eventlog.timeline import Timeline
 from kaudit.store.bulk import insert_rows
-from kaudit.store.models import RunNode, RunPlacement, RunQueueSpan, RunSeries
+from kaudit.store.models import Run, RunNode, RunPlacement, RunQueueSpan, RunSeries
+from kaudit.store.writes import transaction
 
 _COLUMNS = ("run_id", "seq", "ts_us", "kind", "pod", "node", "data", "blob")
 _REJECTION_COLUMNS = ("run_id", "plugin", "seq", "nodes")
@@ -108,10 +113,12 @@ class NullSink(EventSink):
 
 
 class SqlSink(EventSink):
-    def __init__(self, engine: Engine, run_id: int, batch_size: int = 5000) -> None:
+    def __init__(self, engine: Engine, run_id: int, batch_size: int = 5000, *,
+                 name: str | None = None) -> None:
         super().__init__()
         self.engine = engine
         self.run_id = run_id
+        self.name = name or f"#{run_id}"
         self.batch_size = batch_size
         self.buffer: list[tuple[Any, ...]] = []
         self.rejections: list[tuple[int, str, int, int]] = []
@@ -132,11 +139,33 @@ class SqlSink(EventSink):
     def flush(self) -> None:
         if not self.buffer:
             return
-        with self.engine.begin() as connection:
+        with self._writing() as connection:
             insert_rows(connection, "run_events", _COLUMNS, self.buffer)
             insert_rows(connection, "run_rejections", _REJECTION_COLUMNS, self.rejections)
         self.buffer = []
         self.rejections = []
+
+    def _still_ours(self, connection: Connection) -> bool:
+        host, pid = this_owner()
+        return connection.scalar(select(Run.id).where(
+            Run.id == self.run_id, Run.owner_host == host, Run.owner_pid == pid)) is not None
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A transaction on the run, refused once the run was removed (even when the removal
+        races the write and the database answers with a foreign-key error)."""
+        try:
+            with transaction(self.engine) as connection:
+                if not self._still_ours(connection):
+                    raise RunRemovedError(self.name)
+                yield connection
+        except RunRemovedError:
+            raise
+        except Exception:
+            with self.engine.connect() as connection:
+                if not self._still_ours(connection):
+                    raise RunRemovedError(self.name) from None
+            raise
 
     def write_timeline(self, timeline: Timeline) -> None:
         """Insert the timeline in one transaction (intervals of zero length left out)."""
@@ -150,7 +179,7 @@ class SqlSink(EventSink):
             (RunSeries, ("ts_us", "active", "backoff", "unschedulable", "gated", "bound",
                          "allocation"), timeline.series, None),
         )
-        with self.engine.begin() as connection:
+        with self._writing() as connection:
             for model, columns, rows, start in tables:
                 values = [{"run_id": self.run_id, **dict(zip(columns, row, strict=True))}
                           for row in rows

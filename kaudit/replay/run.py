@@ -2,12 +2,14 @@
 
 The run row is written first (status ``running``); events are written in batches as the
 replay goes; at the end the run is marked ``complete`` with its summary, or ``failed`` with the
-error, so a run that broke midway never looks complete.
+error, so a run that broke midway never looks complete. Meanwhile a thread keeps the run's
+heartbeat fresh (:mod:`kaudit.replay.heartbeat`); a run removed under the replay stops it with
+:class:`~kaudit.eventlog.runs.RunRemovedError`. Every write is a :func:`transaction`, which a
+stop request waits for.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -19,7 +21,7 @@ from sqlalchemy import Engine, insert, select, update
 from kaudit import __version__
 from kaudit.config import SchedulerConfiguration
 from kaudit.errors import InputError, Interrupted, UnreplayableEventError
-from kaudit.eventlog.runs import HEARTBEAT_SECONDS, RunStatus, this_owner
+from kaudit.eventlog.runs import RunRemovedError, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
 from kaudit.replay.engine import (
@@ -29,10 +31,12 @@ from kaudit.replay.engine import (
     recorded_lifetimes,
     workload_shapes,
 )
+from kaudit.replay.heartbeat import RunHeartbeat
 from kaudit.scheduler.build import build_scheduler
 from kaudit.scheduler.extender_answers import RecordedAnswers
 from kaudit.store.models import Run, Trace
 from kaudit.store.traces import TraceSummary, iter_events
+from kaudit.store.writes import transaction
 
 
 def _unique_run_name(engine: Engine, wanted: str | None, trace: TraceSummary) -> str:
@@ -79,26 +83,26 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class _Heartbeat:
-    """Refreshes the run's heartbeat every ``HEARTBEAT_SECONDS`` of wall time."""
+def _stop_check(heartbeat: RunHeartbeat, run_name: str,
+                check_stop: Callable[[], None] | None) -> Callable[[], None]:
+    """What the replay calls between steps: a stop request, or the run removed under it."""
 
-    def __init__(self, engine: Engine, run_id: int,
-                 check_stop: Callable[[], None] | None = None) -> None:
-        self.engine = engine
-        self.run_id = run_id
-        self.last = time.monotonic()
-        self.check_stop = check_stop
+    def check() -> None:
+        if check_stop is not None:
+            check_stop()
+        if heartbeat.removed:
+            raise RunRemovedError(run_name)
 
-    def __call__(self) -> None:
-        if self.check_stop is not None:
-            self.check_stop()
-        now = time.monotonic()
-        if now - self.last < HEARTBEAT_SECONDS:
-            return
-        self.last = now
-        with self.engine.begin() as connection:
-            connection.execute(update(Run).where(Run.id == self.run_id).values(
-                heartbeat_at=datetime.now(UTC)))
+    return check
+
+
+def _finish(engine: Engine, run_id: int, run_name: str, **values: Any) -> None:
+    """Write the run's final status; the run removed meanwhile is reported, not ignored."""
+    with transaction(engine) as connection:
+        updated = connection.execute(update(Run).where(Run.id == run_id).values(
+            finished_at=datetime.now(UTC), **values)).rowcount
+    if updated == 0:
+        raise RunRemovedError(run_name)
 
 
 def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfiguration,
@@ -123,7 +127,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                           recreate_preempted=recreate_preempted,
                           bind_latency_us=bind_latency_us, one_try=one_try,
                           gpu_report=gpu_report, tie_break=tie_break, **timing)
-    with engine.begin() as connection:
+    with transaction(engine) as connection:
         run_id = connection.execute(insert(Run).values(
             name=run_name, trace_id=trace.id, status=RunStatus.RUNNING, seed=seed,
             lifetime=lifetime,
@@ -138,7 +142,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             owner_host=this_owner()[0], owner_pid=this_owner()[1],
             heartbeat_at=datetime.now(UTC),
         ).returning(Run.id)).scalar_one()
-    beat = _Heartbeat(engine, run_id, check_stop)
+    heartbeat = RunHeartbeat(engine, run_id)
+    heartbeat.start()
     try:
         scheduler = build_scheduler(
             config, registry, seed=seed, tie_break=tie_break,
@@ -149,23 +154,25 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                                    for framework in scheduler.frameworks.values()
                                    for plugin in framework.instances.values())
         workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
-        replay = Replay(scheduler, sink or SqlSink(engine, run_id), options, lifetimes,
-                        workload)
-        summary = replay.run(iter_events(engine, trace.id), progress, tick=beat)
+        replay = Replay(scheduler, sink or SqlSink(engine, run_id, name=run_name), options,
+                        lifetimes, workload)
+        summary = replay.run(iter_events(engine, trace.id), progress,
+                             tick=_stop_check(heartbeat, run_name, check_stop))
         if extender_answers is not None:
             summary.extender_answers = extender_answers.missing_summary()
+    except RunRemovedError:
+        heartbeat.stop()
+        raise
     except BaseException as exc:
+        heartbeat.stop()
         raised = _located(exc, trace)
-        with engine.begin() as connection:
-            connection.execute(update(Run).where(Run.id == run_id).values(
-                status=RunStatus.FAILED, error=_failure(raised), finished_at=datetime.now(UTC)))
+        _finish(engine, run_id, run_name, status=RunStatus.FAILED, error=_failure(raised))
         if raised is exc:
             raise
         raise raised from exc
-    with engine.begin() as connection:
-        connection.execute(update(Run).where(Run.id == run_id).values(
-            status=RunStatus.COMPLETE, finished_at=datetime.now(UTC),
-            summary=orjson.dumps(summary.as_json()).decode()))
+    heartbeat.stop()
+    _finish(engine, run_id, run_name, status=RunStatus.COMPLETE,
+            summary=orjson.dumps(summary.as_json()).decode())
     if sink is None:
         store_recorded_utilisation(engine, trace, config, registry)
     return run_id, summary
@@ -185,6 +192,6 @@ def store_recorded_utilisation(engine: Engine, trace: TraceSummary,
                     options_for(config, recorded_only=True))
     summary = replay.run(iter_events(engine, trace.id)).as_json()
     utilisation = {key: summary[key] for key in ("allocation", "imbalance", "fragmentation")}
-    with engine.begin() as connection:
+    with transaction(engine) as connection:
         connection.execute(update(Trace).where(Trace.id == trace.id)
                            .values(recorded_utilisation=orjson.dumps(utilisation).decode()))
