@@ -2,18 +2,21 @@
 
 The URL comes from ``--db``, else ``KAUDIT_DB``, else the embedded SQLite file ``kaudit.db`` in
 the working directory. A bare path is taken as an SQLite file, and ``postgresql://`` URLs use
-psycopg 3. SQLite runs in WAL mode (readers never block the replay writing) with foreign keys on.
+psycopg 3. SQLite runs in WAL mode (readers never block the replay writing) with foreign keys on;
+a write to an SQLite file that cannot be written (``chattr +i``, a read-only mount or directory)
+raises :class:`DatabaseError` naming the file, not the driver's error.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError
 
 from kaudit.errors import DatabaseError
@@ -49,6 +52,25 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+#: What SQLite says when it was opened read-only (it falls back to that silently when the file
+#: or its directory cannot be written) and is then asked to write.
+_READ_ONLY_MESSAGES = ("readonly database", "read-only database")
+
+
+def _refuse_read_only(database: str) -> Callable[[ExceptionContext], None]:
+    """A ``handle_error`` listener turning SQLite's read-only refusal into a one-line
+    :class:`DatabaseError` that names the file."""
+
+    def check(context: ExceptionContext) -> None:
+        original = context.original_exception
+        if isinstance(original, sqlite3.OperationalError) and any(
+                text in str(original) for text in _READ_ONLY_MESSAGES):
+            raise DatabaseError(f"cannot write to {database}: the database is read-only "
+                                f"({original})") from original
+
+    return check
+
+
 def make_engine(url: str, *, must_exist: bool = False) -> Engine:
     """Create an engine for ``url`` with kaudit's settings; raises :class:`DatabaseError`.
 
@@ -73,6 +95,8 @@ def make_engine(url: str, *, must_exist: bool = False) -> Engine:
         else:
             engine = create_engine(parsed)
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "handle_error",
+                     _refuse_read_only(str(Path(database or ":memory:").expanduser())))
         return engine
     if backend == "postgresql":
         try:
