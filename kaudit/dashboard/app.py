@@ -17,11 +17,14 @@ class _Dashboard(Flask):
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the dashboard. ``config`` may set ``KAUDIT_DB`` (a database URL or SQLite path;
-    default ``$KAUDIT_DB`` or ``kaudit.db``) and any Flask setting."""
+    default ``$KAUDIT_DB`` or ``kaudit.db``), ``DATABASE_CHECK_SECONDS`` (how often an SQLite
+    file is checked for having been deleted, replaced or overwritten) and any Flask
+    setting."""
     web = web_dir()
     app = _Dashboard("kaudit.dashboard", template_folder=str(web / "templates"),
                      static_folder=str(web / "static"), static_url_path="/static")
-    app.config.update(KAUDIT_DB=None, CACHE_ENTRIES=256, SEND_FILE_MAX_AGE_DEFAULT=3600)
+    app.config.update(KAUDIT_DB=None, CACHE_ENTRIES=256, SEND_FILE_MAX_AGE_DEFAULT=3600,
+                      DATABASE_CHECK_SECONDS=1.0)
     app.config.update(config or {})
 
     from kaudit.dashboard import database, errors, metrics, templating

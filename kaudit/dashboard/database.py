@@ -1,16 +1,21 @@
-"""The dashboard's database: one read-only engine per application, and a cache of answers
-about finished runs (a complete run never changes, so its pages can be computed once)."""
+"""The dashboard's database: one read-only engine per application, a cache of answers about
+finished runs (a complete run never changes, so its pages can be computed once), and, on
+SQLite, a watch on the file (:mod:`kaudit.dashboard.file_watch`): while the file is deleted or
+overwritten, every answer but the static files is 503 with the reason."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from flask import Flask, current_app, g
+from flask import Flask, current_app, g, jsonify, render_template, request
+from flask.typing import ResponseReturnValue
 from sqlalchemy import Engine, event
 
+from kaudit.dashboard.file_watch import SqliteFileWatch
 from kaudit.store.schema import open_database
 
 T = TypeVar("T")
@@ -41,6 +46,10 @@ class ResultCache:
         self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
     def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         if self.entries == 0:
             return compute()
@@ -60,8 +69,32 @@ def init_app(app: Flask) -> None:
     engine = open_database(app.config["KAUDIT_DB"], create=False)
     _read_only(engine)
     engine.dispose()  # connections made from here on get the read-only listener
+    cache = ResultCache(app.config["CACHE_ENTRIES"])
     app.extensions["kaudit.engine"] = engine
-    app.extensions["kaudit.cache"] = ResultCache(app.config["CACHE_ENTRIES"])
+    app.extensions["kaudit.cache"] = cache
+    database = engine.url.database
+    if engine.dialect.name == "sqlite" and database and database != ":memory:":
+        watch = SqliteFileWatch(engine, Path(database).expanduser().resolve(),
+                                app.config["DATABASE_CHECK_SECONDS"], cache.clear)
+        app.before_request(lambda: _refuse_while_unusable(watch))
+
+
+def _refuse_while_unusable(watch: SqliteFileWatch) -> ResponseReturnValue | None:
+    """503 with the reason while the SQLite file is gone or overwritten (None: go on)."""
+    if request.path.startswith("/static/"):
+        return None
+    problem = watch.problem()
+    if problem is None:
+        return None
+    message = f"the event-log database is unavailable: {problem}"
+    if request.path == "/healthz":
+        response = jsonify(status="unavailable", error=message)
+    elif request.path.startswith(("/api/", "/-/", "/metrics")):
+        response = jsonify(error=message, status=503)
+    else:
+        return render_template("error.html", status=503, message=message), 503
+    response.status_code = 503
+    return response
 
 
 def get_engine() -> Engine:

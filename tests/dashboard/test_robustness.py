@@ -5,6 +5,9 @@ the server is reported as unavailable (503) by ``/healthz`` and the data endpoin
 from __future__ import annotations
 
 import os
+import random
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -79,7 +82,8 @@ def test_a_database_gone_is_unavailable_not_an_error(small_app: Flask, db_url: s
     health = client.get("/healthz")
     assert health.status_code == 503 and health.get_json()["status"] == "unavailable"
     if url.get_backend_name() == "sqlite":
-        assert "unable to open database file" in health.get_json()["error"]
+        error = health.get_json()["error"]
+        assert "unable to open database file" in error or "was deleted" in error
         assert url.database and not os.path.exists(url.database)  # not recreated empty
     else:
         assert "expected 0008" in health.get_json()["error"]
@@ -87,6 +91,74 @@ def test_a_database_gone_is_unavailable_not_an_error(small_app: Flask, db_url: s
         answer = client.get(path)
         assert answer.status_code == 503, (path, answer.data[:300])
         assert "unavailable" in answer.get_json()["error"]
+
+
+@pytest.fixture
+def sqlite_file(db_url: str) -> Path:
+    url = make_url(db_url)
+    if url.get_backend_name() != "sqlite" or not url.database:
+        pytest.skip("an SQLite file's fate")
+    return Path(url.database)
+
+
+def _answers(client: FlaskClient) -> dict[str, tuple[int, str]]:
+    """Status and error (if any) of a page, the health check and data APIs (one of them about
+    a finished run, whose answer the server caches)."""
+    found = {}
+    for path in ("/healthz", "/api/v1/runs", "/api/v1/runs/r/timeline", "/runs/r"):
+        answer = client.get(path)
+        error = (answer.get_json() or {}).get("error", "") if answer.is_json else (
+            answer.get_data(as_text=True))
+        found[path] = (answer.status_code, error)
+    return found
+
+
+def _remove_with_its_journal(sqlite_file: Path) -> None:
+    for leftover in sqlite_file.parent.glob(sqlite_file.name + "*"):
+        leftover.unlink()  # rm kaudit.db*
+
+
+def test_an_sqlite_file_deleted_overwritten_or_replaced_under_the_server_is_noticed(
+        run_kaudit: Callable[..., Result], small_app: Flask, sqlite_file: Path,
+        tmp_path: Path) -> None:
+    app = create_app({"KAUDIT_DB": str(sqlite_file), "TESTING": True,
+                      "DATABASE_CHECK_SECONDS": 0.0})
+    client = app.test_client()
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(sqlite_file) as source, sqlite3.connect(backup) as copy:
+        source.backup(copy)
+    try:
+        assert {status for status, _ in _answers(client).values()} == {200}
+
+        _remove_with_its_journal(sqlite_file)
+        answers = _answers(client)
+        assert {status for status, _ in answers.values()} == {503}, answers
+        assert all("was deleted" in error for _, error in answers.values()), answers
+        assert not sqlite_file.exists()  # not recreated empty
+
+        shutil.copy(backup, sqlite_file)  # a valid database is back
+        assert {status for status, _ in _answers(client).values()} == {200}
+
+        size = sqlite_file.stat().st_size
+        with open(sqlite_file, "r+b") as file:  # random bytes over the file, in place
+            file.write(random.Random(7).randbytes(size))
+        answers = _answers(client)
+        assert {status for status, _ in answers.values()} == {503}, answers
+        assert all("no longer an SQLite database" in error for _, error in answers.values())
+
+        empty = tmp_path / "empty.db"
+        sqlite3.connect(empty).close()
+        with sqlite3.connect(empty) as other:
+            other.execute("CREATE TABLE unrelated (x)")
+        os.replace(empty, sqlite_file)  # replaced by a database that is not kaudit's
+        answers = _answers(client)
+        assert {status for status, _ in answers.values()} == {503}, answers
+
+        _remove_with_its_journal(sqlite_file)
+        shutil.copy(backup, sqlite_file)
+        assert {status for status, _ in _answers(client).values()} == {200}
+    finally:
+        app.extensions["kaudit.engine"].dispose()
 
 
 def test_a_run_whose_owner_is_gone_shows_as_abandoned(small_app: Flask, db_url: str) -> None:
