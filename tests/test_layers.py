@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kaudit"
 #: Bottom up. A package may import its own modules and those of lower layers only.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"(root)", "errors", "datadirs"},
-    {"quantity", "yaml_limits", "gostrings"},
+    {"quantity", "input_limits", "gostrings"},
     {"config", "model", "tracegen"},
     {"cluster"},
     {"framework"},

@@ -22,7 +22,8 @@ from kaudit.cli.options import (
     stderr_stream,
 )
 from kaudit.errors import InputError
-from kaudit.model.timestamps import format_timestamp, parse_timestamp
+from kaudit.input_limits import number_option
+from kaudit.model.timestamps import MAX_SECONDS, format_timestamp, parse_timestamp
 from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.formats import ALIBABA, AUTO, FAMILIES
 from kaudit.readers.ingest import EVENTS, SNAPSHOT, IngestResult, TraceInput, ingest_trace
@@ -80,11 +81,11 @@ def _request(files: tuple[Path, ...], fmt: str, snapshots: tuple[Path, ...], sta
     if not files and not snapshots:
         raise click.UsageError("give at least one trace FILE or --snapshot FILE")
     start_us = _seconds_or_time(start, "--start")
-    step_text = step if step is not None else "0"
     try:
-        step_us = round(float(step_text) * 1_000_000)
-    except ValueError:
-        raise InputError(f"--step: {step_text!r} is not a number of seconds") from None
+        step_us = round(number_option(step, "--step", 0, MAX_SECONDS) * 1_000_000
+                        ) if step is not None else 0
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     if gpu_load is not None and not 0 < gpu_load <= 100:
         raise InputError(f"--gpu-load: {gpu_load} must be a ratio above 0 and at most 100")
     alibaba = None

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
 from kaudit.errors import ConfigError
-from kaudit.yaml_limits import TOO_DEEP, BoundedComposer
+from kaudit.input_limits import (
+    TOO_DEEP,
+    BoundedSafeLoader,
+    check_json_value,
+    read_document,
+)
 
 
-class _StrictLoader(BoundedComposer, yaml.SafeLoader):
-    """SafeLoader that rejects repeated keys and leaves timestamps as strings."""
-
-    # PyYAML's stubs declare an instance variable; PyYAML itself reads this class attribute.
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {  # type: ignore[misc]
-        first: [(tag, regexp) for tag, regexp in resolvers
-                if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
+class _StrictLoader(BoundedSafeLoader):
+    """The bounded SafeLoader (timestamps stay strings), rejecting repeated keys."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -54,11 +52,15 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _parse_json(text: str, source: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_json_object)
+        document = json.loads(text, object_pairs_hook=_json_object)
+        check_json_value(document)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}:{exc.lineno}: {exc.msg}") from None
-    except ValueError as exc:
+    except RecursionError:
+        raise ConfigError(f"{source}: {TOO_DEEP}") from None
+    except ValueError as exc:  # a repeated key, or a value beyond the limits
         raise ConfigError(f"{source}: {exc}") from None
+    return document
 
 
 def parse_text(text: str, source: str) -> Any:
@@ -85,9 +87,7 @@ def parse_text(text: str, source: str) -> Any:
 def read_file(path: Path) -> Any:
     """The parsed content of a YAML or JSON configuration file."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+        text = read_document(path, ConfigError).decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     return parse_text(text, str(path))

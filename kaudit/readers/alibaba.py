@@ -77,6 +77,8 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError, TraceError
+from kaudit.input_limits import integer_from_text
+from kaudit.model.timestamps import MAX_SECONDS as LATEST_SECONDS
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines
 from kaudit.tracegen.builders import stable_uid
@@ -95,6 +97,7 @@ MAX_GPU_LOAD = 100.0
 MAX_COPIES = 1_000_000
 MAX_QUANTITY = 10**15         # bigger numbers are typos, not clusters
 MAX_SECONDS = 10**12          # keeps microsecond timestamps inside 64 bits
+LATEST_US = LATEST_SECONDS * 1_000_000
 MAX_POD_NAME = 253 - len("-tuned-") - 8   # room for the copies' suffix
 
 NAMESPACE = "default"
@@ -312,7 +315,10 @@ def _integer(row: dict[str, str], column: str, limit: int = MAX_QUANTITY) -> int
         raise _RowError(f"{column}: {text} is negative")
     if not _DIGITS.fullmatch(text):
         raise _RowError(f"{column}: {text!r} is not a non-negative integer")
-    value = int(text)
+    try:
+        value = integer_from_text(text)
+    except ValueError:
+        value = limit + 1  # more digits than any int64: certainly beyond the limit
     if value > limit:
         raise _RowError(f"{column}: {text} is larger than {limit:,}")
     return value
@@ -606,6 +612,11 @@ def read_alibaba(nodes: Path, pods: Path, options: AlibabaOptions,
                     nodes, pods)
     summary.pods = len(ordered)
     for ts_us, event_type, pod in _schedule(ordered, options, timed):
+        if abs(ts_us) > LATEST_US:
+            yield 1, Rejected(pod.line, f"{pod.name}: its time ({event_type}) is beyond the "
+                              "year 9999: --start plus its position times --step is too far",
+                              pod.name)
+            continue
         yield 1, WatchEvent(ts_us, event_type, "Pod", NAMESPACE, pod.name,
                             stable_uid("pod", NAMESPACE, pod.name),
                             pod_object(pod, options.gpu_sharing), pod.line)

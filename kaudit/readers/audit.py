@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from kaudit.errors import TraceError
+from kaudit.input_limits import ValueLimitError, load_json
 from kaudit.model.kinds import KINDS
 from kaudit.model.patch import PatchError, apply_patch
 from kaudit.model.pod import FINISHED_PHASES
@@ -51,6 +52,7 @@ from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 
 AUDIT = "audit"
+AUDIT_API_VERSION = "audit.k8s.io/v1"
 
 #: (API group, resource) → (kind, group/version used when the object does not say).
 RESOURCES: dict[tuple[str, str], tuple[str, str]] = {
@@ -125,15 +127,23 @@ class _Parsed:
         return (self.ts, self.index, self.line) < (other.ts, other.index, other.line)
 
 
+#: The times an audit event may carry, in the order kaudit prefers them.
+_TIME_FIELDS = ("stageTimestamp", "timestamp", "requestReceivedTimestamp")
+
+
 def _event_time(doc: dict[str, Any]) -> int:
-    value = doc.get("stageTimestamp") or doc.get("timestamp") or doc.get(
-        "requestReceivedTimestamp")
-    if value is None:
+    """The event's time: a ``metav1.MicroTime``, which is an RFC 3339 string, never a number."""
+    name = next((field for field in _TIME_FIELDS if doc.get(field) is not None), None)
+    if name is None:
         raise ValueError("stageTimestamp: missing")
+    value = doc[name]
+    if not isinstance(value, str):
+        raise ValueError(f"{name}: must be an RFC 3339 string (e.g. "
+                         f"2026-01-02T03:04:05.123456Z), not {type_name(value)}")
     try:
         return parse_timestamp(value)
     except ValueError as exc:
-        raise ValueError(f"stageTimestamp: {exc}") from None
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _not_an_event(doc: Any, item: bool = False) -> str | None:
@@ -147,6 +157,9 @@ def _not_an_event(doc: Any, item: bool = False) -> str | None:
             return "a watch event, not an audit event: ingest it with --format watch"
         return ("not an audit event: apiVersion must be audit.k8s.io/v1, not "
                 f"{api_version!r}")
+    if api_version != AUDIT_API_VERSION:
+        return (f"apiVersion: {api_version!r} is not supported: kaudit reads "
+                f"{AUDIT_API_VERSION} audit events")
     if doc.get("kind") not in ("Event", "EventList"):
         return f"kind: expected Event or EventList, not {doc.get('kind')!r}"
     return _bad_fields(doc) if doc.get("kind") == "Event" else None
@@ -217,7 +230,6 @@ def _read_file(index: int, path: Path, stats: StreamStats,
                progress: Callable[[int], None] | None) -> Iterator[_Parsed | Rejected]:
     """The file's relevant events, reordered by time within :data:`REORDER_WINDOW_US`."""
     stats.format = AUDIT
-    loads = orjson.loads
     pending: list[_Parsed] = []
     newest = None
     for number, line in iter_lines(path, progress):
@@ -225,7 +237,10 @@ def _read_file(index: int, path: Path, stats: StreamStats,
         if not line.strip():
             continue
         try:
-            doc = loads(line)
+            doc = load_json(line)
+        except ValueLimitError as exc:
+            yield Rejected(number, str(exc), snippet(line))
+            continue
         except orjson.JSONDecodeError as exc:
             yield Rejected(number, f"invalid JSON: {exc}", snippet(line))
             continue

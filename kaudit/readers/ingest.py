@@ -33,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 
 from kaudit import __version__
 from kaudit.errors import ConfigError, InputError, TraceError
+from kaudit.input_limits import TOO_DEEP
 from kaudit.readers import formats
 from kaudit.readers.alibaba import AlibabaOptions, AlibabaSummary, read_alibaba
 from kaudit.readers.audit import read_audit
@@ -388,7 +389,12 @@ def _store(connection: Connection, plan: _Plan, digest: str, *,
                     last_ts = ts
                     min_ts = ts if min_ts is None else min(min_ts, ts)
                     max_ts = ts if max_ts is None else max(max_ts, ts)
-                writer.event(element, index)
+                try:
+                    writer.event(element, index)
+                except orjson.JSONEncodeError as exc:
+                    # Reachable only through a patch that deepens a stored object.
+                    raise TraceError(path, element.line, "object: cannot be stored as JSON "
+                                     f"({exc}): {TOO_DEEP} once patched") from None
                 counts[index][0] += 1
         except TraceError as exc:
             if not skip_invalid or exc.source not in {str(inputs[i].path) for i in indices}:

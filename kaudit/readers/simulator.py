@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from kaudit.errors import TraceError
+from kaudit.input_limits import ValueLimitError, load_json
 from kaudit.model.timestamps import parse_timestamp
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import SNIPPET, iter_lines, snippet
@@ -77,7 +78,10 @@ def read_records(path: Path, stats: StreamStats,
         if not line.strip():
             continue
         try:
-            doc = orjson.loads(line)
+            doc = load_json(line)
+        except ValueLimitError as exc:
+            yield Rejected(number, str(exc), snippet(line))
+            continue
         except orjson.JSONDecodeError as exc:
             yield Rejected(number, f"invalid JSON: {exc}", snippet(line))
             continue

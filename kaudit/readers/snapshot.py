@@ -16,11 +16,17 @@ import orjson
 import yaml
 
 from kaudit.errors import TraceError
+from kaudit.input_limits import (
+    TOO_DEEP,
+    BoundedSafeLoader,
+    ValueLimitError,
+    check_json_value,
+    load_json,
+)
 from kaudit.readers import simulator
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import read_all
 from kaudit.readers.validate import ObjectError, type_name, validate_object
-from kaudit.yaml_limits import TOO_DEEP, BoundedSafeLoader
 
 LIST = "list"
 
@@ -37,7 +43,9 @@ def _documents(path: Path, content: bytes) -> list[Any]:
     text = content.lstrip()
     if text[:1] in (b"{", b"["):
         try:
-            return [orjson.loads(content)]
+            return [load_json(content)]
+        except ValueLimitError as exc:
+            raise TraceError(str(path), None, str(exc)) from None
         except orjson.JSONDecodeError as exc:
             hint = ""
             if exc.msg.startswith("unexpected content after document"):
@@ -48,8 +56,13 @@ def _documents(path: Path, content: bytes) -> list[Any]:
                 hint = f" ({WATCH_EVENT_HINT})" if _looks_like_watch_event(first) else ""
             raise TraceError(str(path), exc.lineno, f"invalid JSON: {exc.msg}{hint}") from None
     try:
-        return [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
-                if doc is not None]
+        documents = [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
+                     if doc is not None]
+        for number, doc in enumerate(documents):
+            check_json_value(doc, f"documents[{number}]" if len(documents) > 1 else "")
+        return documents
+    except ValueLimitError as exc:
+        raise TraceError(str(path), None, str(exc)) from None
     except RecursionError:
         raise TraceError(str(path), None, f"invalid YAML: {TOO_DEEP}") from None
     except yaml.YAMLError as exc:

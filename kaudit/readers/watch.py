@@ -15,7 +15,8 @@ from pathlib import Path
 
 import orjson
 
-from kaudit.model.timestamps import parse_timestamp
+from kaudit.input_limits import ValueLimitError, load_json
+from kaudit.model.timestamps import MAX_SECONDS, parse_timestamp
 from kaudit.readers.events import EVENT_TYPES, Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines, snippet
 from kaudit.readers.validate import ObjectError, validate_object
@@ -56,13 +57,15 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
                       progress: Callable[[int], None] | None = None
                       ) -> Iterator[WatchEvent | Rejected]:
     """Yield the events of one JSON Lines file, or a :class:`Rejected` per bad line."""
-    loads = orjson.loads
     for number, line in iter_lines(path, progress):
         stats.lines = number
         if not line.strip():
             continue
         try:
-            doc = loads(line)
+            doc = load_json(line)
+        except ValueLimitError as exc:
+            yield Rejected(number, str(exc), snippet(line))
+            continue
         except orjson.JSONDecodeError as exc:
             stripped = line.strip()
             if number == 1 and stripped in (b"{", b"["):
@@ -109,6 +112,10 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
             continue
         else:
             ts_us = clock.next()
+            if abs(ts_us) > MAX_SECONDS * 1_000_000:
+                yield Rejected(number, "ts: --start plus this event's position times --step "
+                                       "is beyond the year 9999", snippet(line))
+                continue
 
         try:
             kind, namespace, name, uid = validate_object(doc["object"], event_type)

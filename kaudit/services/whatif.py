@@ -29,13 +29,19 @@ from kaudit.config.model import SchedulerConfiguration
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.framework.plugin import Plugin
+from kaudit.input_limits import (
+    TOO_DEEP,
+    BoundedSafeLoader,
+    ValueLimitError,
+    check_json_value,
+    load_json,
+)
 from kaudit.queries import verdict_text
 from kaudit.queries.decision_inputs import pod_inputs
 from kaudit.queries.verdict import grouped_causes, placement_reason, unpack
 from kaudit.queries.whatif import run_moment
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 from kaudit.scheduler.build import build_scheduler, load_object_config
-from kaudit.yaml_limits import TOO_DEEP, BoundedSafeLoader
 
 #: The largest manifest accepted (bytes), at both doors.
 MAX_MANIFEST = 256 * 1024
@@ -55,13 +61,20 @@ def check_manifest_size(size: int, source: str) -> None:
 def _documents(content: bytes, source: str) -> list[Any]:
     if content.lstrip()[:1] in (b"{", b"["):
         try:
-            return [orjson.loads(content)]
+            return [load_json(content)]
+        except ValueLimitError as exc:
+            raise InputError(f"{source}: {exc}") from None
         except orjson.JSONDecodeError as exc:
             raise InputError(f"{source}: not valid JSON at line {exc.lineno}, column "
                              f"{exc.colno}: {exc.msg}") from None
     try:
-        return [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
-                if doc is not None]
+        documents = [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
+                     if doc is not None]
+        for number, doc in enumerate(documents):
+            check_json_value(doc, f"documents[{number}]" if len(documents) > 1 else "")
+        return documents
+    except ValueLimitError as exc:
+        raise InputError(f"{source}: {exc}") from None
     except RecursionError:
         raise InputError(f"{source}: not valid YAML or JSON: {TOO_DEEP}") from None
     except yaml.YAMLError as exc:

@@ -125,3 +125,30 @@ def test_malformed_manifests_get_the_clis_message_and_a_4xx(
         assert cli.exit_code == 2, (case, cli.output)
         assert cli.output.strip().splitlines()[-1] == f"kaudit: error: {pod}: {api_reason}", \
             case
+
+
+def _deep_field(levels: int) -> str:
+    pod = {"kind": "Pod", "metadata": {"name": "probe"},
+           "spec": {"containers": [{"name": "app"}], "deep": 0}}
+    text = json.dumps(pod)
+    return text.replace('"deep": 0', '"deep": ' + "[" * levels + "]" * levels)
+
+
+HOSTILE = {
+    "json-3000-deep": '{"kind":"Pod","spec":' + "[" * 3000 + "]" * 3000 + "}",
+    "json-300-deep-field": _deep_field(300),
+    "yaml-300-deep-field": MANIFEST + "  deep: " + "[" * 300 + "]" * 300 + "\n",
+    "5000-digit-priority": MANIFEST + "  priority: " + "9" * 5000 + "\n",
+    "25-digit-number": MANIFEST + "  deep: " + "9" * 25 + "\n",
+    "binary-tag": MANIFEST + "  deep: !!binary aGVsbG8=\n",
+}
+
+
+def test_hostile_manifests_are_refused_with_a_400_naming_the_limit(
+        client: FlaskClient) -> None:
+    """Nesting, tags, huge numbers and quantities meet the limits every other input meets:
+    a 400 with the reason, never a 500."""
+    for case, text in HOSTILE.items():
+        answer = client.post("/api/v1/runs/default/whatif?t=10", data=text)
+        assert answer.status_code == 400, (case, answer.status_code)
+        assert answer.get_json()["error"].startswith("pod manifest: "), case

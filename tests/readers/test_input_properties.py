@@ -121,3 +121,153 @@ def test_any_configuration_is_loaded_or_refused_cleanly(
         assert result.exit_code in (0, 2), result.output
         if result.exit_code == 2:
             assert result.output.startswith(f"kaudit: error: {path}"), result.output
+
+
+# ----------------------------------------------------------------------------- every reader
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SAMPLE = Path(__file__).resolve().parents[2] / "traces" / "sample.jsonl"
+#: Hostile values spliced into real inputs: deep nesting, huge numbers, odd YAML tags.
+HOSTILE_JSON = ["[" * 300 + "]" * 300, "{\"a\":" * 260 + "1" + "}" * 260, "9" * 25,
+                "9" * 5000, "-" + "9" * 19, "1e400", "\"1e400\"", "-1", "null", "\"\"", "[]",
+                "18446744073709551615", "1.5"]
+HOSTILE_YAML = [*HOSTILE_JSON, "!!binary aGVsbG8=", "!!set {a: null}", "!!omap [a: 1]",
+                ".inf", ".nan", "2026-01-01T00:00:00Z", "!!timestamp 2026-01-01", "&a [*a]",
+                "0x" + "f" * 40, "1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20"]
+HOSTILE_CELLS = ["9" * 5000, "9" * 25, "-1", "", "1e400", "abc", "1.5", "00000000001"]
+
+
+def _real_lines() -> dict[str, list[str]]:
+    """Small real inputs of every line-oriented reader."""
+    return {
+        "watch.jsonl": SAMPLE.read_text().splitlines()[:24],
+        "audit.log": (DATA / "audit" / "audit.log").read_text().splitlines(),
+        "export.json": [(DATA / "simulator" / "export.json").read_text()],
+    }
+
+
+REAL = _real_lines()
+
+
+def _splice_json(text: str, position: int, value: str) -> str:
+    """``"zz": value`` added to the object opening at or after ``position``."""
+    at = text.find("{", position)
+    return text if at < 0 else f'{text[:at + 1]}"zz":{value},{text[at + 1:]}'
+
+
+def _splice_value(text: str, position: int, value: str) -> str:
+    """The JSON value after the first ``":`` at or after ``position`` replaced by ``value``."""
+    at = text.find('":', position)
+    if at < 0:
+        return text
+    end = at + 2
+    while end < len(text) and text[end] not in ",}]":
+        end += 1 if text[end] != '"' else max(text.find('"', end + 1) - end + 1, 1)
+    return text[:at + 2] + value + text[end:]
+
+
+def _ingest_then_replay(directory: str, files: list[Path], *options: str) -> None:
+    db = f"sqlite:///{directory}/kaudit.db"
+    ingested = _run("ingest", *map(str, files), "--name", "t", *options, "--db", db)
+    assert ingested.exit_code in (0, 2), ingested.output
+    if ingested.exit_code == 2:
+        first = ingested.output.splitlines()[0]
+        assert first.startswith(("kaudit: error: " + str(files[0].parent),
+                                 "kaudit: error: --")), ingested.output
+        return
+    replayed = _run("replay", "t", "--json", "--db", db)
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.output)["status"] == "complete"
+
+
+BOUNDED = settings(max_examples=12, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@BOUNDED
+@given(reader=st.sampled_from(sorted(REAL)), data=st.data())
+def test_any_mutation_of_a_real_json_input_ingests_and_replays_or_is_refused_cleanly(
+        reader: str, data: st.DataObject) -> None:
+    lines = list(REAL[reader])
+    for _ in range(data.draw(st.integers(1, 3))):
+        number = data.draw(st.integers(0, len(lines) - 1))
+        line = lines[number]
+        position = data.draw(st.integers(0, max(len(line) - 1, 0)))
+        how = data.draw(st.sampled_from(["splice", "value", "truncate"]))
+        if how == "truncate":
+            lines[number] = line[:position]
+        else:
+            value = data.draw(st.sampled_from(HOSTILE_JSON))
+            lines[number] = (_splice_json if how == "splice" else _splice_value)(
+                line, position, value)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / reader
+        path.write_text("\n".join(lines) + "\n")
+        _ingest_then_replay(directory, [path])
+
+
+SNAPSHOT_YAML = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, uid: n1, labels: {zone: a}}
+  status:
+    allocatable: {cpu: "4", memory: 8Gi, pods: "10"}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p, namespace: default, uid: p, creationTimestamp: 2026-01-01T00:00:00Z}
+  spec:
+    priority: 5
+    containers:
+    - name: c
+      resources: {requests: {cpu: "1", memory: 1Gi}}
+"""
+
+
+@BOUNDED
+@given(line=st.integers(3, SNAPSHOT_YAML.count("\n") - 1),
+       value=st.sampled_from(HOSTILE_YAML), where=st.sampled_from(["value", "key", "item"]))
+def test_any_mutation_of_a_yaml_snapshot_ingests_and_replays_or_is_refused_cleanly(
+        line: int, value: str, where: str) -> None:
+    lines = SNAPSHOT_YAML.splitlines()
+    text = lines[line]
+    indent = text[:len(text) - len(text.lstrip(" -"))]
+    if where == "value" and ":" in text:
+        lines[line] = text[:text.index(":") + 1] + " " + value
+    elif where == "key":
+        lines.insert(line, f"{indent}zz: {value}")
+    else:
+        lines.insert(3, f"- {value}")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "snapshot.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        _ingest_then_replay(directory, [path], "--format", "auto")
+
+
+ALIBABA_NODES = ["sn,cpu_milli,memory_mib,gpu,model", "openb-node-0000,64000,262144,2,P100",
+                 "openb-node-0227,32000,262144,0,"]
+ALIBABA_PODS = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                "creation_time,deletion_time,scheduled_time",
+                "openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0",
+                "openb-pod-0040,8000,0,0,0,,BE,Pending,200,200,"]
+
+
+@BOUNDED
+@given(table=st.sampled_from(["nodes", "pods"]), row=st.integers(1, 2),
+       column=st.integers(0, 10), value=st.sampled_from(HOSTILE_CELLS),
+       step=st.sampled_from([None, "1", "1e300", "253402300799", "nan"]))
+def test_any_mutation_of_an_alibaba_trace_ingests_and_replays_or_is_refused_cleanly(
+        table: str, row: int, column: int, value: str, step: str | None) -> None:
+    nodes, pods = list(ALIBABA_NODES), list(ALIBABA_PODS)
+    rows = nodes if table == "nodes" else pods
+    cells = rows[row].split(",")
+    cells[column % len(cells)] = value
+    rows[row] = ",".join(cells)
+    with tempfile.TemporaryDirectory() as directory:
+        node_file, pod_file = Path(directory) / "nodes.csv", Path(directory) / "pods.csv"
+        node_file.write_text("\n".join(nodes) + "\n")
+        pod_file.write_text("\n".join(pods) + "\n")
+        _ingest_then_replay(directory, [node_file, pod_file],
+                            *(["--step", step] if step is not None else []))

@@ -142,3 +142,19 @@ def test_a_what_if_states_exact_free_amounts_as_the_run_accounted_them(
     (lacking,) = [c for c in answer["causes"] if c["cause"] == "lack cpu"]
     assert lacking["text"] == (f"{len(fit_first)} lack cpu (needs 63500m, the largest free "
                                f"is {units.quantity('cpu', largest)})")
+
+
+def test_a_manifest_meets_the_limits_every_input_meets() -> None:
+    """JSON nested past the limit, integers beyond int64 and non-JSON YAML tags are refused
+    naming the field, as ingest refuses them."""
+    deep = '{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]' \
+        ', "x": ' + "[" * 300 + "]" * 300 + "}}"
+    with pytest.raises(InputError, match=r"^pod: spec\.x\[0\].*: nested more than 200"):
+        parse_pod_manifest(deep, "pod")
+    big = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  x: " + "9" * 25
+    with pytest.raises(InputError, match=r"^pod: spec\.x: integer 9999999999…\(25 digits\) is "
+                                         "beyond the 64-bit range$"):
+        parse_pod_manifest(big, "pod")
+    tagged = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  x: !!set {}"
+    with pytest.raises(InputError, match="tag !!set is not allowed"):
+        parse_pod_manifest(tagged, "pod")
