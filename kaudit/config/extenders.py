@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.config.duration import format_duration, parse_duration
-from kaudit.config.fielderrors import Bare, FieldError, child, index, invalid
+from kaudit.config.fielderrors import Bare, FieldError, child, index, invalid, required
 from kaudit.config.labels import is_qualified_name
 from kaudit.config.schema import ListOf, Obj
 
@@ -189,6 +189,24 @@ def is_extended_resource_name(name: str) -> bool:
     return not is_qualified_name("requests." + name)
 
 
+def tls_errors(tls: TLSConfig, path: str) -> list[FieldError]:
+    """The TLS settings client-go's transport (``TLSConfigFor``, which ``NewHTTPExtender``
+    calls when the scheduler starts) refuses: a CA with ``insecure``; and a client certificate
+    without its key or a key without its certificate (client-go would silently send neither;
+    kaudit refuses the half-configured pair)."""
+    errors: list[FieldError] = []
+    if tls.insecure and (tls.ca_file or tls.ca_data):
+        errors.append(invalid(child(path, "insecure"), True, "specifying a root certificates "
+                              "file with the insecure flag is not allowed"))
+    has_cert, has_key = bool(tls.cert_file or tls.cert_data), bool(tls.key_file or tls.key_data)
+    if has_cert != has_key:
+        missing = "keyFile" if has_cert else "certFile"
+        errors.append(required(child(path, missing), "a client certificate needs both a "
+                               "certificate (certFile or certData) and a key (keyFile or "
+                               "keyData)"))
+    return errors
+
+
 def validate_extenders(extenders: tuple[ExtenderConfig, ...],
                        path: str = "extenders") -> list[FieldError]:
     """``validateExtenders``, errors in upstream's order."""
@@ -202,6 +220,8 @@ def validate_extenders(extenders: tuple[ExtenderConfig, ...],
                                   "must have a positive weight applied to it"))
         if extender.bind_verb:
             binders += 1
+        if extender.tls_config is not None:
+            errors += tls_errors(extender.tls_config, child(at, "tlsConfig"))
         for j, resource in enumerate(extender.managed_resources):
             name_path = child(index(child(at, "managedResources"), j), "name")
             qualified = is_qualified_name(resource.name)

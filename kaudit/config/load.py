@@ -109,14 +109,31 @@ def build_configuration(config: ConfigurationV1, registry: Registry,
         profiles={p.scheduler_name: p for _, p in built},
         feature_gates=registry.gates,
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
-        pod_initial_backoff_seconds=config.pod_initial_backoff_seconds or 1,
-        pod_max_backoff_seconds=config.pod_max_backoff_seconds or 10,
+        pod_initial_backoff_seconds=min(config.pod_initial_backoff_seconds or 1,
+                                        MAX_DURATION_SECONDS),
+        pod_max_backoff_seconds=min(config.pod_max_backoff_seconds or 10, MAX_DURATION_SECONDS),
         parallelism=config.parallelism or 16,
         source=None if source == DEFAULTS_SOURCE else source,
-        warnings=tuple(f"{source}: {w}" for w in _unknown_plugin_config(config, registry))
+        warnings=tuple(f"{source}: {w}" for w in (*_unknown_plugin_config(config, registry),
+                                                  *_saturated_backoffs(config)))
         + _unmodelled_gates(registry.gates),
         extenders=in_call_order(config.extenders),
     )
+
+
+#: The longest Go ``time.Duration``, in whole seconds (about 292 years).
+MAX_DURATION_SECONDS = (2**63 - 1) // 1_000_000_000
+
+
+def _saturated_backoffs(config: ConfigurationV1) -> list[str]:
+    """Upstream turns the backoff seconds (int64, validated only as positive) into a
+    ``time.Duration``, which overflows past :data:`MAX_DURATION_SECONDS`; kaudit saturates
+    there instead, and says so."""
+    return [f"{name}: {value} is beyond the longest duration ({MAX_DURATION_SECONDS} s, "
+            "about 292 years); the replay uses that"
+            for name, value in (("podInitialBackoffSeconds", config.pod_initial_backoff_seconds),
+                                ("podMaxBackoffSeconds", config.pod_max_backoff_seconds))
+            if value is not None and value > MAX_DURATION_SECONDS]
 
 
 def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:

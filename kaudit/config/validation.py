@@ -10,7 +10,10 @@ queueSort plugins and args in every profile; global percentageOfNodesToScore in
 Differences: upstream's table keys NodeResourcesFit's validator as
 ``"NodeResourcesFitArgs"`` so config validation skips it and the plugin rejects bad args
 when it starts; kaudit validates them here, with the full field path. Extenders are
-validated as upstream validates them (``kaudit/config/extenders.py``).
+validated as upstream validates them (``kaudit/config/extenders.py``), plus the TLS settings
+client-go's transport refuses when the scheduler starts (``insecure`` with a CA), so that
+every door (``config show``, replay, what-if, sweeps, the dashboard) refuses the same
+configurations through this one function.
 """
 
 from __future__ import annotations

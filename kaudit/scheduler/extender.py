@@ -40,7 +40,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
-from kaudit.config.extenders import ExtenderConfig, TLSConfig
+from kaudit.config.extenders import ExtenderConfig, TLSConfig, tls_errors
 from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
@@ -84,12 +84,14 @@ def http_transport(config: ExtenderConfig) -> Transport:
 
 def tls_context(config: ExtenderConfig) -> ssl.SSLContext | None:
     """``makeTransport``: with a CA, only that CA is trusted; ``enableHTTPS`` without a CA
-    does not verify; ``insecure`` does not verify and refuses a CA, as client-go does."""
+    does not verify; ``insecure`` does not verify. Settings client-go refuses (``insecure``
+    with a CA) are refused by the configuration's validation; the same rule
+    (:func:`kaudit.config.extenders.tls_errors`) guards an unvalidated configuration here."""
     tls = config.tls_config
     has_ca = tls is not None and bool(tls.ca_file or tls.ca_data)
-    if tls is not None and tls.insecure and has_ca:
-        raise ExtenderError("specifying a root certificates file with the insecure flag is not "
-                            "allowed")
+    problems = tls_errors(tls, "tlsConfig") if tls is not None else []
+    if problems:
+        raise ExtenderError(f"extender {go_quote(config.name)}: {problems[0].message()}")
     insecure = (tls is not None and tls.insecure) or (config.enable_https and not has_ca)
     if tls is None and not insecure:
         return None

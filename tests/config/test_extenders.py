@@ -134,15 +134,17 @@ def test_the_scheduler_calls_extenders_in_upstream_order(
 
 def test_an_unusable_tls_configuration_is_a_configuration_error(
         load_yaml: Callable[..., SchedulerConfiguration]) -> None:
-    config = load_yaml("""
-        extenders:
-        - urlPrefix: 'https://gpu'
-          filterVerb: filter
-          tlsConfig: {insecure: true, caFile: /nonexistent/ca.pem}
-        """)
-    with pytest.raises(ConfigError, match="extenders: specifying a root certificates file "
-                                          "with the insecure flag is not allowed"):
-        build_scheduler(config, load()[1])
+    """Refused when the configuration is validated (``config show`` refuses it too), not
+    first when the scheduler is built."""
+    with pytest.raises(ConfigError, match=r"extenders\[0\]\.tlsConfig\.insecure: Invalid value: "
+                                          "true: specifying a root certificates file with the "
+                                          "insecure flag is not allowed"):
+        load_yaml("""
+            extenders:
+            - urlPrefix: 'https://gpu'
+              filterVerb: filter
+              tlsConfig: {insecure: true, caFile: /nonexistent/ca.pem}
+            """)
 
 
 def test_extenders_ignored_resources_replace_invalid_ones_before_they_are_checked(

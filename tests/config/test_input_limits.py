@@ -1,0 +1,87 @@
+"""One validation for every door: what ``config show`` accepts, ``replay`` runs (int64
+backoffs, extender TLS settings), and configuration files meet the input limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kaudit.cli import cli
+
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+EXTENDER = ("extenders:\n- urlPrefix: https://127.0.0.1:1\n  filterVerb: filter\n"
+            "  enableHTTPS: true\n  tlsConfig: ")
+TRACE = [{"ts": 0, "type": "ADDED", "object": {
+    "apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "n1"},
+    "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}},
+    {"ts": 1, "type": "ADDED", "object": {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
+                                                        "uid": "p"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "8"}}}]}}}]
+
+
+def _replay(tmp_path: Path, config: Path) -> tuple[int, str]:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in TRACE))
+    db = f"sqlite:///{tmp_path}/k.db"
+    runner = CliRunner()
+    ingested = runner.invoke(cli, ["ingest", str(trace), "--db", db], catch_exceptions=False)
+    assert ingested.exit_code == 0, ingested.output
+    replayed = runner.invoke(cli, ["replay", "t", "--config", str(config), "--json",
+                                   "--db", db], catch_exceptions=False)
+    return replayed.exit_code, replayed.output
+
+
+@pytest.mark.parametrize(("tls", "message"), [
+    ("{insecure: true, caData: aGVsbG8=}",
+     "extenders[0].tlsConfig.insecure: Invalid value: true: specifying a root certificates "
+     "file with the insecure flag is not allowed"),
+    ("{certData: aGVsbG8=}",
+     "extenders[0].tlsConfig.keyFile: Required value: a client certificate needs both a "
+     "certificate (certFile or certData) and a key (keyFile or keyData)"),
+    ("{keyFile: /k.pem}",
+     "extenders[0].tlsConfig.certFile: Required value: a client certificate needs both a "
+     "certificate (certFile or certData) and a key (keyFile or keyData)"),
+])
+def test_config_show_and_replay_refuse_the_same_extender_tls_settings(
+        tls: str, message: str, tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(HEADER + EXTENDER + tls + "\n")
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert (shown.exit_code, shown.output.strip()) == (2, f"kaudit: error: {config}: {message}")
+    code, output = _replay(tmp_path, config)
+    assert (code, output.strip().splitlines()[-1]) == (2, f"kaudit: error: {config}: {message}")
+
+
+def test_the_largest_int64_backoff_is_accepted_and_replays_to_the_end(tmp_path: Path) -> None:
+    """Upstream validates the backoffs as positive int64s only; its Duration arithmetic would
+    overflow, kaudit's saturates at the longest duration and says so."""
+    config = tmp_path / "config.yaml"
+    config.write_text(HEADER + "podInitialBackoffSeconds: 9223372036854775807\n"
+                      "podMaxBackoffSeconds: 9223372036854775807\n")
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert "podInitialBackoffSeconds: 9223372036854775807 is beyond the longest duration" \
+        in shown.output
+    code, output = _replay(tmp_path, config)
+    assert code == 0, output
+    assert json.loads(output[output.index("{"):])["status"] == "complete"
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    (HEADER + "parallelism: " + "9" * 5000 + "\n",
+     ":3: integer 9999999999…(5000 digits) is beyond the 64-bit range"),
+    (HEADER + "parallelism: !!binary aGVsbG8=\n", ":3: tag !!binary is not allowed"),
+    ('{"apiVersion": "kubescheduler.config.k8s.io/v1",\t"parallelism": 1e400}',
+     ": parallelism: inf is not a finite number"),
+])
+def test_configuration_files_meet_the_input_limits(text: str, reason: str,
+                                                   tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert shown.exit_code == 2, shown.output
+    assert shown.output.startswith(f"kaudit: error: {config}{reason}"), shown.output
