@@ -39,30 +39,50 @@ def _read_only(engine: Engine) -> None:
 
 
 class ResultCache:
-    """A small thread-safe LRU of computed answers."""
+    """A small thread-safe LRU of computed answers. Clients asking for the same answer at once
+    wait for one computation instead of each making their own."""
 
     def __init__(self, entries: int) -> None:
         self.entries = entries
         self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
+        self._computing: dict[tuple[Any, ...], threading.Lock] = {}
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
 
-    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
-        if self.entries == 0:
-            return compute()
+    def _cached(self, key: tuple[Any, ...]) -> tuple[bool, Any]:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]  # type: ignore[no-any-return]
-        value = compute()
+                return True, self._items[key]
+            return False, None
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        if self.entries == 0:
+            return compute()
+        found, value = self._cached(key)
+        if found:
+            return value  # type: ignore[no-any-return]
         with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.entries:
-                self._items.popitem(last=False)
-        return value
+            computing = self._computing.setdefault(key, threading.Lock())
+        with computing:
+            found, value = self._cached(key)  # computed while this one waited
+            if found:
+                return value  # type: ignore[no-any-return]
+            try:
+                value = compute()
+            except BaseException:
+                with self._lock:
+                    self._computing.pop(key, None)
+                raise
+            with self._lock:
+                self._items[key] = value
+                while len(self._items) > self.entries:
+                    self._items.popitem(last=False)
+                self._computing.pop(key, None)
+        return value  # type: ignore[no-any-return]
 
 
 def init_app(app: Flask) -> None:

@@ -8,6 +8,11 @@ a copy written over it in place, which changes the header's schema cookie) is re
 pool's connections to the old file are closed and the answers cached about it forgotten, so a
 valid database put back is served again (a database without kaudit's schema answers 503
 through the schema check and the query errors, as a PostgreSQL database recreated empty does).
+
+The header is read through a descriptor the watch opens once per file and keeps: closing any
+descriptor of a file releases every POSIX lock this process holds on it, the SQLite
+connections' included, and a replay checkpointing meanwhile would then make their reads
+``malformed``.
 """
 
 from __future__ import annotations
@@ -27,9 +32,23 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 #: Where the header keeps the schema cookie, which changes when the schema does (never while a
 #: replay writes rows), so a different database copied over the file is told apart.
 SCHEMA_COOKIE = slice(40, 44)
+HEADER_BYTES = 100
 
-#: A file: its device and inode, and its schema cookie.
-Identity = tuple[int, int, bytes]
+
+class _HeldFile:
+    """A descriptor of one file (one inode), kept open while it is the database's."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+        stat = os.fstat(self.fd)
+        self.inode = (stat.st_dev, stat.st_ino)
+        self.cookie = self.header()[SCHEMA_COOKIE]
+
+    def header(self) -> bytes:
+        return os.pread(self.fd, HEADER_BYTES, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class SqliteFileWatch:
@@ -40,18 +59,15 @@ class SqliteFileWatch:
         self.interval_seconds = interval_seconds
         self.on_reopen = on_reopen
         self._lock = threading.Lock()
-        self._identity = self._stat_identity()
+        self._held: _HeldFile | None = self._hold()
         self._checked_at = time.monotonic()
         self._problem: str | None = None
 
-    def _stat_identity(self) -> Identity | None:
+    def _hold(self) -> _HeldFile | None:
         try:
-            with open(self.path, "rb") as file:
-                stat = os.fstat(file.fileno())
-                header = file.read(100)
+            return _HeldFile(self.path)
         except OSError:
             return None
-        return stat.st_dev, stat.st_ino, header[SCHEMA_COOKIE]
 
     def problem(self) -> str | None:
         """Why the database cannot be used now (None when it can), looked at afresh at most
@@ -60,34 +76,46 @@ class SqliteFileWatch:
             now = time.monotonic()
             if now - self._checked_at >= self.interval_seconds:
                 self._checked_at = now
-                self._problem = self._look()
+                before, self._problem = self._problem, self._look()
+                if before is not None and self._problem is None:
+                    self._forget()  # what the connections read while it was broken is stale
             return self._problem
 
     def _look(self) -> str | None:
         try:
-            with open(self.path, "rb") as file:
-                stat = os.fstat(file.fileno())
-                header = file.read(100)
+            stat = os.stat(self.path)
         except FileNotFoundError:
-            self._forget(None)
             return f"the database file {self.path} was deleted"
         except OSError as exc:
-            self._forget(None)
+            return f"the database file {self.path} cannot be read: {exc.strerror}"
+        held = self._held
+        if held is None or held.inode != (stat.st_dev, stat.st_ino):
+            self._reopen()
+            held = self._held
+            if held is None:
+                return f"the database file {self.path} cannot be read"
+        try:
+            header = held.header()
+        except OSError as exc:
             return f"the database file {self.path} cannot be read: {exc.strerror}"
         if not header.startswith(SQLITE_HEADER):
-            self._forget(None)
             return (f"the database file {self.path} is no longer an SQLite database "
                     "(its header was overwritten)")
-        current = (stat.st_dev, stat.st_ino, header[SCHEMA_COOKIE])
-        if current != self._identity:
-            log.warning("the database file %s was replaced; reopening it", self.path)
-            self._forget(current)
+        if header[SCHEMA_COOKIE] != held.cookie:
+            log.warning("the database file %s was overwritten by another; reopening it",
+                        self.path)
+            held.cookie = header[SCHEMA_COOKIE]
+            self._forget()
         return None
 
-    def _forget(self, identity: Identity | None) -> None:
-        """Close the connections to the file seen before and drop what was cached about it."""
-        if identity == self._identity and identity is not None:
-            return
-        self._identity = identity
+    def _reopen(self) -> None:
+        """The path names another file: close what was open on the old one, hold the new."""
+        log.warning("the database file %s was replaced; reopening it", self.path)
+        if self._held is not None:
+            self._held.close()  # the old file only: its locks no longer matter
+        self._held = self._hold()
+        self._forget()
+
+    def _forget(self) -> None:
         self.engine.dispose()
         self.on_reopen()

@@ -57,14 +57,22 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 _READ_ONLY_MESSAGES = ("readonly database", "read-only database")
 
 
+def _cannot_be_written(database: str) -> bool:
+    """The file or its directory (where SQLite keeps its journal) refuses writes; a
+    connection made read-only on purpose (the dashboard's ``query_only``) is not this."""
+    path = Path(database).expanduser()
+    return not (os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK))
+
+
 def _refuse_read_only(database: str) -> Callable[[ExceptionContext], None]:
-    """A ``handle_error`` listener turning SQLite's read-only refusal into a one-line
-    :class:`DatabaseError` that names the file."""
+    """A ``handle_error`` listener turning SQLite's read-only refusal, when the file cannot be
+    written, into a one-line :class:`DatabaseError` that names the file."""
 
     def check(context: ExceptionContext) -> None:
         original = context.original_exception
         if isinstance(original, sqlite3.OperationalError) and any(
-                text in str(original) for text in _READ_ONLY_MESSAGES):
+                text in str(original) for text in _READ_ONLY_MESSAGES) and (
+                _cannot_be_written(database)):
             raise DatabaseError(f"cannot write to {database}: the database is read-only "
                                 f"({original})") from original
 

@@ -8,6 +8,8 @@ import os
 import random
 import shutil
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +22,7 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 
 from kaudit.dashboard import create_app
+from kaudit.dashboard.database import ResultCache
 from kaudit.store.models import Run
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import POSTGRES_ADMIN_URL, write_trace
@@ -178,3 +181,25 @@ def test_a_run_whose_owner_is_gone_shows_as_abandoned(small_app: Flask, db_url: 
     assert client.get("/api/v1/runs/r/timeline").headers["Cache-Control"] == "no-store"
     page = client.get("/runs/r").get_data(as_text=True)
     assert "status <b>abandoned</b>" in page
+
+
+def test_clients_asking_for_one_answer_at_once_wait_for_one_computation() -> None:
+    """Eight clients opening the same heavy page of a finished run (a diff) compute it once,
+    not eight times over on two cores."""
+    cache = ResultCache(4)
+    computations: list[int] = []
+
+    def compute() -> int:
+        computations.append(1)
+        time.sleep(0.2)
+        return 42
+
+    answers: list[int] = []
+    clients = [threading.Thread(target=lambda: answers.append(cache.get(("diff",), compute)))
+               for _ in range(8)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    assert answers == [42] * 8
+    assert len(computations) == 1
