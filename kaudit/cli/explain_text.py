@@ -22,11 +22,11 @@ TOP_SCORES = 5
 MESSAGE_WIDTH = 90
 
 
-def _print_attempt(story: dict[str, Any], index: int, decisive: bool, all_nodes: bool) -> None:
-    attempt = story["attempts"][index]
+def _print_attempt(story: dict[str, Any], number: int, decisive: bool, all_nodes: bool) -> None:
+    attempt = story["attempts"][number - 1]
     label = "Decisive attempt" if decisive else "Attempt"
-    click.echo(f"\n{label} #{index} at t={units.seconds(attempt['t'])} ({attempt['time']}, "
-               f"cycle {attempt['cycle']}): {attempt['countsText']}")
+    click.echo(f"\n{label} #{number} at {attempt['momentText']}, cycle {attempt['cycle']}: "
+               f"{attempt['countsText']}")
     if attempt["outcomeText"]:
         click.echo(f"  {attempt['outcomeText']}")
     for call in attempt.get("extenderCalls") or []:
@@ -85,7 +85,9 @@ def extender_call_line(call: dict[str, Any]) -> str:
     return record_text.extender_call(call)
 
 
-def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: bool) -> None:
+def print_story(story: dict[str, Any], attempt_number: int | None, all_nodes: bool) -> None:
+    """The story in text; ``attempt_number`` (from 1) is shown in full instead of the
+    decisive attempt."""
     verdict = story["verdict"]
     click.echo(f"{story['pod']} in run {story['run']}")
     click.echo(click.style(verdict["headline"], bold=True))
@@ -101,22 +103,25 @@ def print_story(story: dict[str, Any], attempt_index: int | None, all_nodes: boo
                      indent=2).split("\n", 1)[-1])
 
     decisive = verdict["decisiveAttempt"]
-    shown = attempt_index if attempt_index is not None else decisive
+    shown = attempt_number if attempt_number is not None else decisive
     if shown is not None:
         _print_attempt(story, shown, shown == decisive, all_nodes)
+    elif verdict.get("attemptsNote"):
+        click.echo(f"\n{verdict['attemptsNote']}")
 
     if len(story["attempts"]) > 1:
         click.echo("\nAttempts (--attempt N shows one in full):")
         rows = []
-        for i, attempt in enumerate(story["attempts"]):
+        for attempt in story["attempts"]:
             node = attempt["selectedNode"] or (
                 f"nominated {attempt['preemption']['nominatedNode']}"
                 if (attempt.get("preemption") or {}).get("nominatedNode") else "")
             message = attempt.get("message") or ""
             if len(message) > MESSAGE_WIDTH:
                 message = message[:MESSAGE_WIDTH - 1] + "…"
-            marker = "*" if i == decisive else ""
-            rows.append((f"{i}{marker}", units.seconds(attempt["t"]), attempt["result"], node,
+            marker = "*" if attempt["attempt"] == decisive else ""
+            rows.append((f"{attempt['attempt']}{marker}", units.seconds(attempt["t"]),
+                         attempt["result"], node,
                          attempt["evaluatedNodes"], attempt["feasibleNodes"],
                          "" if attempt["selectedNode"] else message))
         click.echo(table(rows, ["#", "T", "RESULT", "NODE", "EVALUATED", "FEASIBLE", "MESSAGE"],

@@ -340,28 +340,31 @@ def summary_command(run: str, path: Path, db: str | None) -> None:
 @click.command()
 @click.argument("run")
 @click.argument("pod")
-@click.option("--attempt", "attempt_index", type=int, metavar="N",
-              help="Show attempt N (0-based) in full instead of the decisive one.")
+@click.option("--attempt", "attempt_number", type=int, metavar="N",
+              help="Show attempt N (numbered from 1, as explain lists them) in full instead "
+                   "of the decisive one.")
 @click.option("--all-nodes", is_flag=True,
               help="List every rejected node instead of grouping them by cause.")
 @db_option
 @json_option
-def explain(run: str, pod: str, attempt_index: int | None, all_nodes: bool, db: str | None,
+def explain(run: str, pod: str, attempt_number: int | None, all_nodes: bool, db: str | None,
             as_json: bool) -> None:
     """Why POD (NAMESPACE/NAME, or NAME when unique) is where it is in RUN: the verdict, the
     decisive attempt with its inputs and per-node causes, then the whole story."""
     engine = open_database(db)
     try:
-        story = explain_pod(engine, run, pod, shown_attempt=attempt_index)
+        story = explain_pod(engine, run, pod, shown_attempt=attempt_number)
     finally:
         engine.dispose()
-    if attempt_index is not None and not 0 <= attempt_index < len(story["attempts"]):
-        raise InputError(f"--attempt: {story['pod']} has {len(story['attempts'])} attempt(s) "
-                         f"in run {story['run']} (0 to {len(story['attempts']) - 1})")
+    if attempt_number is not None and not 1 <= attempt_number <= len(story["attempts"]):
+        count = len(story["attempts"])
+        raise InputError(f"--attempt: attempts are numbered from 1; {story['pod']} has "
+                         f"{count} attempt(s) in run {story['run']}"
+                         + (f" (1 to {count})" if count else ""))
     if as_json:
         echo_json(story)
         return
-    print_story(story, attempt_index, all_nodes)
+    print_story(story, attempt_number, all_nodes)
 
 
 @click.command()

@@ -39,10 +39,11 @@ def story(run: str, namespace: str, name: str) -> ResponseReturnValue:
     return jsonify(_story(found, f"{namespace}/{name}"))
 
 
-@bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>/attempts/<int:index>")
-def attempt(run: str, namespace: str, name: str, index: int) -> ResponseReturnValue:
+@bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>/attempts/<int:number>")
+def attempt(run: str, namespace: str, name: str, number: int) -> ResponseReturnValue:
+    """Attempt ``number`` (from 1, as ``kaudit explain`` and the records number them)."""
     found, _ = run_with_span(run)
     key = f"{namespace}/{name}"
-    return jsonify(cached(("attempt", found.id, key, index),
-                          lambda: attempt_detail(get_engine(), found.name, key, index),
+    return jsonify(cached(("attempt", found.id, key, number),
+                          lambda: attempt_detail(get_engine(), found.name, key, number),
                           final=is_final(found)))

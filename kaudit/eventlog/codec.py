@@ -5,8 +5,9 @@ attempt; one row per (node, plugin) would be millions of rows per replay second.
 attempt keeps its scalar facts (result, node, message, PreFilter and PreScore statuses, reason
 tables, and ``rejectedBy``: how many nodes each plugin rejected, a PreFilterResult's plugin
 counting the nodes it left out, ``Extender`` for the nodes extenders turned down, for
-filtering the log by plugin) as JSON, readable from SQL, and its
-per-node arrays as one zlib-compressed blob:
+filtering the log by plugin; ``leftOutByPreFilter``: how many of the cluster's nodes the
+PreFilterResults left out and which plugins' results, absent from older records) as JSON,
+readable from SQL, and its per-node arrays as one zlib-compressed blob:
 
 * ``evaluated``: the slots (node ids of the run) examined, in order;
 * ``filterCodes`` / ``filterReasons``: per filter plugin and node, the status code (-1 where
@@ -138,6 +139,9 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
                 rejected[EXTENDER_NAME] = dropped  # nodes the extenders let not through
     if rejected:
         document["rejectedBy"] = rejected
+    left_out = _left_out_by_pre_filter(attempt, cluster)
+    if left_out is not None:
+        document["leftOutByPreFilter"] = left_out
     if run is not None:
         arrays["evaluated"] = run.slots.astype(np.int32)
         document["filterPlugins"] = run.plugins
@@ -192,6 +196,23 @@ def _left_out_by_pre_filter_results(attempt: Attempt, cluster: ClusterState) -> 
         if attempt.num_all_nodes > kept:
             left_out[name] = attempt.num_all_nodes - kept
     return left_out
+
+
+def _left_out_by_pre_filter(attempt: Attempt, cluster: ClusterState) -> dict[str, Any] | None:
+    """How many of the cluster's nodes the PreFilterResults left out (upstream gives them the
+    absent-nodes status ``node(s) didn't satisfy plugin(s) [...]`` and never filters them), the
+    plugins whose results narrowed the candidates, and the names the results kept that are
+    no node of the cluster; None when no result narrowed the candidates."""
+    allowed = attempt.pre_filter.allowed
+    if allowed is None or not attempt.pre_filter.node_names:
+        return None
+    absent = sorted(node for node in allowed
+                    if (slot := cluster.slot_of.get(node)) is None or not cluster.live[slot])
+    kept = len(allowed) - len(absent)
+    if attempt.num_all_nodes <= kept:
+        return None
+    return {"nodes": attempt.num_all_nodes - kept,
+            "plugins": sorted(attempt.pre_filter.node_names), "absent": absent}
 
 
 def _plugin_notes(attempt: Attempt, framework: Framework) -> dict[str, Any]:

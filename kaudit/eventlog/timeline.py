@@ -27,7 +27,9 @@ from kaudit.model.pod import PodInfo
 from kaudit.scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
 
 QUEUES = (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED)
-_BASE = ("cpu", "memory", "pods", "ephemeral-storage")
+#: Amounts with columns of their own; every other one (ephemeral-storage included, so a
+#: rejection for it can name the free amount) is stored in ``extended``.
+_BASE = ("cpu", "memory", "pods")
 
 
 def _json(value: dict[str, Any]) -> str:

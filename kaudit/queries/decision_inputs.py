@@ -11,7 +11,7 @@ bound or assumed). The pod's effective requests are computed with the scheduler'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,15 +228,41 @@ def pod_inputs(obj: dict[str, Any], priority: int | None) -> PodInputs:
     return PodInputs(True, requests, scoring, priority, tolerations, document)
 
 
-def free_capacity(engine: Engine, run_id: int, ts_us: int, exclude_pod: str | None = None
-                  ) -> dict[str, dict[str, int]]:
+#: Resources a run may not have recorded per node (runs stored before ephemeral-storage was
+#: kept): a node without an amount for one of them has an unknown amount, not none.
+_MAYBE_UNRECORDED = ("ephemeral-storage",)
+
+
+def free_amount(free: dict[str, int], resource: str) -> int | None:
+    """A node's free amount of ``resource`` from its :func:`free_capacity` entry: an extended
+    resource the node does not have is 0 free; an amount the run did not record is None
+    (unknown, so never worded as 0)."""
+    if resource in free:
+        return free[resource]
+    return None if resource in _MAYBE_UNRECORDED else 0
+
+
+def allocatable_pods(node: dict[str, Any] | None) -> int | None:
+    """A Node object's pod slots (``status.allocatable.pods``), None when it has none."""
+    raw = ((node or {}).get("status") or {}).get("allocatable", {}).get("pods")
+    try:
+        return int(str(raw)) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def free_capacity(engine: Engine, run_id: int, ts_us: int, exclude_pod: str | None = None,
+                  only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
     """Each live node's free cpu (millicores), memory (bytes), pod slots and extended
     resources at ``ts_us``, as the replayed scheduler accounted them; ``exclude_pod`` is left
-    out (the pod being explained, once bound)."""
+    out (the pod being explained, once bound); ``only`` limits the answer to those nodes."""
     live_node = (RunNode.run_id == run_id) & (RunNode.start_us <= ts_us) & or_(
         RunNode.end_us.is_(None), RunNode.end_us > ts_us)
     live_pod = (RunPlacement.run_id == run_id) & (RunPlacement.start_us <= ts_us) & or_(
         RunPlacement.end_us.is_(None), RunPlacement.end_us > ts_us)
+    if only is not None:
+        live_node = live_node & RunNode.name.in_(sorted(only))
+        live_pod = live_pod & RunPlacement.node.in_(sorted(only))
     if exclude_pod is not None:
         live_pod = live_pod & (RunPlacement.pod != exclude_pod)
     with engine.connect() as connection:

@@ -92,7 +92,8 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     story: dict[str, Any] = {"run": run.name, "runId": run.id, "pod": key,
                              "verdict": pod_verdict(engine, run, key, records, span),
                              "recordedNode": None, "boundNode": None, "boundTime": None,
-                             "span": span.as_json(), "queue": [], "attempts": [],
+                             "boundMoment": None, "span": span.as_json(), "queue": [],
+                             "attempts": [],
                              "events": []}
     for record in records:
         seq, ts_us, kind, node, document = (record.seq, record.ts_us, record.kind,
@@ -104,7 +105,8 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
         elif kind == "attempt":
             preemption = preemption_json(document) or {}
             story["attempts"].append({
-                "index": len(story["attempts"]), "seq": seq, "time": when, "t": span.t(ts_us),
+                "attempt": len(story["attempts"]) + 1, "seq": seq, "time": when, "t": span.t(ts_us),
+                "momentText": units.moment(span.t(ts_us), ts_us),
                 "cycle": document.get("cycle"), "result": document.get("result"),
                 "selectedNode": document.get("selectedNode"),
                 "message": None if document.get("selectedNode") else document.get("message"),
@@ -123,6 +125,7 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
                 story["recordedNode"] = node
             elif kind == "bind":
                 story["boundNode"], story["boundTime"] = node, when
+                story["boundMoment"] = units.moment(span.t(ts_us), ts_us)
                 if document.get("by") != "kaudit":  # the recorded cluster bound it itself
                     story["recordedNode"] = node
             story["events"].append(story_event(record, span))
@@ -131,26 +134,30 @@ def pod_story(engine: Engine, run_ref: str, pod_ref: str) -> dict[str, Any]:
     return story
 
 
-def _attempt_row(engine: Engine, run: RunSummary, key: str, index: int) -> Any:
-    if not 0 <= index < 2**62:  # an OFFSET beyond int64 is an error on PostgreSQL
-        raise UnknownObjectError(f"no attempt {index} of pod {key!r}")
+def _attempt_row(engine: Engine, run: RunSummary, key: str, number: int) -> Any:
+    if number < 1:
+        raise UnknownObjectError(f"no attempt {number} of pod {key!r}: attempts are numbered "
+                                 "from 1")
+    if number > 2**62:  # an OFFSET beyond int64 is an error on PostgreSQL
+        raise UnknownObjectError(f"no attempt {number} of pod {key!r}")
     with engine.connect() as connection:
         row = connection.execute(
             select(RunEvent.seq, RunEvent.ts_us, RunEvent.data, RunEvent.blob)
             .where(RunEvent.run_id == run.id, RunEvent.pod == key, RunEvent.kind == "attempt")
-            .order_by(RunEvent.seq).offset(index).limit(1)).first()
+            .order_by(RunEvent.seq).offset(number - 1).limit(1)).first()
     if row is None:
-        raise UnknownObjectError(f"pod {key!r} has no attempt {index} in run {run.name!r}")
+        raise UnknownObjectError(f"pod {key!r} has no attempt {number} in run {run.name!r}")
     return row
 
 
-def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> dict[str, Any]:
-    """Attempt ``index`` (0-based) of the pod in full: filter verdicts as a nodes × plugins
+def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, number: int) -> dict[str, Any]:
+    """Attempt ``number`` (from 1, as the records and ``kaudit explain`` number them) of the
+    pod in full: filter verdicts as a nodes × plugins
     matrix with reasons, scores per plugin for every scored node (best first), and the winner
     against the runner-up with the plugins that decided."""
     run = get_run(engine, run_ref)
     key = pod_key(engine, run.id, pod_ref)
-    row = _attempt_row(engine, run, key, index)
+    row = _attempt_row(engine, run, key, number)
     attempt = unpack(orjson.loads(row.data), row.blob, node_names(engine, run.id))
     span = run_span(engine, run.id)
     nodes = attempt.pop("nodes")
@@ -180,8 +187,9 @@ def attempt_detail(engine: Engine, run_ref: str, pod_ref: str, index: int) -> di
         group["nodes"] = group["nodes"][:NAMED_NODES]
         group["moreNodes"] = group["count"] - len(group["nodes"])
     detail: dict[str, Any] = {
-        **attempt, "pod": key, "run": run.name, "index": index, "seq": row.seq,
+        **attempt, "pod": key, "run": run.name, "attempt": number, "seq": row.seq,
         "time": format_timestamp(row.ts_us), "t": span.t(row.ts_us),
+        "momentText": units.moment(span.t(row.ts_us), row.ts_us),
         "feasible": [name for name, v in nodes.items() if v["feasible"]],
         "filter": {"plugins": plugins, "codes": FILTER_CODES, "nodes": list(nodes),
                    "verdicts": codes, "reasons": reasons,

@@ -6,13 +6,15 @@ bytes, ratios from 0 to 1). Where a decision is explained (a node lacking a reso
 pod requests), amounts are exact, in Kubernetes' canonical quantity form (:func:`quantity`:
 ``500m`` against ``400m``, ``2Gi``), so rounding never makes a rejection read as a fit; the
 rounded forms (:func:`cores`, :func:`memory`) are for aggregates. A span of time is always
-:func:`duration`; a moment since the run's start is :func:`seconds`.
+:func:`duration`; a moment since the run's start is :func:`seconds`, and with its timestamp
+(where the trace has wall-clock times) :func:`moment`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kaudit.model.timestamps import format_timestamp
 from kaudit.quantity import BINARY_SI, DECIMAL_SI, Quantity, canonical_string
 
 GIB = 2**30
@@ -80,6 +82,16 @@ def percent(ratio: float | None, digits: int = 1) -> str:
 def seconds(value: float | None) -> str:
     """Seconds since the run's start as ``241 s`` / ``12.5 s``."""
     return "–" if value is None else f"{_trim(value, 2)} s"
+
+
+def moment(t: float | None, ts_us: int | None) -> str:
+    """A moment of the run: ``t = 241 s`` (seconds since the run's start), followed by its
+    timestamp only when the trace has wall-clock times (``t = 241 s
+    (2026-01-05T09:04:01Z)``); a trace of relative times has none to add."""
+    if t is None or ts_us is None:
+        return "–"
+    stamp = format_timestamp(ts_us)
+    return f"t = {seconds(t)}" + (f" ({stamp})" if stamp.endswith("Z") else "")
 
 
 def duration(value: float) -> str:

@@ -38,7 +38,9 @@ from kaudit.model.timestamps import format_timestamp
 from kaudit.queries import record_text, units, verdict_text
 from kaudit.queries.decision_inputs import (
     PodInputs,
+    allocatable_pods,
     describe_pod,
+    free_amount,
     free_capacity,
     node_objects_at,
     taint_text,
@@ -52,6 +54,8 @@ from kaudit.store.models import RunEvent, RunPlacement
 #: Nodes named per cause group (the rest are counted).
 NAMED_NODES = 8
 _INSUFFICIENT = "Insufficient "
+#: NodeResourcesFit's reason for a node without a free pod slot.
+TOO_MANY_PODS = "Too many pods"
 _DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
 
 
@@ -70,10 +74,13 @@ class PodRecord:
 def unpack(document: dict[str, Any], blob: bytes | None, names: dict[int, str]
            ) -> dict[str, Any]:
     """An attempt record unpacked (:func:`kaudit.eventlog.codec.unpack_attempt`) with the
-    facts the node counts are told from: the cluster's node count and whether the nominated
-    node was tried alone."""
-    return {**unpack_attempt(document, blob, names), "allNodes": document.get("allNodes"),
-            "nominatedNodeUsed": bool(document.get("nominatedNodeUsed"))}
+    facts the node counts are told from: the cluster's node count, whether the nominated
+    node was tried alone, and the nodes the PreFilterResults left out (newer records)."""
+    unpacked = {**unpack_attempt(document, blob, names), "allNodes": document.get("allNodes"),
+                "nominatedNodeUsed": bool(document.get("nominatedNodeUsed"))}
+    if "leftOutByPreFilter" in document:
+        unpacked["leftOutByPreFilter"] = document["leftOutByPreFilter"]
+    return unpacked
 
 
 def decisive_index(attempts: Sequence[PodRecord], bound_by_kaudit: bool) -> int | None:
@@ -95,11 +102,41 @@ def decisive_index(attempts: Sequence[PodRecord], bound_by_kaudit: bool) -> int 
 
 def _resource_facts(resource: str, nodes: list[str], inputs: PodInputs,
                     free: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """Requested against free for ``Insufficient <resource>`` on ``nodes``."""
-    frees = [max(free[n].get(resource, 0), 0) for n in nodes if n in free]
+    """Requested against free for ``Insufficient <resource>`` on ``nodes`` (a free amount the
+    run did not record is left out, never taken for 0)."""
+    known = [amount for n in nodes if n in free
+             and (amount := free_amount(free[n], resource)) is not None]
+    frees = [max(amount, 0) for amount in known]
     facts: dict[str, Any] = {"resource": resource, "requested": inputs.requests.get(resource)}
     if frees:
         facts.update(freeMin=min(frees), freeMax=max(frees))
+    return facts
+
+
+def _pod_slot_facts(nodes: list[str], free: dict[str, dict[str, int]],
+                    objects: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Pods held against pod slots (``status.allocatable.pods``) for ``Too many pods`` on
+    ``nodes``: the pod needs one slot."""
+    facts: dict[str, Any] = {"resource": "pods", "requested": 1}
+    slots = [slots for n in nodes if (slots := allocatable_pods(objects.get(n))) is not None]
+    frees = [max(free[n]["pods"], 0) for n in nodes if "pods" in free.get(n, {})]
+    if frees:
+        facts.update(freeMin=min(frees), freeMax=max(frees))
+    if slots:
+        facts.update(slotsMin=min(slots), slotsMax=max(slots))
+    return facts
+
+
+def _fit_facts(group: _Group, inputs: PodInputs, free: dict[str, dict[str, int]],
+               objects: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The exact amounts behind each of a NodeResourcesFit group's reasons."""
+    facts = []
+    for reason in group.reasons:
+        if reason == TOO_MANY_PODS:
+            facts.append(_pod_slot_facts(group.nodes, free, objects))
+        elif reason.startswith(_INSUFFICIENT):
+            facts.append(_resource_facts(reason[len(_INSUFFICIENT):], group.nodes, inputs,
+                                         free))
     return facts
 
 
@@ -194,6 +231,7 @@ def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
     nodes = attempt["nodes"]
     base_groups = group_rejections(nodes)
     needs_objects = [n for g in base_groups if g.plugin in ("TaintToleration", "NodeAffinity")
+                     or (g.plugin == "NodeResourcesFit" and TOO_MANY_PODS in g.reasons)
                      for n in g.nodes]
     objects = node_objects(needs_objects) if needs_objects else {}
     tolerations = inputs.tolerations
@@ -213,20 +251,49 @@ def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
         groups += [_Group(group.plugin, group.reasons, fact, names)
                    for fact, names in split.items()]
     free = free or {}
+    left_out = _left_out_group(attempt, free)
+    left_out_count = int(attempt["leftOutByPreFilter"]["nodes"]) if left_out else 0
+    if left_out is not None:
+        groups.append(left_out)
     devices = record_text.claim_summaries(
         (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)
     out = []
     for group in sorted(groups, key=lambda g: (-len(g.nodes), g.plugin, g.reasons)):
         facts: dict[str, Any] = {}
         if group.plugin == "NodeResourcesFit" and all(
-                r.startswith(_INSUFFICIENT) for r in group.reasons):
-            facts["resources"] = [_resource_facts(r[len(_INSUFFICIENT):], group.nodes, inputs,
-                                                  free) for r in group.reasons]
+                r.startswith(_INSUFFICIENT) or r == TOO_MANY_PODS for r in group.reasons):
+            facts["resources"] = _fit_facts(group, inputs, free, objects)
+        if group is left_out:
+            words = verdict_text.left_out_words(group.plugin.split(), group.reasons)
+            facts["leftOut"] = True
+            entry = _cause_entry(group, words, facts, named)
+            entry["count"] = left_out_count
+            entry["text"] = verdict_text.cause_line(left_out_count, words.phrase)
+            entry["examples"] = verdict_text.examples(group.nodes, left_out_count)
+            entry["moreNodes"] = max(left_out_count - len(entry["nodes"]), 0)
+            out.append(entry)
+            continue
         words = verdict_text.cause_words(
             group.plugin, group.reasons, group.fact, facts.get("resources", ()),
             inputs.document.get("hostPorts") or (), devices)
         out.append(_cause_entry(group, words, facts, named))
     return out
+
+
+def _left_out_group(attempt: dict[str, Any], free: dict[str, dict[str, int]]) -> _Group | None:
+    """The nodes the attempt's PreFilterResults left out, as one group (upstream's absent-nodes
+    status, UnschedulableAndUnresolvable): the live nodes (``free``'s) no result names. Only
+    records that count them (``leftOutByPreFilter``) have the group."""
+    left_out = attempt.get("leftOutByPreFilter")
+    if not left_out or not left_out.get("nodes"):
+        return None
+    named = [set(v["nodeNames"]) for v in (attempt.get("preFilter") or {}).values()
+             if isinstance(v, dict) and v.get("nodeNames") is not None]
+    allowed = set.intersection(*named) if named else set()
+    plugins = [str(p) for p in left_out.get("plugins") or []]
+    reason = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
+    nodes = sorted(n for n in free if n not in allowed and n not in attempt["nodes"])
+    return _Group(" ".join(plugins), (reason,), None, nodes)
 
 
 # --- the verdict -------------------------------------------------------------------------
@@ -313,7 +380,8 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     trace_id = trace_id_of(engine, run.id)
     inputs = describe_pod(engine, trace_id, key,
                           decisive.ts_us if decisive else (records[0].ts_us if records else 0))
-    verdict: dict[str, Any] = {"state": "unknown", "headline": "", "decisiveAttempt": index,
+    verdict: dict[str, Any] = {"state": "unknown", "headline": "",
+                               "decisiveAttempt": None if index is None else index + 1,
                                "causes": [], "since": None, "node": None, "at": None}
     attempt: dict[str, Any] | None = None
     claims = claim_objects(records)
@@ -380,13 +448,17 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
         held = _held_back(engine, run.id, key)
         if gates:
             verdict["state"] = "gated"
-            verdict["headline"] = f"Never attempted: held by scheduling gates {', '.join(gates)}"
+            reason = f"held by scheduling gates {', '.join(gates)}"
+            verdict["headline"] = f"Never attempted: {reason}"
         elif held is not None:
             verdict["state"] = "gated"
-            verdict["headline"] = f"Never attempted: held back by {held[0]}: {held[1]}"
+            reason = f"held back by {held[0]}: {held[1]}"
+            verdict["headline"] = f"Never attempted: {reason}"
         else:
             verdict["state"] = "not-attempted"
-            verdict["headline"] = "Never attempted by kaudit: " + _not_ours(inputs)
+            reason = _not_ours(inputs)
+            verdict["headline"] = "Never attempted by kaudit: " + reason
+        verdict["attemptsNote"] = verdict_text.never_attempted_note(reason)
     gpus = bind.document.get("gpus") if bind is not None else None
     if gpus and verdict["state"] in ("bound", "bound-by-trace"):
         verdict["gpus"] = gpus
@@ -398,6 +470,9 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     _add_summary(verdict, index, attempt, len(attempts), wait,
                  preemption_json(decisive.document) if decisive is not None else None,
                  nomination, claims)
+    if not attempts and "attemptsNote" not in verdict:
+        verdict["attemptsNote"] = verdict_text.never_attempted_note(_not_ours(inputs))
+    verdict.setdefault("attemptsNote", None)
     verdict["causesNote"] = verdict_text.causes_note(attempt, causes)
     verdict["causesTitle"] = verdict_text.causes_title(attempt)
     verdict["inputs"] = inputs.document
@@ -419,12 +494,14 @@ def _add_summary(verdict: dict[str, Any], index: int | None, attempt: dict[str, 
         verdict["nodes"] = {"evaluated": evaluated, "feasible": feasible,
                             "rejected": max(evaluated - feasible, 0),
                             "all": attempt.get("allNodes")}
-        summary.append(f"Decisive attempt #{index}: {verdict_text.node_counts(attempt)}.")
+        summary.append(f"Decisive attempt #{verdict['decisiveAttempt']}: "
+                       f"{verdict_text.node_counts(attempt)}.")
     verdict["wait"] = None
     if attempts or wait.gated_us:
         gated, waiting = wait.gated_us / 1e6, wait.waiting_us / 1e6
         verdict["wait"] = {**wait.as_json(),
                            "words": verdict_text.wait_words(gated, waiting, attempts),
+                           "label": verdict_text.wait_label(gated),
                            "text": verdict_text.wait_sentence(
                                gated, waiting, attempts,
                                pending=verdict["state"] in ("pending", "gated"))}
@@ -515,7 +592,8 @@ def placement_reason(attempt: dict[str, Any], node: str) -> str:
 def _causes(engine: Engine, run: RunSummary, attempt: dict[str, Any],
             decisive: PodRecord | None, inputs: PodInputs, trace_id: int, decisive_key: str,
             claims: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    if decisive is None or all(v.get("feasible") for v in attempt["nodes"].values()):
+    if decisive is None or (all(v.get("feasible") for v in attempt["nodes"].values())
+                            and not attempt.get("leftOutByPreFilter")):
         return []
     free = free_capacity(engine, run.id, decisive.ts_us, exclude_pod=decisive_key)
     return rejection_causes(engine, attempt, decisive.ts_us, inputs, trace_id, free,

@@ -80,6 +80,21 @@ def resource_words(resource: str, requested: int | None, free: Sequence[int]
 
 
 _INSUFFICIENT = "Insufficient "
+_TOO_MANY_PODS = "Too many pods"
+
+
+def pod_slot_words(facts: Mapping[str, Any]) -> tuple[str, str]:
+    """(phrase, detail) for nodes without a free pod slot (``Too many pods``): the pods they
+    hold against their slots, exactly (``110 of 110 pods``)."""
+    if "slotsMin" not in facts:
+        return "lack pod slots (all in use)", "all pod slots in use"
+    low, high = int(facts["slotsMin"]), int(facts["slotsMax"])
+    free_low, free_high = int(facts.get("freeMin", 0)), int(facts.get("freeMax", 0))
+    if low == high and free_low == free_high:
+        held = f"{low - free_low:,} of {plural(low, 'pod')} in use"
+    else:
+        held = f"{free_low:,}–{free_high:,} free of {low:,}–{high:,} pod slots"
+    return f"lack pod slots ({held})", held
 
 
 def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
@@ -91,24 +106,26 @@ def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
     ``devices`` the claims' supply (DynamicResources); without them the words are generic."""
     reasons = tuple(reasons)
     if plugin == "NodeResourcesFit" and reasons and all(
-            r.startswith(_INSUFFICIENT) for r in reasons):
-        names = [r[len(_INSUFFICIENT):] for r in reasons]
+            r.startswith(_INSUFFICIENT) or r == _TOO_MANY_PODS for r in reasons):
         by_name = {str(f["resource"]): f for f in resources}
-        phrases, details = [], []
-        for name in names:
+        names, phrases, details = [], [], []
+        for reason in reasons:
+            name = "pods" if reason == _TOO_MANY_PODS else reason[len(_INSUFFICIENT):]
             facts = by_name.get(name, {})
             free = [facts["freeMin"], facts["freeMax"]] if "freeMin" in facts else []
             if "free" in facts:
                 free = list(facts["free"])
-            phrase, detail = resource_words(name, facts.get("requested"), free)
+            if name == "pods":
+                names.append("pod slots")
+                phrase, detail = pod_slot_words(facts)
+            else:
+                names.append(name)
+                phrase, detail = resource_words(name, facts.get("requested"), free)
             phrases.append(phrase)
             if detail:
-                details.append(f"{name} {detail}" if len(names) > 1 else detail)
+                details.append(f"{names[-1]} {detail}" if len(reasons) > 1 else detail)
         return CauseWords("lack " + " and ".join(names), "; ".join(details),
                           " and ".join(phrases))
-    if plugin == "NodeResourcesFit" and reasons == ("Too many pods",):
-        cause = "are full (no pod slots left)"
-        return CauseWords(cause, "", cause)
     if plugin == "NodeUnschedulable":
         return CauseWords("cordoned", "spec.unschedulable is true", "cordoned")
     if plugin == "TaintToleration":
@@ -127,6 +144,13 @@ def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
         return CauseWords(cause, detail, f"{cause} ({detail})")
     cause = f"rejected by {plugin}: {'; '.join(reasons)}"
     return CauseWords(cause, "", cause)
+
+
+def left_out_words(plugins: Sequence[str], reasons: Sequence[str]) -> CauseWords:
+    """Nodes a PreFilterResult left out (upstream's absent-nodes status): never filtered."""
+    cause = f"not in {' and '.join(plugins)}'s PreFilter result"
+    return CauseWords(cause, "; ".join(reasons) + " (UnschedulableAndUnresolvable; not "
+                      "filtered)", cause)
 
 
 def cause_line(count: int, phrase: str) -> str:
@@ -210,10 +234,19 @@ def _fewer_evaluated(attempt: Mapping[str, Any], evaluated: int, feasible: int,
         return "PreFilter refused the pod before any node was tried"
     if narrowed:
         allowed = set.intersection(*narrowed)
+        left_out = attempt.get("leftOutByPreFilter") or {}
+        if "absent" in left_out and evaluated + int(left_out["nodes"]) >= total:
+            # Every node the results kept was evaluated (no sample).
+            absent = sorted(left_out["absent"])
+            present = sorted(allowed - set(absent))
+            return ("PreFilter narrowed the candidates to " + short_list(present, LISTED)
+                    + (f" ({short_list(absent, LISTED)} "
+                       + ("is not a node" if len(absent) == 1 else "are not nodes")
+                       + " of the cluster)" if absent else ""))
         if len(allowed) <= evaluated:
             return f"PreFilter narrowed the candidates to {plural(len(allowed), 'node')}"
     return (f"percentageOfNodesToScore: filtering stopped once {plural(feasible, 'feasible node')}"
-            " were found")
+            f" {'was' if feasible == 1 else 'were'} found")
 
 
 def _rejected(status: Any) -> bool:
@@ -260,6 +293,17 @@ def wait_words(gated_s: float, waiting_s: float, attempts: int) -> str:
     if gated_s > 0:
         return f"gated {units.duration(gated_s)}, then {waited}"
     return waited
+
+
+def wait_label(gated_s: float) -> str:
+    """The label of the wait card: what the pod did (held back and waited, or waited)."""
+    return "gated, then waited" if gated_s > 0 else "waited for the scheduler"
+
+
+def never_attempted_note(reason: str) -> str:
+    """What stands where a pod's attempts would be when kaudit never tried it."""
+    text = f"kaudit never tried to schedule this pod: {reason}"
+    return text if text.endswith(".") else text + "."
 
 
 def wait_sentence(gated_s: float, waiting_s: float, attempts: int, pending: bool) -> str:

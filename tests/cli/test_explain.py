@@ -75,7 +75,7 @@ def test_whatif_words_causes_as_explain_does(engine: Engine, tmp_path: Path,
     config, registry = load()
     replay_trace(engine, get_trace(engine, "wide"), config, registry, name="wide")
     explained = json.loads(run_kaudit("explain", "wide", "default/wide", "--json").output)
-    decisive = explained["attempts"][explained["verdict"]["decisiveAttempt"]]
+    decisive = explained["attempts"][explained["verdict"]["decisiveAttempt"] - 1]
 
     state = tmp_path / "state.json"
     state.write_bytes(orjson.dumps({"kind": "List", "items": nodes}))
@@ -100,8 +100,8 @@ def test_any_attempt_is_grouped_as_its_page_groups_it(sample_runs: Engine,
     from kaudit.queries.pods import attempt_detail
 
     story = json.loads(run_kaudit("explain", "default", "web/ssd-cache", "--json").output)
-    shown = next(i for i in range(len(story["attempts"]))
-                 if i != story["verdict"]["decisiveAttempt"])
+    shown = next(a["attempt"] for a in story["attempts"]
+                 if a["attempt"] != story["verdict"]["decisiveAttempt"])
     detail = attempt_detail(sample_runs, "default", "web/ssd-cache", shown)
     assert detail["causes"]
     lines = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", str(shown)

@@ -313,7 +313,7 @@ def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
             attempt["feasibleNodes"])
     assert page.inner_text("#verdict") == explained["verdict"]["headline"]
     # the page opens on the decisive attempt, as explain prints it
-    last = explained["attempts"][explained["verdict"]["decisiveAttempt"]]
+    last = explained["attempts"][explained["verdict"]["decisiveAttempt"] - 1]
     # the filter matrix: one row per evaluated node, each rejecting cell with its reasons
     matrix = _rows(page, "filter-table")
     headers = page.eval_on_selector_all("#filter-table thead th", "hs => hs.map(h => h.innerText)")

@@ -19,7 +19,7 @@ from kaudit.scheduler.build import load
 from kaudit.store.models import Run, RunEvent
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace
-from kaudit.tracegen.builders import make_node, make_pod
+from kaudit.tracegen.builders import NodeBuilder, PodBuilder, make_node, make_pod
 from tests.conftest import write_trace
 
 #: Nodes of the generated trace; four of them (``pool=tight``) are where preemption happens.
@@ -53,6 +53,61 @@ def wide_cluster_events() -> list[tuple[float, str, dict[str, Any]]]:
     released = make_pod("report", "batch").req(cpu="250m", memory="256Mi").obj()
     events.append((163.0, "MODIFIED", released))
     return events
+
+
+def _node_name_in(pod: PodBuilder, names: list[str]) -> dict[str, Any]:
+    """``pod`` with required node affinity ``matchFields metadata.name In names`` (a
+    DaemonSet pod's shape: NodeAffinity's PreFilterResult names the nodes)."""
+    obj = pod.obj()
+    obj["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]}]}}}
+    return obj
+
+
+def small_cluster_events() -> list[tuple[float, str, dict[str, Any]]]:
+    """Six nodes that each reject ``tolerant`` for another resource (n4 has one pod slot and
+    holds one pod, n5 1500Mi of ephemeral-storage against 2Gi asked), a gated pod, and
+    DaemonSet-shaped pods whose PreFilterResult names an absent node beside a real one."""
+    def node(name: str, cpu: str, memory: str, pods: str = "110",
+             storage: str = "20Gi") -> NodeBuilder:
+        return make_node(name).capacity(cpu=cpu, memory=memory, pods=pods,
+                                        ephemeral_storage=storage)
+    events: list[tuple[float, str, dict[str, Any]]] = [
+        (0.0, "ADDED", node("n1", "1", "4Gi").obj()),
+        (0.0, "ADDED", node("n2", "4", "2Gi").obj()),
+        (0.0, "ADDED", node("n3", "4", "8Gi").taint("other", "x", "NoSchedule").obj()),
+        (0.0, "ADDED", node("n4", "4", "8Gi", pods="1").obj()),
+        (0.0, "ADDED", node("n5", "4", "8Gi", storage="1500Mi").obj()),
+        (0.0, "ADDED", node("n6", "4", "8Gi").extended("example.com/foo", "1").obj()),
+        (0.5, "ADDED", make_pod("busy").req(cpu="600m", memory="1Gi").node("n1").obj()),
+        (0.5, "ADDED", make_pod("busy2").req(cpu="100m", memory="600Mi").node("n2").obj()),
+        (0.5, "ADDED", make_pod("busy4").req(cpu="100m").node("n4").obj()),
+        (0.5, "ADDED", make_pod("busy6").req(cpu="100m").extended("example.com/foo", "1")
+         .node("n6").obj()),
+        (1.0, "ADDED", make_pod("tolerant").req(cpu="500m", memory="1536Mi",
+                                                ephemeral_storage="2Gi")
+         .extended("example.com/foo", "1").toleration("dedicated").obj()),
+        (2.0, "ADDED", make_pod("gated").req(cpu="100m").gate("example.com/wait").obj()),
+    ]
+    for name, nodes in (("ds-mixed", ["gone-node", "n3"]), ("ds-ok", ["gone-node", "n5"])):
+        events.append((3.0, "ADDED", _node_name_in(make_pod(name).req(cpu="100m"), nodes)))
+    return events
+
+
+def replay_small_cluster(engine: Engine, directory: Path) -> None:
+    """:func:`small_cluster_events` stored as trace ``small`` and replayed as run ``small``."""
+    path = write_trace(directory / "small.jsonl", *small_cluster_events())
+    ingest_trace(engine, [TraceInput(path)], name="small")
+    config, registry = load()
+    replay_trace(engine, get_trace(engine, "small"), config, registry, name="small")
+
+
+@pytest.fixture
+def small_run(engine: Engine, tmp_path: Path) -> Engine:
+    """A database holding run ``small`` (:func:`small_cluster_events`)."""
+    replay_small_cluster(engine, tmp_path)
+    return engine
 
 
 @dataclass(frozen=True)
@@ -97,5 +152,6 @@ def door_runs(request: pytest.FixtureRequest,
     wide = write_trace(Path(directory) / "wide.jsonl", *wide_cluster_events())
     ingest_trace(engine, [TraceInput(wide)], name="wide")
     replay_trace(engine, get_trace(engine, "wide"), defaults, registry, name="wide")
+    replay_small_cluster(engine, Path(directory))
     yield DoorRuns(engine, url, _pods(engine))
     engine.dispose()

@@ -7,9 +7,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import Result
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, update
 
 from kaudit.queries.explain import explain_pod
 from kaudit.queries.pods import attempt_detail, pod_story
@@ -17,6 +18,7 @@ from kaudit.queries.runs import get_run, iter_run_events
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
+from kaudit.store.models import RunNode
 from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
@@ -32,14 +34,14 @@ def test_a_preemptor_is_bound_by_evicting_and_opens_on_its_preempting_attempt(
     story = explain_pod(sample_runs, "default", "web/payments-0")
     verdict = story["verdict"]
     assert verdict["state"] == "bound"
-    decisive = story["attempts"][verdict["decisiveAttempt"]]
+    decisive = story["attempts"][verdict["decisiveAttempt"] - 1]
     assert decisive["preemption"]["nominatedNode"] == story["boundNode"]
     assert verdict["victims"] == decisive["preemption"]["victims"]
     assert verdict["headline"].startswith(f"Bound to {story['boundNode']} at ")
     assert f"by evicting {decisive['preemption']['victims'][0]}" in verdict["headline"]
     assert "preempted lower priority 100, against the pod's 100000" in verdict["headline"]
     # the decisive attempt is not the last one: the pod was bound by a later attempt
-    assert verdict["decisiveAttempt"] < len(story["attempts"]) - 1
+    assert verdict["decisiveAttempt"] < len(story["attempts"])
     # every rejected node is in exactly one cause group
     assert sum(c["count"] for c in verdict["causes"]) == _rejected(decisive)
     for cause in verdict["causes"]:
@@ -54,7 +56,7 @@ def test_an_unschedulable_pod_names_the_concrete_causes(sample_runs: Engine) -> 
     story = explain_pod(sample_runs, "default", "web/ssd-cache")
     verdict = story["verdict"]
     assert verdict["state"] == "pending"
-    assert verdict["decisiveAttempt"] == len(story["attempts"]) - 1
+    assert verdict["decisiveAttempt"] == len(story["attempts"])
     assert verdict["headline"].startswith("Pending 8m30s: no node fits — ")
     texts = [c["text"] for c in verdict["causes"]]
     assert texts == ["10 don't match nodeSelector disktype=ssd", "1 cordoned",
@@ -79,7 +81,7 @@ def test_victims_placements_and_pods_kaudit_did_not_schedule(sample_runs: Engine
                                          f"on {preempt['node']}")
     placed = explain_pod(sample_runs, "default", "data/postgres-0")
     verdict = placed["verdict"]
-    assert verdict["state"] == "bound" and verdict["decisiveAttempt"] == 0
+    assert verdict["state"] == "bound" and verdict["decisiveAttempt"] == 1
     assert verdict["headline"].startswith(f"Placed on {placed['boundNode']} at 25 s: ")
     custom = explain_pod(sample_runs, "default", "default/custom-scheduled")["verdict"]
     assert custom["state"] == "bound-by-trace"
@@ -95,20 +97,23 @@ def test_text_json_and_page_carry_the_same_verdict(sample_runs: Engine,
         page = pod_story(sample_runs, "packing", pod)["verdict"]
         assert as_json == explained == page
         assert text[1] == explained["headline"]
-        index = explained["decisiveAttempt"]
-        if index is not None and explained["causes"]:
-            detail = attempt_detail(sample_runs, "packing", pod, index)
+        number = explained["decisiveAttempt"]
+        if number is not None and explained["causes"]:
+            detail = attempt_detail(sample_runs, "packing", pod, number)
             assert detail["causes"] == explained["causes"]
-            assert f"#{index} at" in "\n".join(text)
+            assert f"#{number} at" in "\n".join(text)
 
 
 def test_explain_refuses_an_attempt_the_pod_does_not_have(
         sample_runs: Engine, run_kaudit: Callable[..., Result]) -> None:
     result = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "7")
     assert result.exit_code == 2
-    assert "--attempt: web/ssd-cache has 3 attempt(s) in run default (0 to 2)" in result.output
-    shown = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "0", "--all-nodes")
-    assert shown.exit_code == 0 and "Attempt #0 at" in shown.output
+    assert ("--attempt: attempts are numbered from 1; web/ssd-cache has 3 attempt(s) in run "
+            "default (1 to 3)") in result.output
+    zero = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "0")
+    assert zero.exit_code == 2 and "attempts are numbered from 1" in zero.output
+    shown = run_kaudit("explain", "default", "web/ssd-cache", "--attempt", "1", "--all-nodes")
+    assert shown.exit_code == 0 and "Attempt #1 at" in shown.output
     assert shown.output.count("NodeAffinity") >= 10  # one row per rejected node
 
 
@@ -211,7 +216,7 @@ def test_a_preempted_pods_decisive_attempt_has_its_causes(sample_runs: Engine) -
     victim = next(e["pod"] for e in iter_run_events(sample_runs, run.id, kind="preempt"))
     story = explain_pod(sample_runs, "default", victim)
     verdict = story["verdict"]
-    attempt = story["attempts"][verdict["decisiveAttempt"]]
+    attempt = story["attempts"][verdict["decisiveAttempt"] - 1]
     assert verdict["state"] == "preempted"
     assert verdict["nodes"]["rejected"] == _rejected(attempt) > 0
     assert sum(c["count"] for c in verdict["causes"]) == _rejected(attempt)
@@ -234,7 +239,7 @@ def test_the_dra_verdict_states_the_claims_supply_and_selector(sample_runs: Engi
     for pod in waiting:
         story = explain_pod(engine, "dra", pod)
         verdict = story["verdict"]
-        notes = story["attempts"][verdict["decisiveAttempt"]].get("pluginNotes", {}).get(
+        notes = story["attempts"][verdict["decisiveAttempt"] - 1].get("pluginNotes", {}).get(
             "DynamicResources") or {}
         for request in notes.get("requests") or []:
             supply = f"{request['matching']} match, {request['free']} free"
@@ -268,3 +273,54 @@ def test_sampled_nodes_are_said_and_the_winner_leads_the_scores(door_runs: DoorR
     assert len(tied) > 20 and sorted(tied).index(selected) >= 20  # not on page one by name
     assert detail["scores"]["nodes"][0] == selected
     assert detail["scores"]["total"][0] == max(detail["scores"]["total"])
+
+
+def _causes_of(engine: Engine, pod: str) -> dict[str, tuple[str, str]]:
+    """The verdict's cause groups of ``pod`` in run ``small``, (cause, detail) by node."""
+    verdict = explain_pod(engine, "small", pod)["verdict"]
+    return {node: (c["cause"], c["detail"]) for c in verdict["causes"] for node in c["nodes"]}
+
+
+def test_every_resource_rejection_states_its_exact_amounts(small_run: Engine) -> None:
+    """n5 has 1500Mi of ephemeral-storage against 2Gi asked; n4 holds one pod in its one pod
+    slot and has no example.com/foo: every NodeResourcesFit reason gets its amounts."""
+    causes = _causes_of(small_run, "default/tolerant")
+    assert causes["n5"] == ("lack ephemeral-storage and example.com/foo",
+                            "ephemeral-storage needs 2Gi, free 1500Mi; "
+                            "example.com/foo needs 1, free 0")
+    assert causes["n4"] == ("lack pod slots and example.com/foo",
+                            "pod slots 1 of 1 pod in use; example.com/foo needs 1, free 0")
+
+
+def test_an_unrecorded_free_amount_is_never_said_to_be_0(small_run: Engine) -> None:
+    """A run stored before ephemeral-storage was kept in the timeline has no amount for it:
+    the cause names what the pod needs and says nothing about the free amount."""
+    with small_run.begin() as connection:
+        for row in connection.execute(select(RunNode.id, RunNode.extended)).all():
+            kept = {k: v for k, v in orjson.loads(row.extended).items()
+                    if k != "ephemeral-storage"}
+            connection.execute(update(RunNode).where(RunNode.id == row.id)
+                               .values(extended=orjson.dumps(kept).decode()))
+    verdict = explain_pod(small_run, "small", "default/tolerant")["verdict"]
+    detail = next(c["detail"] for c in verdict["causes"] if "n5" in c["nodes"])
+    assert detail.startswith("ephemeral-storage needs 2Gi; ")
+    assert "lack ephemeral-storage (needs 2Gi) and" in verdict["headline"]
+
+
+def test_a_prefilter_result_naming_an_absent_node_narrows_to_the_real_ones(
+        small_run: Engine) -> None:
+    """``metadata.name In [gone-node, n3]``: NodeAffinity's PreFilterResult keeps n3 and
+    leaves the other 5 nodes out (upstream: ``node(s) didn't satisfy plugin(s)
+    [NodeAffinity]``, UnschedulableAndUnresolvable); the 1 evaluated node is no sample."""
+    verdict = explain_pod(small_run, "small", "default/ds-mixed")["verdict"]
+    assert verdict["summary"][0] == (
+        "Decisive attempt #1: 1 of 6 nodes evaluated, 0 feasible, 1 rejected (PreFilter "
+        "narrowed the candidates to n3 (gone-node is not a node of the cluster)).")
+    assert [(c["count"], c["reasons"], c["nodes"]) for c in verdict["causes"]] == [
+        (5, ["node(s) didn't satisfy plugin(s) [NodeAffinity]"], ["n1", "n2", "n4", "n5", "n6"]),
+        (1, ["node(s) had untolerated taint(s)"], ["n3"])]
+    assert "no node fits — 5 not in NodeAffinity's PreFilter result, 1 tainted" in \
+        verdict["headline"]
+    placed = explain_pod(small_run, "small", "default/ds-ok")["verdict"]
+    assert "PreFilter narrowed the candidates to n5 (gone-node is not" in placed["summary"][0]
+    assert "percentageOfNodesToScore" not in placed["summary"][0]

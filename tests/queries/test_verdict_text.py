@@ -94,3 +94,9 @@ def test_a_note_without_causes_never_contradicts_the_counts() -> None:
     assert verdict_text.causes_note({"evaluatedNodes": 0, "feasibleNodes": 0}, []) == \
         "No node was evaluated."
     assert verdict_text.causes_note(None, []) == "kaudit made no attempt for this pod."
+
+
+def test_one_feasible_node_found_is_singular() -> None:
+    attempt = {"evaluatedNodes": 100, "feasibleNodes": 1, "allNodes": 500}
+    assert verdict_text.node_counts(attempt).endswith(
+        "(percentageOfNodesToScore: filtering stopped once 1 feasible node was found)")

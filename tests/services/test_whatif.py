@@ -113,7 +113,7 @@ def test_a_what_if_words_its_causes_as_explain_words_the_replayed_attempt(
     cause: the unmatched selector, the cordon, the untolerated taint)."""
     story = explain_pod(sample_runs, "default", "web/ssd-cache")
     verdict = story["verdict"]
-    decisive = story["attempts"][verdict["decisiveAttempt"]]
+    decisive = story["attempts"][verdict["decisiveAttempt"] - 1]
     assert verdict["causes"], "the sample's ssd-cache pod fits nowhere"
     run = get_run(sample_runs, "default")
     obj = pod_object_at(sample_runs, trace_id_of(sample_runs, run.id), "web/ssd-cache",

@@ -28,10 +28,13 @@ K.start(async ({run, pod}) => {
   }), {hovermode: "closest", barmode: "overlay", showlegend: false,
     xaxis: {title: {text: "seconds since the run started"}}, margin: {l: 100, r: 15, t: 10, b: 45}});
 
-  let chosen = verdict.decisiveAttempt ?? story.attempts.length - 1;
+  // A pod kaudit never tried has no attempt sections (the page says why instead).
+  if (!story.attempts.length) return;
+  // Attempts are numbered from 1, as the records and kaudit explain number them.
+  let chosen = verdict.decisiveAttempt ?? story.attempts.length;
   function drawAttempts() {
     K.fill("attempts", K.table([
-      {label: "#", value: (a) => el("a", {href: "#attempt", text: a.index === verdict.decisiveAttempt ? `${a.index} (decisive)` : a.index, onclick: () => select(a.index)}), class: "num"},
+      {label: "#", value: (a) => el("a", {href: "#attempt", text: a.attempt === verdict.decisiveAttempt ? `${a.attempt} (decisive)` : a.attempt, onclick: () => select(a.attempt)}), class: "num"},
       {label: "t (s)", value: (a) => K.num(a.t, 3), class: "num"},
       {label: "Cycle", value: (a) => a.cycle, class: "num"},
       {label: "Result", value: (a) => a.result, class: (a) => a.result},
@@ -40,7 +43,7 @@ K.start(async ({run, pod}) => {
       {label: "Feasible", value: (a) => a.feasibleNodes, class: "num"},
       {label: "Message", value: (a) => a.message, class: "message"},
     ], story.attempts, {id: "attempts-table"}));
-    document.querySelectorAll("#attempts-table tbody tr").forEach((tr, i) => tr.classList.toggle("chosen", i === chosen));
+    document.querySelectorAll("#attempts-table tbody tr").forEach((tr, i) => tr.classList.toggle("chosen", i + 1 === chosen));
   }
 
   let filterOffset = 0;
@@ -85,12 +88,12 @@ K.start(async ({run, pod}) => {
     return parts;
   }
 
-  async function select(index) {
-    chosen = index;
+  async function select(number) {
+    chosen = number;
     drawAttempts();
-    if (index < 0) return;
-    detail = await K.api(`${base}/attempts/${index}`);
-    K.fill("attempt-title", `${index} at t = ${K.num(detail.t, 3)} s (${detail.time}): ${detail.countsText}`);
+    if (number < 1) return;
+    detail = await K.api(`${base}/attempts/${number}`);
+    K.fill("attempt-title", `${number} at ${detail.momentText}: ${detail.countsText}`);
     K.fill("attempt-message", detail.outcomeText);
     const devices = (detail.pluginNotes || {}).DynamicResources;
     K.fill("attempt-devices", ...(devices ? deviceNotes(devices, detail.deviceLines) : []));
@@ -146,7 +149,7 @@ K.start(async ({run, pod}) => {
       ["Error", "#8e44ad"], ["not run", "#cccccc"]].map(([name, color]) => ({type: "scatter", mode: "markers",
       x: [null], y: [null], name, hoverinfo: "skip", marker: {color, symbol: "square", size: 11}}))],
     {hovermode: "closest", showlegend: true, xaxis: {showticklabels: matrix.nodes.length <= 40, type: "category"}, margin: {l: 170, r: 15, t: 30, b: 60}});
-    K.fill("scores", K.table([
+    K.fill("scores", !scores.nodes.length ? el("p", {class: "note", text: detail.scoresNote}) : K.table([
       {label: "Node", value: (i) => scores.nodes[i], class: "node"},
       {label: "Total", value: (i) => scores.total[i], class: "num total"},
       ...scores.plugins.map((plugin, p) => ({label: `${plugin} ×${scores.weights[plugin]}`,
