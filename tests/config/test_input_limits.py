@@ -4,10 +4,14 @@ backoffs, extender TLS settings), and configuration files meet the input limits.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from kaudit.cli import cli
 
@@ -85,3 +89,56 @@ def test_configuration_files_meet_the_input_limits(text: str, reason: str,
     shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
     assert shown.exit_code == 2, shown.output
     assert shown.output.startswith(f"kaudit: error: {config}{reason}"), shown.output
+
+
+# A configuration's every door agrees: config show accepts exactly what replay runs.
+INT_EDGES = st.sampled_from([0, -1, 1, 100, 101, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -(2**63)])
+
+
+def _top_level(name: str) -> Callable[[dict[str, Any], int], None]:
+    def put(document: dict[str, Any], value: int) -> None:
+        document[name] = value
+    return put
+
+
+def _profile(plugin_config: Callable[[int], dict[str, Any]]
+             ) -> Callable[[dict[str, Any], int], None]:
+    def put(document: dict[str, Any], value: int) -> None:
+        document["profiles"] = [{"schedulerName": "default-scheduler", **plugin_config(value)}]
+    return put
+
+
+SETTERS: dict[str, Callable[[dict[str, Any], int], None]] = {
+    **{name: _top_level(name) for name in ("podInitialBackoffSeconds", "podMaxBackoffSeconds",
+                                           "parallelism", "percentageOfNodesToScore")},
+    "extender weight": lambda document, weight: document.update(extenders=[{
+        "urlPrefix": "http://127.0.0.1:9", "prioritizeVerb": "prioritize", "weight": weight,
+        "ignorable": True, "httpTimeout": "1ms"}]),
+    "score weight": _profile(lambda weight: {"plugins": {"score": {"enabled": [
+        {"name": "NodeResourcesFit", "weight": weight}]}}}),
+    "bindTimeoutSeconds": _profile(lambda seconds: {"pluginConfig": [
+        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": seconds}}]}),
+}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.lists(st.tuples(st.sampled_from(sorted(SETTERS)), INT_EDGES), min_size=1,
+                        max_size=3))
+@example(changes=[("podInitialBackoffSeconds", 2**63 - 1), ("podMaxBackoffSeconds", 2**63 - 1)])
+def test_config_show_accepts_exactly_what_replay_runs(
+        changes: list[tuple[str, int]], tmp_path_factory: pytest.TempPathFactory) -> None:
+    tmp_path = tmp_path_factory.mktemp("cfg")
+    document: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                "kind": "KubeSchedulerConfiguration"}
+    for name, value in changes:
+        SETTERS[name](document, value)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(document))
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert shown.exit_code in (0, 2), shown.output
+    code, output = _replay(tmp_path, config)
+    assert code == shown.exit_code, (shown.output, output)
+    if code == 2:
+        assert output.strip().splitlines()[-1] == shown.output.strip().splitlines()[-1]
+    else:
+        assert json.loads(output[output.index("{"):])["status"] == "complete"

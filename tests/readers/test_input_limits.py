@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kaudit.cli import cli
-from kaudit.input_limits import MAX_DEPTH, TOO_DEEP
+from kaudit.input_limits import TOO_DEEP
 from tests.data.audit.make_audit_log import event, node
 
 WATCH_NODE = {"ts": 0, "type": "ADDED", "object": {
@@ -94,16 +94,6 @@ def test_inputs_beyond_the_limits_are_refused_naming_file_line_and_field(
                                 catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"kaudit: error: {tmp_path}/{expected}"), result.output
-
-
-def test_nesting_within_the_limit_is_stored(tmp_path: Path) -> None:
-    doc = json.loads(json.dumps(WATCH_NODE))
-    doc["object"]["spec"] = {"deep": _nested(MAX_DEPTH - 10)}
-    path = tmp_path / "ok.jsonl"
-    path.write_text(json.dumps(doc) + "\n")
-    result = CliRunner().invoke(cli, ["ingest", str(path), "--db", f"sqlite:///{tmp_path}/k.db"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
 
 
 def test_the_depth_refusal_says_the_limit(tmp_path: Path) -> None:

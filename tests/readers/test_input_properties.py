@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kaudit.cli import cli
@@ -184,20 +184,32 @@ BOUNDED = settings(max_examples=12, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def _inside(reader: str, key: str, value: str) -> tuple[int, int, str, str]:
+    """An edit splicing ``value`` into the object after ``key`` on the first line holding it."""
+    number = next(i for i, line in enumerate(REAL[reader]) if key in line)
+    return number, REAL[reader][number].index(key) + len(key), "splice", value
+
+
+EDITS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6),
+                          st.sampled_from(["splice", "value", "truncate"]),
+                          st.sampled_from(HOSTILE_JSON)), min_size=1, max_size=3)
+
+
 @BOUNDED
-@given(reader=st.sampled_from(sorted(REAL)), data=st.data())
+@given(reader=st.sampled_from(sorted(REAL)), edits=EDITS)
+@example(reader="watch.jsonl", edits=[_inside("watch.jsonl", '"object":', HOSTILE_JSON[0])])
+@example(reader="audit.log", edits=[_inside("audit.log", '"requestObject":', HOSTILE_JSON[1])])
+@example(reader="export.json", edits=[_inside("export.json", '"pods":', HOSTILE_JSON[0])])
 def test_any_mutation_of_a_real_json_input_ingests_and_replays_or_is_refused_cleanly(
-        reader: str, data: st.DataObject) -> None:
+        reader: str, edits: list[tuple[int, int, str, str]]) -> None:
     lines = list(REAL[reader])
-    for _ in range(data.draw(st.integers(1, 3))):
-        number = data.draw(st.integers(0, len(lines) - 1))
+    for line_at, position_at, how, value in edits:
+        number = line_at % len(lines)
         line = lines[number]
-        position = data.draw(st.integers(0, max(len(line) - 1, 0)))
-        how = data.draw(st.sampled_from(["splice", "value", "truncate"]))
+        position = position_at % max(len(line), 1)
         if how == "truncate":
             lines[number] = line[:position]
         else:
-            value = data.draw(st.sampled_from(HOSTILE_JSON))
             lines[number] = (_splice_json if how == "splice" else _splice_value)(
                 line, position, value)
     with tempfile.TemporaryDirectory() as directory:
