@@ -22,7 +22,7 @@ from kaudit.cli.options import (
     stderr_stream,
 )
 from kaudit.errors import InputError
-from kaudit.input_limits import number_option
+from kaudit.input_limits import MAX_INT, MIN_INT, number_option
 from kaudit.model.timestamps import MAX_SECONDS, format_timestamp, parse_timestamp
 from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.formats import ALIBABA, AUTO, FAMILIES
@@ -142,7 +142,8 @@ def trace_input_options(format_flag: str = "--format", seed_flag: str = "--seed"
                      help="Alibaba trace: pods arrive in a seeded random order, --step apart "
                           "(default 0.01 s), instead of at their creation times (the FGD "
                           "paper's protocol)."),
-        click.option(seed_flag, "alibaba_seed", type=int, default=42, show_default=True,
+        click.option(seed_flag, "alibaba_seed", type=click.IntRange(MIN_INT, MAX_INT), default=42,
+                     show_default=True,
                      help="Alibaba trace: seed of --shuffle and --gpu-load sampling."),
         click.option("--gpu-load", type=float, metavar="RATIO",
                      help="Alibaba trace: add random copies of pods (or leave pods out) until "

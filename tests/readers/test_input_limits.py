@@ -150,3 +150,15 @@ def test_audit_events_of_another_version_or_with_a_numeric_time_are_refused(
                                 catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert result.output.strip() == f"kaudit: error: {path}:2: {reason}", result.output
+
+
+def test_a_seed_beyond_int64_is_a_usage_error(tmp_path: Path) -> None:
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nopenb-node-0000,64000,262144,2,P100\n")
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                    "openb-pod-0000,12000,16384,1,1000\n")
+    result = CliRunner().invoke(cli, ["ingest", str(nodes), str(pods), "--seed", "1" + "0" * 27,
+                                      "--db", f"sqlite:///{tmp_path}/k.db"],
+                                catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--seed'" in result.output
