@@ -138,9 +138,17 @@ HOSTILE_CELLS = ["9" * 5000, "9" * 25, "-1", "", "1e400", "abc", "1.5", "0000000
 
 
 def _real_lines() -> dict[str, list[str]]:
-    """Small real inputs of every line-oriented reader."""
+    """Small real inputs of every JSON reader: native and kubectl watch streams, simulator
+    records (the sample's events as the recorder writes them), an audit log, a simulator
+    export."""
+    events = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:24]]
+    verbs = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
     return {
-        "watch.jsonl": SAMPLE.read_text().splitlines()[:24],
+        "watch.jsonl": [json.dumps(event) for event in events],
+        "kubectl.jsonl": [json.dumps({"type": e["type"], "object": e["object"]})
+                          for e in events],
+        "records.jsonl": [json.dumps({"time": e["ts"], "event": verbs[e["type"]],
+                                      "resource": e["object"]}) for e in events],
         "audit.log": (DATA / "audit" / "audit.log").read_text().splitlines(),
         "export.json": [(DATA / "simulator" / "export.json").read_text()],
     }
