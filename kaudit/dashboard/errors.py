@@ -10,6 +10,7 @@ script); Plotly draws its own styles, so inline styles are allowed.
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from flask import Flask, Response, g, jsonify, render_template, request
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -23,11 +24,20 @@ log = logging.getLogger("kaudit.dashboard")
 FINAL_MAX_AGE = 300
 # PostgreSQL: undefined table, invalid catalog name (the database was dropped or recreated).
 _MISSING_SCHEMA_CODES = {"42P01", "3D000"}
+#: SQLite's words for a file damaged past its header.
+_DAMAGED_SQLITE = ("database disk image is malformed", "file is not a database")
+
+
+def database_damaged(exc: DBAPIError) -> bool:
+    """SQLite found the file damaged past its header (only a query reads those pages)."""
+    return isinstance(exc.orig, sqlite3.DatabaseError) and any(
+        text in str(exc.orig) for text in _DAMAGED_SQLITE)
 
 
 def database_unavailable(exc: DBAPIError) -> bool:
-    """The database is down, gone, or no longer holds kaudit's tables (not a bug of ours)."""
-    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+    """The database is down, gone, damaged, or no longer holds kaudit's tables (not a bug of
+    ours)."""
+    if isinstance(exc, OperationalError) or exc.connection_invalidated or database_damaged(exc):
         return True
     code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
     return code in _MISSING_SCHEMA_CODES
@@ -73,6 +83,9 @@ def init_app(app: Flask) -> None:
     def database_error(exc: DBAPIError):  # type: ignore[no-untyped-def]
         if database_unavailable(exc):
             log.error("%s %s: database unavailable: %s", request.method, request.path, exc.orig)
+            if database_damaged(exc):
+                return _answer(503, f"the event-log database is damaged ({exc.orig}); "
+                                    "restore it from a copy")
             return _answer(503, "the event-log database is unavailable or no longer holds "
                                 "kaudit's schema; the server log has the details")
         log.exception("%s %s failed", request.method, request.path)

@@ -164,6 +164,32 @@ def test_an_sqlite_file_deleted_overwritten_or_replaced_under_the_server_is_noti
         app.extensions["kaudit.engine"].dispose()
 
 
+def test_an_sqlite_file_damaged_past_its_header_is_unavailable_not_an_error(
+        run_kaudit: Callable[..., Result], small_app: Flask, sqlite_file: Path) -> None:
+    """Random bytes over every page but the first: the header still reads as SQLite's, so
+    only a query finds the damage ("database disk image is malformed"); that is the
+    database's state, not a bug of ours: 503 with the reason, never 500."""
+    app = create_app({"KAUDIT_DB": str(sqlite_file), "TESTING": True,
+                      "DATABASE_CHECK_SECONDS": 0.0})
+    client = app.test_client()
+    try:
+        assert {status for status, _ in _answers(client).values()} == {200}
+        with sqlite3.connect(sqlite_file) as connection:
+            page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = sqlite_file.stat().st_size
+        with open(sqlite_file, "r+b") as file:
+            file.seek(page_size)
+            file.write(random.Random(11).randbytes(size - page_size))
+        app.extensions["kaudit.engine"].dispose()  # no page of the old file in a cache
+        answers = _answers(client)
+        assert {status for status, _ in answers.values()} == {503}, answers
+        assert all("damaged" in error or "malformed" in error
+                   for _, error in answers.values()), answers
+    finally:
+        app.extensions["kaudit.engine"].dispose()
+
+
 def test_a_run_whose_owner_is_gone_shows_as_abandoned(small_app: Flask, db_url: str) -> None:
     """A replay killed without a word leaves its run "running"; the dashboard says what it
     really is (the CLI's and the API's shared query layer decides)."""
