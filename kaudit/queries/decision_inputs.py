@@ -156,6 +156,13 @@ def _requests_summary(requests: dict[str, int], scoring: dict[str, int]) -> str:
     return text
 
 
+def _pod_claim_text(raw: dict[str, Any]) -> str:
+    """One of ``spec.resourceClaims``: ``gpu (from template gpu-tmpl)``, ``gpu (claim x)``."""
+    if raw.get("resourceClaimTemplateName"):
+        return f"{raw.get('name')} (from template {raw['resourceClaimTemplateName']})"
+    return f"{raw.get('name')} (claim {raw.get('resourceClaimName')})"
+
+
 @dataclass(frozen=True)
 class PodInputs:
     """What the scheduler read from the pod, raw and as text."""
@@ -222,6 +229,7 @@ def pod_inputs(obj: dict[str, Any], priority: int | None) -> PodInputs:
                               spec.get("topologySpreadConstraints") or []],
         "hostPorts": ports,
         "schedulingGates": [g.get("name") for g in spec.get("schedulingGates") or []],
+        "resourceClaims": [_pod_claim_text(c) for c in spec.get("resourceClaims") or []],
         "gpu": _gpu_text(obj),
     }
     tolerations = tuple(Toleration.parse(t) for t in spec.get("tolerations") or [])

@@ -51,8 +51,9 @@ def device_supply(request: Mapping[str, Any], selectors: Sequence[str] = ()) -> 
     """``request gpu: 1 of class gpu.example.com, 16 match, 0 free (selector …)``."""
     if "error" in request:
         return f"request {request['request']}: {request['error']}"
-    text = (f"request {request['request']}: {request['count']} of class "
-            f"{request['deviceClass']}, {request['matching']} match, {request['free']} free")
+    text = f"request {request['request']}: {request['count']} of class {request['deviceClass']}"
+    if "matching" in request:
+        text += f", {request['matching']} match, {request['free']} free"
     if selectors:
         text += f", selector {' && '.join(selectors)}"
     return text
@@ -80,13 +81,50 @@ def device_lines(notes: Mapping[str, Any] | None,
     return lines
 
 
+def claim_requests(claim: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A ResourceClaim's requests as the supply notes name them (``request``, ``count``,
+    ``deviceClass``; a request with alternatives names each subrequest ``gpu/a100``)."""
+    found = []
+    for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        name = str(request.get("name"))
+        alternatives = request.get("firstAvailable") or []
+        chosen = [(f"{name}/{a.get('name')}", a) for a in alternatives] or [
+            (name, request.get("exactly") or request)]
+        for label, spec in chosen:
+            count = (spec.get("count", 1)
+                     if spec.get("allocationMode", "ExactCount") == "ExactCount" else "All")
+            found.append({"request": label, "count": count,
+                          "deviceClass": spec.get("deviceClassName")})
+    return found
+
+
 def claim_summaries(notes: Mapping[str, Any] | None,
                     claims: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """Each short request's supply, for a cause's detail and the verdict's summary."""
+    """Each request's supply, for a cause's detail and the verdict's summary: as the attempt's
+    notes counted it, or, where they did not (a placed pod's attempt in runs stored before
+    the notes counted it), the request and its selectors from the pod's ResourceClaims."""
     if not notes:
         return []
-    return [device_supply(r, claim_selectors((claims or {}).get(r["claim"]), r["request"]))
-            for r in notes.get("requests") or []]
+    if notes.get("requests"):
+        return [device_supply(r, claim_selectors((claims or {}).get(r["claim"]),
+                                                 r["request"]))
+                for r in notes.get("requests") or []]
+    summaries = []
+    for entry in notes.get("claims") or []:
+        claim = (claims or {}).get(entry.get("claim"))
+        if claim is None or entry.get("allocated"):
+            continue
+        summaries += [device_supply(r, claim_selectors(claim, r["request"]))
+                      for r in claim_requests(claim)]
+    return summaries
+
+
+def claim_inputs(claims: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The pod's ResourceClaims as inputs of its decisions: one (claim, requests) pair each,
+    its requests worded as the supply is (class, count, selectors)."""
+    return [(ref, "; ".join(device_supply(r, claim_selectors(claim, r["request"]))
+                            for r in claim_requests(claim)) or "no requests")
+            for ref, claim in sorted(claims.items())]
 
 
 # --- extenders ---------------------------------------------------------------------------

@@ -477,7 +477,7 @@ def pod_verdict(engine: Engine, run: RunSummary, key: str, records: Sequence[Pod
     verdict["causesTitle"] = verdict_text.causes_title(attempt)
     verdict["inputs"] = inputs.document
     verdict["inputsLines"] = [list(line) for line in verdict_text.input_lines(
-        inputs.document, verdict.get("gpusText"))]
+        inputs.document, verdict.get("gpusText"), record_text.claim_inputs(claims))]
     return verdict
 
 

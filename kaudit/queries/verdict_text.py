@@ -138,10 +138,10 @@ def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
     if plugin == "NodePorts":
         cause = f"already use host port {', '.join(host_ports) or 'its host ports'}"
         return CauseWords(cause, "", cause)
-    if plugin == "DynamicResources" and devices:
+    if plugin == "DynamicResources":
         cause = "; ".join(reasons)
         detail = "; ".join(devices)
-        return CauseWords(cause, detail, f"{cause} ({detail})")
+        return CauseWords(cause, detail, f"{cause} ({detail})" if detail else cause)
     cause = f"rejected by {plugin}: {'; '.join(reasons)}"
     return CauseWords(cause, "", cause)
 
@@ -158,10 +158,13 @@ def cause_line(count: int, phrase: str) -> str:
     return f"{count:,} {phrase}"
 
 
-def input_lines(inputs: Mapping[str, Any], gpus: str | None = None) -> list[tuple[str, str]]:
+def input_lines(inputs: Mapping[str, Any], gpus: str | None = None,
+                claims: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The pod as the scheduler saw it, one (label, text) line per input: requests exactly
     with the amounts scored, priority, selectors and affinity, tolerations, spread, host
-    ports, GPU devices (``gpus``: the devices it holds), gates, scheduler."""
+    ports, GPU devices (``gpus``: the devices it holds), its ResourceClaims (``claims``:
+    (claim, its requests) pairs; the spec's names where kaudit saw none), gates,
+    scheduler."""
     if not inputs.get("found"):
         return [("pod", "the trace holds no object for it (created by the replay)")]
     priority = inputs.get("priority")
@@ -190,6 +193,10 @@ def input_lines(inputs: Mapping[str, Any], gpus: str | None = None) -> list[tupl
         lines.append(("host ports", ", ".join(inputs["hostPorts"])))
     if inputs.get("gpu"):
         lines.append(("GPU devices", inputs["gpu"] + (f"; holds {gpus}" if gpus else "")))
+    for i, (claim, requests) in enumerate(claims):
+        lines.append(("ResourceClaims" if i == 0 else "", f"{claim}: {requests}"))
+    if not claims and inputs.get("resourceClaims"):
+        lines.append(("ResourceClaims", ", ".join(inputs["resourceClaims"])))
     if inputs.get("schedulingGates"):
         lines.append(("gates", ", ".join(inputs["schedulingGates"])))
     if inputs.get("schedulerName") != "default-scheduler":

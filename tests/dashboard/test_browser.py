@@ -339,6 +339,26 @@ def test_pod_page_shows_what_explain_says(server: dict[str, Any], browser: Any,
     visit.close()
 
 
+def test_an_attempt_without_scores_says_why_instead_of_an_empty_table(
+        server: dict[str, Any], browser: Any) -> None:
+    """report-gen's decisive attempt found one feasible node, which upstream does not score:
+    the score section says so; the attempt's title is its number from 1 and its moment."""
+    from kaudit.queries.pods import attempt_detail
+
+    explained = explain_pod(server["engine"], "default", "batch/report-gen")
+    number = explained["verdict"]["decisiveAttempt"]
+    detail = attempt_detail(server["engine"], "default", "batch/report-gen", number)
+    assert detail["scoresNote"] and not detail["scores"]["nodes"]
+    visit = Visit(browser, server["base"])
+    page = visit.open("/runs/default/pods/batch/report-gen")
+    _until(page, lambda: page.locator("#scores p.note").count() > 0)
+    assert page.inner_text("#scores") == detail["scoresNote"]
+    assert page.locator("#score-table").count() == 0
+    assert page.inner_text("#attempt-title") == (
+        f"{number} at {detail['momentText']}: {detail['countsText']}")
+    visit.close()
+
+
 def _moved_by_bin_packing(engine: Any) -> str:
     from kaudit.queries.diff import diff_runs
 

@@ -4,6 +4,7 @@ grouped by cause at any scale."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -324,3 +325,37 @@ def test_a_prefilter_result_naming_an_absent_node_narrows_to_the_real_ones(
     placed = explain_pod(small_run, "small", "default/ds-ok")["verdict"]
     assert "PreFilter narrowed the candidates to n5 (gone-node is not" in placed["summary"][0]
     assert "percentageOfNodesToScore" not in placed["summary"][0]
+
+
+def test_every_dra_rejection_states_the_request_selector_and_supply(
+        door_runs: DoorRuns) -> None:
+    """Placed or pending, a pod's nodes that could not allocate its claims are worded alike:
+    upstream's reason, the request with its selector and how many devices match and are
+    free; the pod's claims are among its inputs."""
+    engine = door_runs.engine
+    placed = pending = 0
+    for pod in door_runs.pods["dra"]:
+        story = explain_pod(engine, "dra", pod)
+        verdict = story["verdict"]
+        claims = [e["object"] for e in story["events"] if e["kind"] == "claim"]
+        if claims:
+            names = {f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in claims}
+            listed = [text for label, text in verdict["inputsLines"]
+                      if label.strip() in ("ResourceClaims", "")]
+            assert {text.split(":")[0] for text in listed} >= names, verdict["inputsLines"]
+        for cause in verdict["causes"]:
+            if cause["reasons"] != ["cannot allocate all claims"]:
+                continue
+            assert cause["cause"] == "; ".join(cause["reasons"])
+            for request in cause["detail"].split("; request "):
+                assert re.match(r"(request )?\S+: \d+ of class \S+, \d+ match, \d+ free",
+                                request), cause
+            for claim in claims:
+                for entry in claim["spec"]["devices"]["requests"]:
+                    for selector in (entry.get("exactly") or {}).get("selectors") or []:
+                        assert selector["cel"]["expression"] in cause["detail"]
+            if verdict["state"] == "bound":
+                placed += 1
+            else:
+                pending += 1
+    assert placed and pending

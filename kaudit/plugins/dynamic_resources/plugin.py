@@ -427,8 +427,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     def attempt_notes(self, state: CycleState, selected: str | None) -> dict[str, Any] | None:
         """For explanations: the pod's claims; the devices the chosen node's allocation
-        holds; when the pod fit nowhere, how many devices in the cluster each request's
-        selectors match and how many of those are free."""
+        holds; how many devices in the cluster each request's selectors match and how many
+        of those are free (the nodes that could not allocate the claims, placed or not)."""
         found = state.read(STATE_KEY)
         if not isinstance(found, ClaimsState) or not found.claims:
             return None
@@ -442,7 +442,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                                                                  "device") if k in r}}
                 for claim, allocation in zip(found.to_allocate, allocations, strict=False)
                 for r in (allocation.get("devices") or {}).get("results") or []]
-        elif selected is None and found.allocator is not None and found.cluster is not None:
+        if found.allocator is not None and found.cluster is not None and found.to_allocate:
+            # placed or not: the supply explains the nodes that could not allocate the claims
             notes["requests"] = request_supply(found.allocator, found.to_allocate)
         return notes
 
