@@ -107,7 +107,7 @@ def test_pod_json_states_the_same_facts_as_explain(app: Flask, client: FlaskClie
     assert len(story["attempts"]) == len(explained["attempts"])
     for index, expected in enumerate(explained["attempts"]):
         summary = story["attempts"][index]
-        detail = _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/{index}")
+        detail = _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/{index + 1}")
         for key in ("selectedNode", "message", "evaluatedNodes", "feasibleNodes", "cycle",
                     "time", "tiedNodes", "preFilter", "preScore"):
             assert detail[key] == expected[key], key
@@ -118,12 +118,13 @@ def test_pod_json_states_the_same_facts_as_explain(app: Flask, client: FlaskClie
             assert detail["preemption"] == expected["preemption"]
             assert summary["victims"] == expected["preemption"]["victims"]
     _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/99", 404)
+    _json(client, f"/api/v1/runs/default/pods/{pod}/attempts/0", 404)  # numbered from 1
 
 
 def test_winner_against_runner_up(client: FlaskClient) -> None:
     story = _json(client, "/api/v1/runs/packing/pods/data/postgres-1")
     detail = _json(client, f"/api/v1/runs/packing/pods/data/postgres-1/attempts/"
-                           f"{len(story['attempts']) - 1}")
+                           f"{len(story['attempts'])}")
     decision = detail["decision"]
     assert decision["winner"] == story["boundNode"]
     totals = dict(zip(detail["scores"]["nodes"], detail["scores"]["total"], strict=True))

@@ -275,7 +275,7 @@ def test_the_pod_page_and_whatif_show_extender_verdicts_and_scores(
     a = f"{extender_service.url}a"
     assert run_kaudit("replay", "ext", "--config", str(scenario), "--name", "live").exit_code == 0
     client = create_app({"KAUDIT_DB": db_url, "TESTING": True}).test_client()
-    detail = client.get("/api/v1/runs/live/pods/default/p1/attempts/0").get_json()
+    detail = client.get("/api/v1/runs/live/pods/default/p1/attempts/1").get_json()
     filters = detail["filter"]
     row = filters["plugins"].index(a)
     n3 = filters["nodes"].index("n3")
