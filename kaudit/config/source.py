@@ -19,6 +19,7 @@ from kaudit.input_limits import (
     TOO_DEEP,
     BoundedSafeLoader,
     check_json_value,
+    integer_from_text,
     read_document,
 )
 
@@ -52,7 +53,7 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _parse_json(text: str, source: str) -> Any:
     try:
-        document = json.loads(text, object_pairs_hook=_json_object)
+        document = json.loads(text, object_pairs_hook=_json_object, parse_int=integer_from_text)
         check_json_value(document)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}:{exc.lineno}: {exc.msg}") from None

@@ -81,6 +81,8 @@ def test_the_largest_int64_backoff_is_accepted_and_replays_to_the_end(tmp_path: 
     (HEADER + "parallelism: !!binary aGVsbG8=\n", ":3: tag !!binary is not allowed"),
     ('{"apiVersion": "kubescheduler.config.k8s.io/v1",\t"parallelism": 1e400}',
      ": parallelism: inf is not a finite number"),
+    ('{"apiVersion": "kubescheduler.config.k8s.io/v1",\t"parallelism": ' + "9" * 5000 + "}",
+     ": integer 9999999999…(5000 digits) is beyond the 64-bit range"),
 ])
 def test_configuration_files_meet_the_input_limits(text: str, reason: str,
                                                    tmp_path: Path) -> None:
