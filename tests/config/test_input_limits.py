@@ -144,3 +144,42 @@ def test_config_show_accepts_exactly_what_replay_runs(
         assert output.strip().splitlines()[-1] == shown.output.strip().splitlines()[-1]
     else:
         assert json.loads(output[output.index("{"):])["status"] == "complete"
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+REAL_CONFIGS = {path.name: path.read_text() for path in (
+    REPOSITORY / "traces" / "sample-bin-packing.yaml", REPOSITORY / "traces" / "fgd-paper" /
+    "FGD.yaml")}
+HOSTILE_YAML = ["[" * 300 + "]" * 300, "9" * 25, "9" * 5000, "-" + "9" * 19, "1.0e+400", ".nan",
+                "!!binary aGVsbG8=", "!!set {a: null}", "&a [*a]", "2026-01-01T00:00:00Z",
+                "0x" + "f" * 40, "null", "[]", "{}", "''", "-1", "2147483648"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(REAL_CONFIGS)), line=st.integers(0, 10**6),
+       how=st.sampled_from(["value", "key", "truncate"]), value=st.sampled_from(HOSTILE_YAML))
+@example(name="sample-bin-packing.yaml", line=12, how="value", value="9" * 5000)
+def test_any_mutation_of_a_real_configuration_replays_or_is_refused_cleanly(
+        name: str, line: int, how: str, value: str,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    tmp_path = tmp_path_factory.mktemp("cfg")
+    lines = REAL_CONFIGS[name].splitlines()
+    number = line % len(lines)
+    text = lines[number]
+    if how == "value" and ":" in text:
+        lines[number] = text[:text.index(":") + 1] + " " + value
+    elif how == "key":
+        indent = text[:len(text) - len(text.lstrip(" -"))].replace("-", " ")
+        lines.insert(number + 1, f"{indent}zz: {value}")
+    else:
+        lines = [*lines[:number], text[:len(text) // 2]]
+    config = tmp_path / name
+    config.write_text("\n".join(lines) + "\n")
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert shown.exit_code in (0, 2), shown.output
+    if shown.exit_code == 2:
+        assert shown.output.startswith(f"kaudit: error: {config}"), shown.output
+        return
+    code, output = _replay(tmp_path, config)
+    assert code == 0, output
+    assert json.loads(output[output.index("{"):])["status"] == "complete"

@@ -249,6 +249,8 @@ items:
 @BOUNDED
 @given(line=st.integers(3, SNAPSHOT_YAML.count("\n") - 1),
        value=st.sampled_from(HOSTILE_YAML), where=st.sampled_from(["value", "key", "item"]))
+@example(line=7, value="!!binary aGVsbG8=", where="key")
+@example(line=7, value="9" * 5000, where="key")
 def test_any_mutation_of_a_yaml_snapshot_ingests_and_replays_or_is_refused_cleanly(
         line: int, value: str, where: str) -> None:
     lines = SNAPSHOT_YAML.splitlines()
@@ -278,6 +280,8 @@ ALIBABA_PODS = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_ph
 @given(table=st.sampled_from(["nodes", "pods"]), row=st.integers(1, 2),
        column=st.integers(0, 10), value=st.sampled_from(HOSTILE_CELLS),
        step=st.sampled_from([None, "1", "1e300", "253402300799", "nan"]))
+@example(table="pods", row=1, column=1, value="9" * 5000, step=None)
+@example(table="pods", row=1, column=1, value="1", step="1e300")
 def test_any_mutation_of_an_alibaba_trace_ingests_and_replays_or_is_refused_cleanly(
         table: str, row: int, column: int, value: str, step: str | None) -> None:
     nodes, pods = list(ALIBABA_NODES), list(ALIBABA_PODS)
