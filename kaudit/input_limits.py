@@ -34,7 +34,6 @@ carries the field path.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -59,7 +58,10 @@ YAML_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 # A document with this many brackets or a run of this many digits may cross a limit; others
 # cannot, and are not walked (a trace's lines are checked at C speed).
-_LONG_NUMBER = re.compile(rb"\d{%d}" % MAX_INTEGER_DIGITS)
+# Digits to "0", everything else to " ": a run of MAX_INTEGER_DIGITS zeros is a long number
+# (found at C speed, where a regular expression costs three times the parse).
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_NUMBER = b"0" * MAX_INTEGER_DIGITS
 
 
 class ValueLimitError(ValueError):
@@ -126,7 +128,7 @@ def might_cross_limits(raw: bytes) -> bool:
     """Whether a JSON text may nest too deep or hold too large an integer (cheap, may say
     yes for text that does not)."""
     return (raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
-            or _LONG_NUMBER.search(raw) is not None)
+            or _LONG_NUMBER in raw.translate(_DIGITS_AS_ZEROS))
 
 
 def load_json(raw: bytes | str) -> Any:
