@@ -11,14 +11,15 @@ naming the field and the limit, never with a traceback.
   composition by :class:`BoundedComposer`, as if its aliases were expanded (PyYAML shares the
   object an alias points to, so a "billion laughs" document loads quickly and explodes when
   anything walks it), and refused past :data:`MAX_EXPANDED_NODES` nodes, or when an alias
-  refers to a node that contains it. Nesting deep
-  enough to exhaust Python's stack while parsing YAML surfaces as ``RecursionError``, which
-  callers report the same way (:data:`TOO_DEEP`).
+  refers to a node that contains it. Nesting deep enough to exhaust Python's stack while
+  parsing YAML surfaces as ``RecursionError``, which callers report the same way
+  (:data:`TOO_DEEP`).
 - **Numbers**: integers must fit Kubernetes' ``int64`` (:data:`MIN_INT`..:data:`MAX_INT`),
   floats must be finite (JSON cannot hold infinity): :func:`check_json_value`, naming the
   field (a configuration or sweep spec checks its typed fields itself). YAML integers longer
   than any int64 can be written are refused while parsing, so that a 5,000-digit number
-  costs nothing.
+  costs nothing; so are CSV cells (:func:`integer_from_text`). CLI numbers are finite and
+  within their option's range (:func:`number_option`).
 - **YAML tags**: only the JSON-compatible ones (:data:`YAML_TAGS`): null, bool, int, float,
   str, seq, map. Timestamps stay strings, as they do when ``sigs.k8s.io/yaml`` converts YAML
   to JSON; ``!!binary``, ``!!set``, ``!!omap``, ``!!pairs`` and language tags are refused.
@@ -49,17 +50,16 @@ TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
 #: Kubernetes' integers are int64 (``resource.Quantity`` and ``metav1`` alike).
 MIN_INT = -(2**63)
 MAX_INT = 2**63 - 1
-#: More digits than any int64 has: refused before conversion.
+#: The digits of the largest int64.
 MAX_INTEGER_DIGITS = len(str(MAX_INT))
 #: ``DefaultMaxRequestBodyBytes`` of the API server (3 MiB).
 MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
 YAML_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
                       for name in ("null", "bool", "int", "float", "str", "seq", "map"))
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-# A document with this many brackets or a run of this many digits may cross a limit; others
-# cannot, and are not walked (a trace's lines are checked at C speed).
-# Digits to "0", everything else to " ": a run of MAX_INTEGER_DIGITS zeros is a long number
-# (found at C speed, where a regular expression costs three times the parse).
+# A JSON text with more than MAX_DEPTH brackets or a run of MAX_INTEGER_DIGITS digits may cross
+# a limit; others cannot, and are not walked. Digits become "0" and everything else " ", so
+# that a long number is found at C speed (a regular expression costs three times the parse).
 _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_NUMBER = b"0" * MAX_INTEGER_DIGITS
 
