@@ -3,6 +3,8 @@ scheduler configurations and point at the ways to explore the result."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kaudit.cli.options import db_option, echo_json, human_duration, json_option, plural, table
@@ -20,6 +22,19 @@ from kaudit.store.traces import get_trace
 
 def _gib(value: int) -> str:
     return f"{value / 1024**3:.1f}Gi"
+
+
+def recorded_landings(report: dict[str, Any]) -> dict[str, int]:
+    """Of the compared pods the recording scheduled (side A of ``report``, a diff from
+    ``recorded``): how many the replay put on the same node, and how the others differ. A pod
+    neither side scheduled landed nowhere, so it is in none of these counts."""
+    placed = [c for c in report["changes"] if c["a"]["node"] is not None]
+    kinds = [c["change"] for c in placed]
+    moved = kinds.count("moved")
+    flips = kinds.count("tie-flip") + kinds.count("tie-consequence")
+    same = report["counts"]["same"]
+    return {"placed": same + len(placed), "same": same, "differ": len(placed),
+            "moved": moved, "coinFlips": flips, "otherwise": len(placed) - moved - flips}
 
 
 @click.command()
@@ -53,6 +68,7 @@ def demo(db: str | None, as_json: bool) -> None:
                    "run": run.as_json(), "binPackingRun": packed_run.as_json(),
                    "recordedAgainstDefault": {"compared": against_recorded["compared"],
                                               "counts": against_recorded["counts"],
+                                              "landings": recorded_landings(against_recorded),
                                               "recordedScheduled": recorded["scheduled"],
                                               "createdOnNode": created_on_node}})
         return
@@ -103,18 +119,16 @@ def demo(db: str | None, as_json: bool) -> None:
                f"{s['podsScheduled']} pods scheduled by kaudit, {s['podsPendingAtEnd']} pending at "
                f"the end, {s['podsPreempted']} preempted, {s['attempts']} attempts, in "
                f"{s['wallSeconds']:.2f}s.")
-    counts = against_recorded["counts"]
-    differ = against_recorded["compared"] - counts["same"]
-    kinds = [f"{counts['moved']} moved (the replay's queue retries in its own order)",
-             f"{counts['tieFlips'] + counts['tieConsequences']} coin flips"]
-    others = differ - counts["moved"] - counts["tieFlips"] - counts["tieConsequences"]
-    if others:
-        kinds.append(f"{others} otherwise")
+    landed = recorded_landings(against_recorded)
+    kinds = [f"{landed['moved']} moved (the replay's queue retries in its own order)",
+             f"{landed['coinFlips']} coin flips"]
+    if landed["otherwise"]:
+        kinds.append(f"{landed['otherwise']} otherwise")
     click.echo(f"  The sample is synthetic: its recorded placements are kube-scheduler's default "
-               f"decisions, made as the\n  recording went. {counts['same']} of "
-               f"{against_recorded['compared']} pods land where the recording put them; "
-               f"{differ} differ:\n  {', '.join(kinds)}. `kaudit diff recorded {run.name}` "
-               "shows each.")
+               f"decisions, made as the\n  recording went. {landed['same']} of "
+               f"{landed['placed']} pods scheduled by the recording land where it put them; "
+               f"{landed['differ']} differ:\n  {', '.join(kinds)}. `kaudit diff recorded "
+               f"{run.name}` shows each.")
     p = packed.as_json()
     click.echo(f"And with a bin-packing configuration ({sample_config().name}) as run "
                f"'{packed_run.name}': {p['podsScheduled']} scheduled, {p['podsPendingAtEnd']} "

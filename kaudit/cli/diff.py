@@ -35,7 +35,8 @@ def diff(run_a: str, run_b: str, limit: int, db: str | None, as_json: bool) -> N
 def _print(report: dict[str, Any], limit: int) -> None:
     counts = report["counts"]
     click.echo(f"{report['a']} → {report['b']}: {report['compared']} pods compared; "
-               f"{counts['same']} unchanged, {counts['moved']} moved, {counts['tieFlips']} "
+               f"{counts['same']} unchanged, {counts['unscheduledInBoth']} scheduled "
+               f"in neither, {counts['moved']} moved, {counts['tieFlips']} "
                f"tie flips, {counts['tieConsequences']} consequences of tie flips, "
                f"{counts['scheduledOnlyInA']} scheduled only in A, "
                f"{counts['scheduledOnlyInB']} only in B, {counts['preemptedOnlyInA']} "

@@ -11,7 +11,7 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import integer, is_final, run_with_span, text
-from kaudit.queries.diff import CHANCE, diff_runs
+from kaudit.queries.diff import CHANCE, diff_runs, verdict_on_other_node
 from kaudit.queries.outcomes import RECORDED
 from kaudit.queries.runs import list_runs
 from kaudit.queries.timeline import has_timeline, nodes_in_use, series
@@ -66,12 +66,18 @@ def _report(a: str, b: str) -> dict[str, Any]:
 @bp.get("/api/v1/diff/pods/<namespace>/<name>")
 def pod_change(namespace: str, name: str) -> ResponseReturnValue:
     """One pod's row of the diff (``change`` null when the pod did not change): what the diff
-    pod page states, from the same report as the diff page's table."""
+    pod page states, from the same report as the diff page's table; ``otherNode`` is each
+    run's verdict on the node the other run chose, in the diff's words and exact amounts."""
     a, b = _sides()
     report = _report(a, b)
     pod = f"{namespace}/{name}"
     change = next((c for c in report["changes"] if c["pod"] == pod), None)
-    return jsonify({"a": report["a"], "b": report["b"], "pod": pod, "change": change})
+    engine = get_engine()
+    other_node = {
+        side: verdict_on_other_node(engine, ref, pod, change[other]["node"]) if change else None
+        for side, other, ref in (("a", "b", a), ("b", "a", b))}
+    return jsonify({"a": report["a"], "b": report["b"], "pod": pod, "change": change,
+                    "otherNode": other_node})
 
 
 @bp.get("/api/v1/diff")

@@ -46,6 +46,10 @@ def _aggregate_lines(report: dict[str, Any]) -> list[str]:
             .rstrip() for row in rows]
 
 
+#: Diff counts that are no change: the same node, scheduled in neither run, coin flips.
+UNCHANGED_OR_CHANCE = ("same", "unscheduledInBoth", "tieFlips", "tieConsequences")
+
+
 def as_json(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     result = outcome(verdicts)
     return orjson.dumps({
@@ -59,7 +63,7 @@ def as_json(report: dict[str, Any], verdicts: list[Verdict]) -> str:
 def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     counts = report["counts"]
     lines = [f"{report['a']} → {report['b']}: {report['compared']} pods compared, "
-             f"{sum(counts[k] for k in counts if k not in ('same', 'tieFlips', 'tieConsequences'))}"
+             f"{sum(counts[k] for k in counts if k not in UNCHANGED_OR_CHANCE)}"
              f" changed, {counts['tieFlips']} tie flips"]
     lines += _aggregate_lines(report)
     lines += [f"  {v.message}" for v in verdicts]

@@ -6,15 +6,20 @@ top-scoring nodes of the binding attempt, or among the candidate nodes its preem
 pod evicted in one run only is a tie flip when a tie among equally ranked victims decided it.
 Those are coin flips, not changes. Otherwise the reason is
 read from the binding attempt of run B (or A): which plugins' weighted scores put the winner
-ahead of the other run's node, or which filter rejected that node. When both runs used the same
-configuration, every other difference follows from earlier tie-breaks (the cluster drifted
-apart) and is reported as a *tie consequence*, not as a change.
+ahead of the other run's node, or which filter rejected that node, worded by the verdict's
+renderer (:func:`kaudit.queries.verdict_text.cause_words`) with exact amounts: the pod's
+requests at that attempt against the node's free capacity then (read for the moved pods' nodes
+only). When both runs used the same configuration, every other difference follows from earlier
+tie-breaks (the cluster drifted apart) and is reported as a *tie consequence*, not as a change.
+
+A pod neither run scheduled is counted apart (``unscheduledInBoth``), not as ``same``: it
+landed nowhere, so it did not land where the other run put it.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +28,11 @@ from sqlalchemy import Engine, select
 
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import rejects, unpack_attempt
+from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id_of
 from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run, node_names
 from kaudit.queries.summary_rows import diff_rows
+from kaudit.queries.verdict_text import CauseWords, cause_words
 from kaudit.store.models import RunEvent
 
 #: A pending-time difference smaller than this is not a change.
@@ -40,6 +47,8 @@ class PodChange:
     b: dict[str, Any]
     reason: str = ""
     deltas: dict[str, int] = field(default_factory=dict)
+    #: The other run's node's rejection in words (``lack cpu``), for a pod moved by it.
+    rejected_cause: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"pod": self.pod, "change": self.change, "a": self.a, "b": self.b,
@@ -83,16 +92,17 @@ class _BindingAttempts:
         self.engine = engine
         self.names: dict[int, dict[int, str]] = {}
         self.slots: dict[int, dict[str, int]] = {}
-        self.rows: dict[int, dict[int, tuple[str, bytes | None]]] = {}
+        self.rows: dict[int, dict[int, tuple[int, str, bytes | None]]] = {}
 
     def _load(self, run_id: int) -> None:
         self.names[run_id] = node_names(self.engine, run_id)
         self.slots[run_id] = {name: slot for slot, name in self.names[run_id].items()}
         with self.engine.connect() as connection:
-            self.rows[run_id] = {seq: (data, blob) for seq, data, blob in connection.execute(
-                select(RunEvent.seq, RunEvent.data, RunEvent.blob).where(
+            rows = connection.execute(
+                select(RunEvent.seq, RunEvent.ts_us, RunEvent.data, RunEvent.blob).where(
                     RunEvent.run_id == run_id, RunEvent.kind == "attempt",
-                    RunEvent.node.is_not(None)))}
+                    RunEvent.node.is_not(None)))
+            self.rows[run_id] = {seq: (ts_us, data, blob) for seq, ts_us, data, blob in rows}
 
     def get(self, outcomes: Outcomes, outcome: PodOutcome, nodes: tuple[str | None, ...]
             ) -> dict[str, Any] | None:
@@ -101,13 +111,17 @@ class _BindingAttempts:
             return None
         if run_id not in self.rows:
             self._load(run_id)
-        data, blob = self.rows[run_id][outcome.binding_attempt]
+        ts_us, data, blob = self.rows[run_id][outcome.binding_attempt]
         slots = self.slots[run_id]
         only = {slots[n] for n in nodes if n is not None and n in slots}
-        return unpack_attempt(orjson.loads(data), blob, self.names[run_id], only)
+        return {**unpack_attempt(orjson.loads(data), blob, self.names[run_id], only),
+                "tsUs": ts_us}
 
 
 _NOT_EVALUATED = "did not evaluate"
+#: How :func:`kaudit.queries.verdict_text.cause_words` begins a cause it has no words of its
+#: own for (upstream's reasons follow).
+_GENERIC_REJECTION = "rejected by "
 #: Changes that come from chance (coin flips, sampling), not from the configuration.
 CHANCE = ("tie-flip", "tie-consequence", "sampling")
 
@@ -121,9 +135,9 @@ def change_cause(change: PodChange) -> str:
     if change.change == "sampling":
         return "chance: the other node was outside the sampled nodes"
     if change.change == "moved":
-        rejected = re.search(r" rejected \S+: (\S+) \((.*)\)$", change.reason)
-        if rejected:
-            return f"the other node no longer fit: {rejected.group(1)} ({rejected.group(2)})"
+        if change.rejected_cause:
+            return ("the other node no longer fit: "
+                    + change.rejected_cause.removeprefix(_GENERIC_REJECTION))
         if change.deltas:
             plugin = max(change.deltas, key=lambda p: abs(change.deltas[p]))
             return f"scored higher by {plugin}"
@@ -135,20 +149,84 @@ def change_cause(change: PodChange) -> str:
     return "waited longer or shorter"
 
 
-def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
-                 ) -> tuple[str, dict[str, int]]:
-    """Why ``attempt`` (of run ``label``) chose ``winner`` rather than ``other``."""
+_INSUFFICIENT = "Insufficient "
+
+
+def rejecting_filter(attempt: Mapping[str, Any], node: str
+                     ) -> tuple[str, tuple[str, ...]] | None:
+    """The first filter plugin that rejected ``node`` in ``attempt`` and its reasons (upstream's
+    code when it gave none), or None when the node passed or was not evaluated."""
+    verdicts = attempt["nodes"].get(node)
+    if verdicts is None or verdicts.get("feasible"):
+        return None
+    failed = [(p, v) for p, v in verdicts["filter"].items() if rejects(v)]
+    if not failed:
+        return None
+    plugin, verdict = failed[0]
+    return plugin, tuple(verdict["reasons"]) or (verdict["code"],)
+
+
+def lacking_resources(plugin: str, reasons: Sequence[str]) -> list[str]:
+    """The resources of ``Insufficient …`` reasons (empty for any other rejection)."""
+    if plugin != "NodeResourcesFit" or not all(r.startswith(_INSUFFICIENT) for r in reasons):
+        return []
+    return [r[len(_INSUFFICIENT):] for r in reasons]
+
+
+def resource_facts(engine: Engine, run_id: int, trace_id: int, pod: str, ts_us: int,
+                   node: str, resources: Sequence[str]) -> list[dict[str, Any]]:
+    """The pod's requests against ``node``'s free capacity at ``ts_us`` for ``resources``, as
+    :func:`kaudit.queries.verdict_text.cause_words` takes them (the capacity of that one node
+    is read, so a diff of thousands of moved pods stays a query per pod)."""
+    if not resources:
+        return []
+    requests = describe_pod(engine, trace_id, pod, ts_us).requests
+    free = free_capacity(engine, run_id, ts_us, exclude_pod=pod, only=[node]).get(node)
+    facts: list[dict[str, Any]] = []
+    for name in resources:
+        # A node without an extended resource has none free; ephemeral-storage may simply
+        # not have been recorded by an older run (unknown, so not worded as 0).
+        amount = None if free is None else free.get(
+            name, None if name == "ephemeral-storage" else 0)
+        facts.append({"resource": name, "requested": requests.get(name),
+                      **({"free": [max(amount, 0)]} if amount is not None else {})})
+    return facts
+
+
+def rejection_sentence(label: str, node: str, words: CauseWords) -> str:
+    """``sample-2 rejected node-b2: lack cpu (needs 1, free 820m)``; a cause the renderer
+    words only generically (``rejected by PodTopologySpread: …``) reads ``sample-2 rejected
+    node-b2 by PodTopologySpread: …``."""
+    if words.cause.startswith(_GENERIC_REJECTION):
+        return f"{label} rejected {node} by {words.cause.removeprefix(_GENERIC_REJECTION)}"
+    return f"{label} rejected {node}: {words.cause}" + (f" ({words.detail})" if words.detail
+                                                          else "")
+
+
+def rejection_words(attempt: Mapping[str, Any], node: str,
+                    resources: Sequence[Mapping[str, Any]] = ()) -> CauseWords | None:
+    """The attempt's rejection of ``node`` in the verdict's words (``resources``: the facts of
+    :func:`resource_facts`), or None when it did not reject the node."""
+    rejection = rejecting_filter(attempt, node)
+    if rejection is None:
+        return None
+    return cause_words(*rejection, resources=resources)
+
+
+def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str,
+                 resources: Sequence[Mapping[str, Any]] = ()) -> tuple[str, dict[str, int]]:
+    """Why ``attempt`` (of run ``label``) chose ``winner`` rather than ``other``; a rejection
+    of ``other`` is worded with ``resources`` (see :func:`resource_facts`) when given."""
     nodes = attempt["nodes"]
     won, lost = nodes.get(winner, {}), nodes.get(other)
     if lost is None:
         return (f"{label} {_NOT_EVALUATED} {other} (it examined "
                 f"{attempt['evaluatedNodes']} nodes from its rotating start)", {})
     if not lost.get("feasible"):
-        failed = [(p, v) for p, v in lost["filter"].items()
-                  if rejects(v)]
-        plugin, verdict = failed[0]
-        return (f"{label} rejected {other}: {plugin} "
-                f"({'; '.join(verdict['reasons']) or verdict['code']})", {})
+        rejection = rejection_words(attempt, other, resources)
+        if rejection is None:
+            return f"{label} found {other} infeasible before its filters", {}
+        return rejection_sentence(label, other, rejection), {}
     if "score" not in lost or "score" not in won:
         return f"{label} had one feasible node or did not score", {}
     deltas = {p: won["score"][p]["weighted"] - lost["score"][p]["weighted"]
@@ -157,6 +235,20 @@ def explain_move(attempt: dict[str, Any], winner: str, other: str, label: str
     words = ", ".join(f"{p} {d:+d}" for p, d in ordered)
     return (f"{label} chose {winner} ({won['total']}) over {other} ({lost['total']}): "
             f"{words or 'equal scores'}"), dict(ordered)
+
+
+def _move(engine: Engine, outcomes: Outcomes, outcome: PodOutcome, attempt: dict[str, Any],
+          winner: str, other: str) -> tuple[str, dict[str, int], str | None]:
+    """:func:`explain_move` with the exact amounts of a resource rejection read from the run,
+    and the rejection's cause words (None when ``other`` was not rejected)."""
+    rejection = rejecting_filter(attempt, other)
+    facts: list[dict[str, Any]] = []
+    if rejection is not None and outcomes.run_id is not None:
+        facts = resource_facts(engine, outcomes.run_id, outcomes.trace_id, outcome.key,
+                               attempt["tsUs"], other, lacking_resources(*rejection))
+    reason, deltas = explain_move(attempt, winner, other, outcomes.name, facts)
+    words = rejection_words(attempt, other, facts)
+    return reason, deltas, words.cause if words is not None else None
 
 
 def _differs(pa: PodOutcome, pb: PodOutcome) -> bool:
@@ -233,7 +325,8 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
     original_a, original_b = a, b
     attempts = _BindingAttempts(engine)
     changes: list[PodChange] = []
-    counts = {"same": 0, "moved": 0, "tieFlips": 0, "tieConsequences": 0,
+    counts = {"same": 0, "unscheduledInBoth": 0, "moved": 0, "tieFlips": 0,
+              "tieConsequences": 0,
               "samplingArtifacts": 0,
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
               "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
@@ -292,10 +385,11 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
                 changes.append(PodChange(key, "tie-flip", *sides,
                                          "both nodes were among the top scores: a coin flip"))
                 continue
+            rejected: str | None = None
             if attempt_b is not None:
-                reason, deltas = explain_move(attempt_b, pb.node, pa.node, b.name)
+                reason, deltas, rejected = _move(engine, b, pb, attempt_b, pb.node, pa.node)
             elif attempt_a is not None:
-                reason, deltas = explain_move(attempt_a, pa.node, pb.node, a.name)
+                reason, deltas, rejected = _move(engine, a, pa, attempt_a, pa.node, pb.node)
                 deltas = {p: -d for p, d in deltas.items()}
             else:
                 reason, deltas = "", {}
@@ -307,14 +401,14 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
                 changes.append(PodChange(key, "sampling", *sides, reason, deltas))
                 continue
             counts["moved"] += 1
-            changes.append(PodChange(key, "moved", *sides, reason, deltas))
+            changes.append(PodChange(key, "moved", *sides, reason, deltas, rejected))
             continue
         if pa.pending_us is not None and pb.pending_us is not None and \
                 abs(pa.pending_us - pb.pending_us) >= PENDING_TOLERANCE_US:
             counts["pendingTimeChanged"] += 1
             changes.append(PodChange(key, "pending-time", *sides))
             continue
-        counts["same"] += 1
+        counts["same" if pa.node is not None else "unscheduledInBoth"] += 1
     side_a = aggregates_a if aggregates_a is not None else aggregates(original_a)
     side_b = aggregates(original_b)
     return {
@@ -352,3 +446,37 @@ def diff_runs(engine: Engine, run_a: str, run_b: str) -> dict[str, Any]:
     if a.trace_id != b.trace_id:
         raise InputError(f"runs {run_a!r} and {run_b!r} replay different traces")
     return diff_outcomes(engine, a, b)
+
+
+def verdict_on_other_node(engine: Engine, run_ref: str, pod: str, other: str | None
+                          ) -> dict[str, Any] | None:
+    """What the attempt that bound ``pod`` in run ``run_ref`` said of ``other`` (the node
+    another run put it on), worded as the diff words a move: ``text`` (``sample-2 rejected
+    node-b2: lack cpu (needs 1, free 570m)``), ``rejection`` (the cause and its detail, or
+    None when the attempt did not reject the node) and whether it evaluated the node. None
+    for ``recorded``, a pod the run never bound, or the node the run chose itself."""
+    if run_ref == RECORDED or other is None:
+        return None
+    run = get_run(engine, run_ref)
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(RunEvent.ts_us, RunEvent.node, RunEvent.data, RunEvent.blob).where(
+                RunEvent.run_id == run.id, RunEvent.kind == "attempt", RunEvent.pod == pod,
+                RunEvent.node.is_not(None)).order_by(RunEvent.seq.desc()).limit(1)).first()
+    if row is None or row.node == other:
+        return None
+    names = node_names(engine, run.id)
+    slots = {name: slot for slot, name in names.items()}
+    only = {slots[n] for n in (row.node, other) if n in slots}
+    attempt = {**unpack_attempt(orjson.loads(row.data), row.blob, names, only),
+               "tsUs": row.ts_us}
+    rejection = rejecting_filter(attempt, other)
+    facts = resource_facts(engine, run.id, trace_id_of(engine, run.id), pod, row.ts_us, other,
+                           lacking_resources(*rejection)) if rejection is not None else []
+    text, deltas = explain_move(attempt, row.node, other, run.name, facts)
+    words = rejection_words(attempt, other, facts)
+    return {"run": run.name, "node": other, "chosen": row.node, "text": text,
+            "evaluated": other in attempt["nodes"], "scoreDeltas": deltas,
+            "rejection": None if words is None else {
+                "plugin": rejection[0] if rejection else None, "cause": words.cause,
+                "detail": words.detail}}

@@ -301,3 +301,23 @@ def test_check_replays_under_the_baselines_seed_and_replay_options(
     refused = _check(str(sample_path), "--baseline", str(bad))
     assert refused.exit_code == 2
     assert "replayOptions.oneTry: expected a boolean, got 'yes'" in refused.output
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown", "junit"])
+def test_moved_pods_reasons_state_exact_amounts_in_every_format(
+        run_kaudit: Callable[..., Result], sample_path: Path, output_format: str) -> None:
+    """A move decided by a resource rejection reads as explain words it: the pod's request
+    against the node's free amount (``lack cpu (needs 1, free 570m)``), never upstream's bare
+    ``Insufficient cpu``."""
+    from kaudit.datadirs import sample_config
+
+    assert run_kaudit("ingest", str(sample_path)).exit_code == 0
+    args = ("compare", "sample", "--config", "default", "--config", str(sample_config()))
+    report = json.loads(run_kaudit(*args, "--format", "json").output)
+    # each compare replays anew (other run names): the words after the run's name
+    lacking = [c["reason"].split(" rejected ", 1)[1] for c in report["changes"]
+               if ": lack cpu (needs " in c["reason"]]
+    assert lacking, [c["reason"] for c in report["changes"]]
+    shown = run_kaudit(*args, "--format", output_format).output
+    assert "Insufficient cpu" not in shown
+    assert any(f" rejected {reason}" in shown for reason in lacking), shown

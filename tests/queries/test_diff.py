@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import Result
 from sqlalchemy import Engine
 
+from kaudit.queries import units
+from kaudit.queries.diff import rejecting_filter
 from kaudit.queries.explain import explain_pod
 from kaudit.readers.ingest import TraceInput, ingest_trace
 
@@ -55,8 +59,7 @@ def test_config_change_reasons_agree_with_explain(runs: Engine,
         winner, other = change["b"]["node"], change["a"]["node"]
         assert binding["selectedNode"] == winner
         if "rejected" in change["reason"]:
-            plugin = change["reason"].split(": ", 1)[1].split(" (", 1)[0]
-            assert binding["nodes"][other]["filter"][plugin]["code"] != "Success"
+            _assert_rejection_worded_as_explain(story, binding, change["reason"], other)
         elif "chose" in change["reason"]:
             scores = binding["nodes"]
             for plugin, delta in change["scoreDeltas"].items():
@@ -68,6 +71,40 @@ def test_config_change_reasons_agree_with_explain(runs: Engine,
             assert other not in binding["nodes"]
     text = run_kaudit("diff", "least", "most")
     assert "Changed pods:" in text.output
+
+
+def _assert_rejection_worded_as_explain(story: dict[str, Any], binding: dict[str, Any],
+                                        reason: str, other: str) -> None:
+    """The diff words the other node's rejection as explain's cause group holding that node,
+    with the pod's exact request and that node's exact free amount at the attempt."""
+    assert rejecting_filter(binding, other) is not None
+    assert story["attempts"].index(binding) + 1 == story["verdict"]["decisiveAttempt"]
+    group = next(g for g in story["verdict"]["causes"] if other in g["nodes"])
+    assert reason.startswith(f"{story['run']} rejected {other}"), reason
+    assert reason.endswith(group["cause"].removeprefix("rejected by ")) or \
+        f": {group['cause']} (" in reason, reason
+    for facts in group["facts"].get("resources", ()):
+        name = facts["resource"]
+        free = f"free {units.quantity(name, story['decisiveFreeCapacity'][other][name])}"
+        if facts["requested"] is not None:  # None: a replacement the trace has no object of
+            free = f"needs {units.quantity(name, facts['requested'])}, {free}"
+        assert free in reason, reason
+
+
+def test_moved_pods_reasons_carry_exact_amounts(runs: Engine,
+                                                run_kaudit: Callable[..., Result]) -> None:
+    """A move decided by a resource rejection says the request and the node's free amount
+    in every format, and its cause group names the resource without the amounts."""
+    report = json.loads(run_kaudit("diff", "least", "most", "--json").output)
+    lacking = [c for c in report["changes"] if c["cause"].startswith(
+        "the other node no longer fit: lack ")]
+    assert lacking, report["causes"]
+    for change in lacking:
+        assert re.search(r" rejected \S+: lack \S+ \((needs [^,]+, )?free [^)]+\)$",
+                         change["reason"]), change["reason"]
+    assert any("needs" in c["reason"] for c in lacking)
+    text = run_kaudit("diff", "least", "most", "--limit", "1000").output
+    assert lacking[0]["reason"] in text and "Insufficient" not in text
 
 
 def test_seeds_alone_change_nothing_real(runs: Engine,
@@ -98,6 +135,22 @@ def test_recorded_pseudo_run(runs: Engine, run_kaudit: Callable[..., Result]) ->
     assert bad.exit_code == 2
     missing = run_kaudit("diff", "least", "nope")
     assert missing.exit_code == 2 and "no run named 'nope'" in missing.output
+
+
+def test_pods_scheduled_in_neither_run_are_counted_apart(
+        runs: Engine, run_kaudit: Callable[..., Result]) -> None:
+    """A pod no run scheduled did not land where the other run put it: it is not counted
+    unchanged, and every compared pod is in exactly one count."""
+    report = json.loads(run_kaudit("diff", "recorded", "least", "--json").output)
+    counts = report["counts"]
+    changed = {c["pod"] for c in report["changes"]}
+    for pod in ("web/ssd-cache", "data/scratch-worker"):  # bound by neither
+        assert explain_pod(runs, "least", pod)["boundNode"] is None and pod not in changed
+    assert report["aggregates"]["a"]["neverScheduled"] == counts["unscheduledInBoth"] == 2
+    assert sum(counts.values()) == report["compared"]
+    assert counts["same"] == report["compared"] - len(changed) - 2
+    text = run_kaudit("diff", "recorded", "least").output
+    assert f"{counts['same']} unchanged, 2 scheduled in neither" in text
 
 
 def test_replacements_are_paired_by_owner_and_order() -> None:

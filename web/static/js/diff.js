@@ -9,7 +9,7 @@ K.start(async ({a, b}) => {
     const report = await K.api(`/api/v1/diff${K.query({a, b, offset, limit: 100, change: kind.value})}`);
     document.getElementById("result").hidden = false;
     const c = report.counts;
-    K.fill("headline", `${report.a} → ${report.b}: ${K.num(report.compared)} pods compared; ${c.same} unchanged, ` +
+    K.fill("headline", `${report.a} → ${report.b}: ${K.num(report.compared)} pods compared; ${c.same} unchanged, ${c.unscheduledInBoth} scheduled in neither, ` +
       `${c.moved} moved, ${c.tieFlips} tie flips, ${c.tieConsequences} consequences of tie flips, ` +
       `${c.scheduledOnlyInA} scheduled only in A, ${c.scheduledOnlyInB} only in B, ` +
       `${c.preemptedOnlyInA} preempted only in A, ${c.preemptedOnlyInB} only in B, ` +

@@ -10,22 +10,12 @@ K.start(async ({a, b, pod}) => {
     ? [el("strong", {text: `${change.change}: `}), change.reason || change.cause]
     : "Unchanged: both runs bound it to the same node after the same wait.");
 
-  // The verdict an attempt gave `node` (the other run's choice), as the diff words it.
-  function verdictOn(run, detail, node) {
-    const filter = detail.filter;
-    const row = filter.nodes.indexOf(node);
-    if (row < 0) return `${run} did not evaluate ${node}`;
-    if (detail.feasible.includes(node)) {
-      const i = detail.scores.nodes.indexOf(node);
-      return i < 0 ? `${run} found ${node} feasible` : `${run} scored ${node} ${detail.scores.total[i]}`;
-    }
-    const j = filter.verdicts[row].findIndex((code) => code >= 0 && !["Success", "Skip"].includes(filter.codes[code]));
-    if (j < 0) return `${run} found ${node} feasible`;
-    const reasons = (filter.reasons[row] || {})[j] || [];
-    return `${run} rejected ${node}: ${filter.plugins[j]} (${reasons.join("; ") || filter.codes[filter.verdicts[row][j]]})`;
-  }
+  const rejectionText = (r) => (r.cause.startsWith("rejected by ") ? r.cause : `rejected by ${r.plugin}: ${r.cause}`) +
+    (r.detail ? ` (${r.detail})` : "");
 
-  async function side(run, otherNode, recorded) {
+  // `verdict`: the run's verdict on the node the other run chose, worded by the API as the
+  // diff words it (a rejection with its exact amounts).
+  async function side(run, otherNode, recorded, verdict) {
     if (run === "recorded") {
       return el("div", {class: "side"}, el("h2", {text: "recorded"}),
         el("p", {class: "lead", text: !change ? "The trace bound it where the other run did."
@@ -40,8 +30,9 @@ K.start(async ({a, b, pod}) => {
     } catch (err) {
       return el("div", {class: "side"}, el("h2", {text: run}), el("p", {class: "note", text: err.message}));
     }
-    const shown = story.verdict.decisiveAttempt ?? story.attempts.length - 1;
-    const detail = shown >= 0 ? await K.api(`${base}/attempts/${shown}`) : null;
+    // Attempts are numbered from 1, as explain and the pod page number them.
+    const shown = story.verdict.decisiveAttempt ?? story.attempts.length;
+    const detail = shown >= 1 ? await K.api(`${base}/attempts/${shown}`) : null;
     const decision = detail && detail.decision;
     const other = detail && otherNode && otherNode !== detail.selectedNode ? otherNode : null;
     // Plugin names break at their capitals so that seven score columns fit half a screen.
@@ -56,6 +47,14 @@ K.start(async ({a, b, pod}) => {
       {label: "Free cpu", value: (i) => K.cpu(detail.scores.freeCpu[i]), class: "num"},
     ], rows, {class: "data compact"}) : null;
     if (table && otherRow >= 0) table.querySelectorAll("tbody tr")[rows.indexOf(otherRow)].classList.add("chosen");
+    if (table && other && otherRow < 0 && verdict) {
+      // The other run's node has no score here (rejected or never evaluated): its row says why.
+      const columns = table.querySelectorAll("thead th").length;
+      table.querySelector("tbody").append(el("tr", {class: "chosen other-node-row"},
+        el("td", {class: "node", text: other}),
+        el("td", {class: "message", colspan: String(columns - 1),
+          text: verdict.rejection ? rejectionText(verdict.rejection) : verdict.text})));
+    }
     return el("div", {class: "side"},
       el("h2", {}, el("a", {href: K.podUrl(run, pod), text: run})),
       el("p", {class: `verdict ${story.verdict.state}`, text: story.verdict.headline}),
@@ -63,11 +62,13 @@ K.start(async ({a, b, pod}) => {
       el("p", {text: `${story.attempts.length} attempt(s); recorded cluster: ${story.recordedNode || "–"}`}),
       detail && !detail.selectedNode ? el("p", {class: "message", text: detail.message}) : null,
       decision ? el("p", {class: "message", text: decision.summary}) : null,
-      other ? el("p", {class: "message other-node", text: verdictOn(run, detail, other)}) : null,
+      other && verdict ? el("p", {class: "message other-node", text: verdict.text}) : null,
       table ? el("div", {class: "scroll"}, table) : null);
   }
   const nodes = change ? [change.a.node, change.b.node] : [null, null];
-  const [left, right] = await Promise.all([side(a, nodes[1], change && change.a), side(b, nodes[0], change && change.b)]);
+  const verdicts = diff.otherNode || {};
+  const [left, right] = await Promise.all([side(a, nodes[1], change && change.a, verdicts.a),
+    side(b, nodes[0], change && change.b, verdicts.b)]);
   K.fill("side-a", left);
   K.fill("side-b", right);
 });
