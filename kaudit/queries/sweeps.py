@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import orjson
@@ -85,13 +86,24 @@ BY_KEY = {m.key: m for m in METRICS}
 BY_CONDITION = {m.condition: m for m in METRICS if m.condition}
 
 
+def fixed(value: float, digits: int, *, sign: bool = False, grouping: bool = False) -> str:
+    """``value`` with ``digits`` decimals, rounded half up as people do (93.25 → 93.3) from
+    its shortest decimal form, not half to even on its binary value as ``format`` does."""
+    rounded = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP)
+    if rounded == 0:
+        rounded = abs(rounded)  # no "-0.00"
+    return f"{rounded:{'+' if sign else ''}{',' if grouping else ''}.{digits}f}"
+
+
 def format_metric(unit: str, value: Any) -> str:
     if value is None:
         return "–"
     if unit == "percent":
-        return f"{value:.2f} %"
+        return f"{fixed(value, 2)} %"
     if unit == "count" and isinstance(value, float):
-        return f"{value:,.1f}"
+        return fixed(value, 1, grouping=True)
+    if unit == "ratio":
+        return f"{fixed(value * 100, 1)}%"
     return format_value(unit, value)
 
 
@@ -289,7 +301,8 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
         for metric in present:
             numbers = [float(v) for c in group
                        if isinstance(v := metric.read(c.metrics), int | float)]
-            values[metric.key] = interval(numbers, metric.unit)
+            stats = interval(numbers, metric.unit)
+            values[metric.key] = {**stats, "text": _mean_text(metric.unit, stats)}
         rows.append({"config": config, "trace": trace, "n": len(group),
                      "seeds": sorted({c.seed for c in group}), "values": values})
         base = members.get((baseline, trace))
@@ -298,7 +311,8 @@ def sweep_report(engine: Engine, name: str, *, baseline: str | None = None,
         compared = {}
         for metric in present:
             stats = interval(_paired(base, group, metric))
-            compared[metric.key] = {**stats, "verdict": _verdict(stats, metric.better)}
+            compared[metric.key] = {**stats, "verdict": _verdict(stats, metric.better),
+                                    "text": _delta_text(metric.unit, stats)}
         comparisons.append({"config": config, "trace": trace, "baseline": baseline,
                             "pairs": max((s["n"] for s in compared.values()), default=0),
                             "difference": compared})
@@ -338,8 +352,13 @@ def _reference(reference: dict[str, Any] | None, rows: list[dict[str, Any]]
         stats = row["values"].get(metric.key)
         if stats is None:
             continue
-        out.append({"config": row["config"], "trace": row["trace"],
-                    "reference": published[row["config"]], **stats})
+        value = published[row["config"]]
+        out.append({"config": row["config"], "trace": row["trace"], "reference": value,
+                    **stats, "sdText": "–" if stats["sd"] is None else _plain(
+                        metric.unit, stats["sd"]),
+                    "referenceText": format_metric(metric.unit, value),
+                    "offsetText": "–" if stats["mean"] is None else _signed(
+                        metric.unit, stats["mean"] - value)})
     return {"metric": metric.key, "label": metric.label, "unit": metric.unit,
             "source": reference.get("source") or "", "rows": out}
 
@@ -367,12 +386,12 @@ def in_unit(unit: str, value: float, digits: int = 2, spread: bool = False) -> s
     for a ``spread``, a difference of percents), a percent metric with ``%`` (bare for a
     spread), seconds with ``s``, counts bare."""
     if unit == "ratio":
-        return f"{value * 100:.{digits}f} {'pp' if spread else '%'}"
+        return f"{fixed(value * 100, digits)} {'pp' if spread else '%'}"
     if unit == "percent":
-        return f"{value:.{digits}f}" + ("" if spread else " %")
+        return fixed(value, digits) + ("" if spread else " %")
     if unit == "seconds":
-        return f"{value:.{digits}f} s"
-    return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if value else "0"
+        return f"{fixed(value, digits)} s"
+    return fixed(value, digits, grouping=True).rstrip("0").rstrip(".") if value else "0"
 
 
 def _plain(unit: str, value: float) -> str:
@@ -385,9 +404,10 @@ def _delta_text(unit: str, stats: dict[str, Any]) -> str:
         return "–"
     mean = stats["mean"]
     scale, suffix = (100, " pp") if unit == "ratio" else (1, " s" if unit == "seconds" else "")
-    text = f"{mean * scale:+.2f}{suffix}"
+    text = f"{fixed(mean * scale, 2, sign=True)}{suffix}"
     if stats["low"] is not None:
-        text += f" [{stats['low'] * scale:+.2f}, {stats['high'] * scale:+.2f}]"
+        text += (f" [{fixed(stats['low'] * scale, 2, sign=True)}, "
+                 f"{fixed(stats['high'] * scale, 2, sign=True)}]")
     return text
 
 
@@ -442,10 +462,7 @@ def as_text(report: dict[str, Any], markdown: bool = False) -> str:
         out += ["", f"{h}{reference['label']}: kaudit beside the published values"
                 + (f" ({reference['source']})" if reference["source"] else "")]
         body = [[r["config"] + ("" if len(report["traces"]) == 1 else f" / {r['trace']}"),
-                 _mean_text(reference["unit"], r),
-                 "–" if r["sd"] is None else _plain(reference["unit"], r["sd"]),
-                 format_metric(reference["unit"], r["reference"]),
-                 _signed(reference["unit"], r["mean"] - r["reference"])]
+                 r["text"], r["sdText"], r["referenceText"], r["offsetText"]]
                 for r in reference["rows"]]
         out.append(_table(body, ["config", "kaudit (mean ± 95 %)", "sd", "published",
                                  "kaudit − published"], markdown))
@@ -457,7 +474,8 @@ def as_text(report: dict[str, Any], markdown: bool = False) -> str:
 
 
 def _signed(unit: str, value: float) -> str:
-    return f"{value * 100:+.2f} pp" if unit == "ratio" else f"{value:+.2f}"
+    return (f"{fixed(value * 100, 2, sign=True)} pp" if unit == "ratio"
+            else fixed(value, 2, sign=True))
 
 
 def _seed_text(seeds: list[int]) -> str:

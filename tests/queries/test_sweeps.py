@@ -18,6 +18,7 @@ from kaudit.queries.sweeps import (
     as_csv,
     as_markdown,
     as_text,
+    fixed,
     interval,
     list_sweeps,
     sweep_report,
@@ -260,3 +261,16 @@ def test_a_configuration_without_the_metric_is_an_error_not_a_pass(engine: Engin
     with pytest.raises(InputError, match="'gpu_unallocated>50' cannot be evaluated on trace t: "
                                          "GPU unallocated at 100 % arrived of b has no value"):
         evaluate_sweep(parse_sweep_condition("gpu_unallocated>50"), report)
+
+
+def test_the_report_rounds_half_up_and_sends_its_texts(engine: Engine) -> None:
+    """A mean of 93.25 attempts reads 93.3 (half up, as people round) in the text report, and
+    the API's report carries that text for the page to show, not a number to round again."""
+    cells = [("t", "a", seed, "complete", {"attempts": value})
+             for seed, value in enumerate((90, 93, 94, 96), start=1)]
+    _sweep(engine, cells)
+    report = sweep_report(engine, "s", metrics=["attempts"])
+    stats = report["rows"][0]["values"]["attempts"]
+    assert stats["mean"] == 93.25 and stats["text"].startswith("93.3 ± ")
+    assert stats["text"] in as_text(report)
+    assert fixed(0.125, 2) == "0.13" and fixed(-0.001, 2, sign=True) == "+0.00"

@@ -28,8 +28,11 @@ K.start(async ({sweep, baseline, metric}) => {
     if (unit === "seconds") return `${v.toFixed(2)} s`;
     return unit === "percent" ? v.toFixed(2) : K.num(v, 2);
   }
+  // The tables show the texts the report sends (the CLI's, rounded half up there); these
+  // compose only the charts' hover texts.
   function meanText(unit, s) {
     if (!s || s.mean === null) return "–";
+    if (s.text !== undefined) return s.text;
     const text = valueText(unit, s.mean);
     if (s.low === null) return text;
     // An interval cut at what the metric can be (0 s, 100 %) is no longer symmetric.
@@ -39,6 +42,7 @@ K.start(async ({sweep, baseline, metric}) => {
   const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(2)}`;
   function deltaText(unit, s) {
     if (!s || s.mean === null) return "–";
+    if (s.text !== undefined) return s.text;
     const k = scale(unit);
     const suffix = unit === "ratio" ? " pp" : unit === "seconds" ? " s" : "";
     const text = `${signed(s.mean * k)}${suffix}`;
@@ -154,9 +158,9 @@ K.start(async ({sweep, baseline, metric}) => {
       K.fill("reference", reference.rows.length ? K.table([
         {label: "Configuration", value: (r) => where(r)},
         {label: "kaudit (mean ± 95 %)", value: (r) => meanText(reference.unit, r), class: "num"},
-        {label: "sd", value: (r) => (r.sd === null ? "–" : spreadText(reference.unit, r.sd)), class: "num"},
-        {label: "published", value: (r) => valueText(reference.unit, r.reference), class: "num"},
-        {label: "kaudit − published", value: (r) => (r.mean === null ? "–" : `${signed((r.mean - r.reference) * scale(reference.unit))}${reference.unit === "ratio" ? " pp" : ""}`), class: "num"},
+        {label: "sd", value: (r) => r.sdText, class: "num"},
+        {label: "published", value: (r) => r.referenceText, class: "num"},
+        {label: "kaudit − published", value: (r) => r.offsetText, class: "num"},
       ], reference.rows, {id: "reference-table"}) : el("p", {class: "note", text: "No complete configuration has a published value."}));
     }
 
