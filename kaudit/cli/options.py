@@ -10,6 +10,7 @@ import click
 import orjson
 
 from kaudit.config import SchedulerConfiguration
+from kaudit.queries import units
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -44,13 +45,8 @@ def interactive() -> bool:
 
 
 def human_duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.3g}s"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    return " ".join(f"{n}{unit}" for n, unit in parts if n)[:11] or "0s"
+    """A span of time as every door writes it (:func:`kaudit.queries.units.duration`)."""
+    return units.duration(seconds)
 
 
 def plural(count: int, noun: str) -> str:

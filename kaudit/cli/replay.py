@@ -305,7 +305,7 @@ def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
         rows.append((r.id, r.name, r.trace, r.status, r.seed,
                      *(counts[k] for k in ("scheduled", "pendingAtEnd", "neverScheduled",
                                            "preempted", "attempts")),
-                     r.config_source or "(defaults)"))
+                     Path(r.config_source).name if r.config_source else "(defaults)"))
     click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "SCHEDULED",
                             "PENDING AT END", "NEVER SCHEDULED", "PREEMPTED", "ATTEMPTS",
                             "CONFIG"]))

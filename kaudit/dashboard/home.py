@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import get_engine
+from kaudit.queries import units
 from kaudit.queries.runs import list_runs
 from kaudit.queries.traces import list_traces
 
@@ -19,7 +20,9 @@ def page() -> ResponseReturnValue:
 
 @bp.get("/api/v1/traces")
 def traces() -> ResponseReturnValue:
-    return jsonify(traces=[t.as_json() for t in list_traces(get_engine())])
+    # The span as every door writes a span of time (units.duration).
+    return jsonify(traces=[{**t.as_json(), "spanText": units.duration(t.span_seconds)}
+                           for t in list_traces(get_engine())])
 
 
 @bp.get("/api/v1/runs")

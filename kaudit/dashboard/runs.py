@@ -8,6 +8,7 @@ from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, run_with_span
+from kaudit.queries import units
 from kaudit.queries.timeline import has_timeline, histograms, series
 
 bp = Blueprint("runs", __name__)
@@ -22,7 +23,11 @@ def page(run: str) -> ResponseReturnValue:
 @bp.get("/api/v1/runs/<run>")
 def run_json(run: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
+    wall = (found.summary or {}).get("wallSeconds")
+    # Spans of time as every door writes them (units.duration), for the page's cards.
     return jsonify(run=found.as_json(), span=span.as_json(),
+                   spanText=units.duration(span.seconds),
+                   wallText=units.duration(wall) if isinstance(wall, int | float) else "–",
                    timeline=has_timeline(get_engine(), found.id))
 
 

@@ -82,3 +82,31 @@ def test_demo_counts_the_recorded_placements_as_the_diff_does(
     assert demo["recordedScheduled"] == recorded["scheduled"]
     assert recorded["scheduled"] + demo["createdOnNode"] == \
         json.loads(run_kaudit("demo", "--json").output)["pods"]["recordedBound"]
+
+
+def test_demo_counts_only_pods_the_recording_scheduled_as_landing(
+        run_kaudit: Callable[..., Result]) -> None:
+    """"N of M pods land where the recording put them": M is the compared pods the recording
+    scheduled (a pod scheduled in neither run lands nowhere), N those on the same node."""
+    text = run_kaudit("demo").output
+    report = json.loads(run_kaudit("diff", "recorded", "sample-1", "--json").output)
+    placed = [c for c in report["changes"] if c["a"]["node"] is not None]
+    counts = report["counts"]
+    scheduled = report["compared"] - counts["unscheduledInBoth"] - counts["scheduledOnlyInB"]
+    assert counts["unscheduledInBoth"] == 2 and scheduled == counts["same"] + len(placed)
+    assert (f"{counts['same']} of {scheduled} pods scheduled by the recording land where it "
+            f"put them; {len(placed)} differ") in text
+
+
+def test_spans_of_time_and_config_files_read_as_on_the_pages(
+        run_kaudit: Callable[..., Result]) -> None:
+    """demo and replay write a span as units.duration does (9m30s, as the pod page); the
+    runs table names a configuration by its file (the JSON keeps the full path)."""
+    text = run_kaudit("demo").output
+    assert "watch events over 9m30s" in text and "9m 30s" not in text
+    replayed = run_kaudit("replay", "sample", "--name", "again").output
+    assert "virtual time 9m30s" in replayed, replayed
+    listing = run_kaudit("runs").output
+    full = {r["name"]: r["config"] for r in json.loads(run_kaudit("runs", "--json").output)}
+    assert full["sample-2"].startswith("/") and full["sample-2"] not in listing
+    assert full["sample-2"].rsplit("/", 1)[-1] in listing

@@ -176,10 +176,40 @@ def test_a_pods_row_of_the_diff_is_the_diff_pages_row(client: FlaskClient) -> No
     listed = _json(client, "/api/v1/diff?a=default&b=packing&limit=1000")["changes"]["items"]
     for change in listed[:5]:
         one = _json(client, f"/api/v1/diff/pods/{change['pod']}?a=default&b=packing")
-        assert one == {"a": "default", "b": "packing", "pod": change["pod"], "change": change}
+        assert {k: v for k, v in one.items() if k != "otherNode"} == {
+            "a": "default", "b": "packing", "pod": change["pod"], "change": change}
     assert "web/payments-0" not in {change["pod"] for change in listed}
     unchanged = _json(client, "/api/v1/diff/pods/web/payments-0?a=default&b=packing")
-    assert unchanged["change"] is None
+    assert unchanged["change"] is None and unchanged["otherNode"] == {"a": None, "b": None}
+
+
+def test_a_moved_pods_row_carries_each_runs_verdict_on_the_other_node(
+        client: FlaskClient) -> None:
+    """The diff pod page's panels show each run's verdict on the node the other run chose:
+    the deciding run's is the diff's reason, a rejection with its exact amounts."""
+    listed = _json(client, "/api/v1/diff?a=default&b=packing&change=moved&limit=1000")
+    rejected = [c for c in listed["changes"]["items"] if " rejected " in c["reason"]]
+    assert rejected
+    for change in rejected[:3]:
+        one = _json(client, f"/api/v1/diff/pods/{change['pod']}?a=default&b=packing")
+        verdict = one["otherNode"]["b"]
+        assert verdict["node"] == change["a"]["node"] and verdict["text"] == change["reason"]
+        assert verdict["rejection"]["cause"] in change["cause"]
+        if verdict["rejection"]["cause"].startswith("lack "):
+            assert "needs " in verdict["rejection"]["detail"]
+            assert ", free " in verdict["rejection"]["detail"]
+        assert one["otherNode"]["a"]["node"] == change["b"]["node"]
+
+
+def test_spans_of_time_are_sent_as_every_door_writes_them(client: FlaskClient) -> None:
+    """The run page's cards and the home page's traces table show units.duration's text."""
+    from kaudit.queries import units
+
+    run = _json(client, "/api/v1/runs/default")
+    assert run["spanText"] == units.duration(run["span"]["seconds"]) == "9m30s"
+    assert run["wallText"] == units.duration(run["run"]["summary"]["wallSeconds"])
+    trace = _json(client, "/api/v1/traces")["traces"][0]
+    assert trace["spanText"] == units.duration(trace["spanSeconds"])
 
 
 @pytest.mark.parametrize(("url", "status", "words"), [

@@ -455,14 +455,14 @@ def test_the_diff_pod_page_shows_the_verdict_its_reason_states(server: dict[str,
         page = visit.open(f"/diff/pods/{change['pod']}?a=default&b=packing")
         assert change["reason"] in page.inner_text("#change")
         other = change["a"]["node"]
-        evidence = page.inner_text("#side-b .other-node")
-        assert evidence.startswith(f"packing {'rejected' if ' rejected ' in wording else 'scored'}"
-                                   f" {other}")
+        assert page.inner_text("#side-b .other-node") == change["reason"]
+        # the other run's node has its row in the score table, however it ranked, and a
+        # rejected one its rejection with the exact amounts the reason states
+        rows = {row[0]: row[1:] for row in page.eval_on_selector_all(
+            "#side-b tr.chosen", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")}
+        assert other in rows
         if wording == " rejected ":
-            assert evidence == change["reason"]
-        else:  # the other run's node has its row in the score table, however it ranked
-            assert other in [row[0] for row in page.eval_on_selector_all(
-                "#side-b tr.chosen", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")]
+            assert rows[other][0].endswith(change["reason"].split(": ", 1)[1]), rows[other]
         visit.close()
 
 
@@ -491,6 +491,24 @@ def test_the_home_page_names_files_briefly_and_fits_1024_pixels(server: dict[str
     line = page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight) || 20")
     assert times and all(height <= line * 1.5 for height in times), (times, line)  # one line
     visit.screenshot("home-1024")
+    visit.close()
+
+
+def test_home_page_names_wrap_only_between_words(server: dict[str, Any],
+                                                browser: Any) -> None:
+    """A trace or run name is never cut inside a word (``big500`` over two lines): names wrap
+    where the browser may break a line, and a table too wide scrolls in its box."""
+    visit = Visit(browser, server["base"])
+    visit.page.set_viewport_size({"width": 1024, "height": 800})
+    page = visit.open("/")
+    for table in ("runs-table", "traces-table"):
+        styles = page.eval_on_selector_all(
+            f"#{table} td.name", "cells => cells.map(c => [getComputedStyle(c).overflowWrap, "
+            "getComputedStyle(c).wordBreak])")
+        assert styles and all(wrap != "anywhere" and brk not in ("break-all", "break-word")
+                              for wrap, brk in styles), (table, styles)
+        assert page.evaluate(f"document.getElementById('{table}').parentElement"
+                             ".classList.contains('scroll')")
     visit.close()
 
 

@@ -7,6 +7,8 @@ K.start(async () => {
   // A file the user named (a configuration, a trace's source) by its name; the full path,
   // which kaudit stores absolute, in its title.
   const file = (path) => el("span", {class: "path", title: path, text: path.split(/[\\/]/).filter(Boolean).pop() || path});
+  // A name may break only after a separator (- . _ / = : ,), never inside a word: big500 stays whole.
+  const breakable = (name) => String(name).split(/(?<=[-._/=:,])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
   const files = (paths) => el("span", {}, paths.flatMap((path, i) => (i ? [", ", file(path)] : [file(path)])));
   // An RFC 3339 time as date and time to the second; the exact text in its title.
   const when = (time) => (time ? el("time", {datetime: time, title: time,
@@ -14,11 +16,11 @@ K.start(async () => {
   if (!runs.length) {
     K.fill("runs", el("p", {class: "note", text: "No runs yet: `kaudit replay TRACE` makes one (`kaudit demo` makes two)."}));
   } else {
-    K.fill("runs", K.table([
-      {label: "Run", class: "name", value: (r) => el("span", {}, el("a", {href: K.runUrl(r.name), text: r.name}), el("br"),
+    K.fill("runs", el("div", {class: "scroll"}, K.table([
+      {label: "Run", class: "name", value: (r) => el("span", {}, el("a", {href: K.runUrl(r.name)}, breakable(r.name)), el("br"),
         el("span", {class: "links"}, el("a", {href: `${K.runUrl(r.name)}/history`, text: "history"}), " · ",
           el("a", {href: `${K.runUrl(r.name)}/events`, text: "events"})))},
-      {label: "Trace", class: "name", value: (r) => r.trace},
+      {label: "Trace", class: "name", value: (r) => el("span", {}, breakable(r.trace))},
       {label: "Status", value: (r) => r.status},
       {label: "Config", value: (r) => (r.config ? file(r.config) : "(defaults)")},
       {label: "Seed", value: (r) => r.seed, class: "num"},
@@ -28,7 +30,7 @@ K.start(async () => {
       {label: "Preempted", value: (r) => K.num((r.summary || {}).podsPreempted), class: "num"},
       {label: "Attempts", value: (r) => K.num((r.summary || {}).attempts), class: "num"},
       {label: "CPU mean", value: (r) => K.pct((((r.summary || {}).allocation || {}).cpu || {}).mean), class: "num"},
-    ], runs, {id: "runs-table"}));
+    ], runs, {id: "runs-table"})));
     const names = runs.map((r) => r.name);
     // Long run names (a sweep's cells) are cut on the axis, whole in the hover text.
     const short = names.map((n) => (n.length > 24 ? `${n.slice(0, 23)}…` : n));
@@ -41,14 +43,14 @@ K.start(async () => {
     ], {barmode: "group", hovermode: "closest",
       xaxis: {type: "category", automargin: true, tickvals: names, ticktext: short}});
   }
-  K.fill("traces", traces.length ? K.table([
-    {label: "Trace", class: "name", value: (t) => t.name},
+  K.fill("traces", traces.length ? el("div", {class: "scroll"}, K.table([
+    {label: "Trace", class: "name", value: (t) => el("span", {}, breakable(t.name))},
     {label: "Sources", value: (t) => files((t.sources || []).map((source) => source.path))},
     {label: "Events", value: (t) => K.num(t.events), class: "num"},
     {label: "Kinds", value: (t) => Object.entries(t.kinds).map(([k, n]) => `${k} ${n}`).join(", ")},
     {label: "Start", value: (t) => when(t.start), class: "time"},
-    {label: "Span", value: (t) => K.secs(t.spanSeconds), class: "num"},
+    {label: "Span", value: (t) => t.spanText, class: "num"},
     {label: "Rejected lines", value: (t) => t.rejected, class: "num"},
     {label: "Ingested", value: (t) => when(t.ingestedAt), class: "time"},
-  ], traces, {id: "traces-table"}) : el("p", {class: "note", text: "No traces yet: `kaudit ingest FILE` stores one."}));
+  ], traces, {id: "traces-table"})) : el("p", {class: "note", text: "No traces yet: `kaudit ingest FILE` stores one."}));
 });

@@ -12,8 +12,8 @@ K.start(async ({run}) => {
     K.card("never scheduled", K.num(s.podsNeverScheduled)),
     K.card("preempted", K.num(s.podsPreempted)),
     K.card("attempts", K.num(s.attempts)),
-    K.card("virtual time", K.secs(info.span.seconds)),
-    K.card("replayed in", K.secs(s.wallSeconds)),
+    K.card("virtual time", info.spanText),
+    K.card("replayed in", info.wallText),
     K.card("CPU allocated (mean)", K.pct(((s.allocation || {}).cpu || {}).mean)));
   document.getElementById("no-timeline").hidden = timeline.timeline;
   const series = timeline.series;
