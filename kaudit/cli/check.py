@@ -18,7 +18,7 @@ import click
 import orjson
 
 from kaudit.cli.ingest import IngestRequest, trace_input_options
-from kaudit.cli.options import db_option, echo_config_warnings, table
+from kaudit.cli.options import SEED, db_option, echo_config_warnings, table
 from kaudit.cli.replay import echo_resolved_config
 from kaudit.cli.sweep import ProgressLine
 from kaudit.cli.whatif import feature_gates_option, plugin_option
@@ -121,7 +121,7 @@ def _resolve_for_compare(summary: TraceSummary, value: str, choice: ConfigChoice
                    "baseline.")
 @feature_gates_option
 @plugin_option
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @fail_on_option
 @format_option
 @db_option
@@ -193,7 +193,7 @@ def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
                    "reused) [default: a temporary one].")
 @feature_gates_option
 @plugin_option
-@click.option("--seed", type=int, help="Seed of the checked replay [default: the baseline's].")
+@click.option("--seed", type=SEED, help="Seed of the checked replay [default: the baseline's].")
 @fail_on_option
 @format_option
 def check(request: IngestRequest | None, config_path: Path | None, use_defaults: bool,

@@ -10,6 +10,7 @@ import click
 import orjson
 
 from kaudit.config import SchedulerConfiguration
+from kaudit.input_limits import MAX_INT, MIN_INT
 from kaudit.queries import units
 
 if TYPE_CHECKING:
@@ -23,6 +24,10 @@ db_option = click.option(
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print machine-readable JSON instead of text.")
+
+#: A seed option: an int64, as it is stored (a larger one is a usage error, not a
+#: traceback when the run is written).
+SEED = click.IntRange(MIN_INT, MAX_INT)
 
 
 def echo_json(value: Any) -> None:

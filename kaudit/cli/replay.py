@@ -14,6 +14,7 @@ import orjson
 
 from kaudit.cli.explain_text import print_story
 from kaudit.cli.options import (
+    SEED,
     ListingGroup,
     db_option,
     echo_config_warnings,
@@ -135,7 +136,7 @@ def _terminate_as_interrupt(
 @feature_gates_option
 @plugin_option
 @click.option("--name", help="Name of the run [default: TRACE-N].")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of tie-breaks and preemption offsets: same seed, same run.")
 @click.option("--lifetime", type=click.Choice(["recorded", "relative"]), default="recorded",
               show_default=True,

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kaudit.cli.explain_text import device_lines
-from kaudit.cli.options import echo_config_warnings, echo_json, table
+from kaudit.cli.options import SEED, echo_config_warnings, echo_json, table
 from kaudit.eventlog.codec import rejects
 from kaudit.queries import record_text
 from kaudit.queries.verdict import scored_winner_first
@@ -39,7 +39,7 @@ plugin_option = click.option(
 @click.option("--candidates", metavar="NODE,...",
               help="Evaluate only these nodes; the others stay in the cluster (for spreading "
                    "and affinity) but count as having failed filtering.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the tie-break among top-scoring nodes.")
 @plugin_option
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")

@@ -110,3 +110,15 @@ def test_spans_of_time_and_config_files_read_as_on_the_pages(
     full = {r["name"]: r["config"] for r in json.loads(run_kaudit("runs", "--json").output)}
     assert full["sample-2"].startswith("/") and full["sample-2"] not in listing
     assert full["sample-2"].rsplit("/", 1)[-1] in listing
+
+
+def test_a_seed_beyond_int64_is_a_usage_error_at_every_command() -> None:
+    """A seed is stored as an int64: a larger one is refused before anything runs, never a
+    traceback when the run is written."""
+    huge = str(10**27)
+    for args in (["replay", "sample"], ["whatif", "--cluster", "x", "--pod", "y"],
+                 ["compare", "sample", "--config", "default", "--config", "trace"],
+                 ["check", "--sweep", "x.yaml"]):
+        result = CliRunner().invoke(cli, [*args, "--seed", huge])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Invalid value for '--seed'" in result.output, (args, result.output)
