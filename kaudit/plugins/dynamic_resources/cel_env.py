@@ -16,7 +16,12 @@ quantities. The Kubernetes CEL libraries the environment enables for them are he
 An expression must yield a bool. Compile errors and runtime errors are reported in the words
 of CEL-Go where the interpreters differ (``no such key: x``, ``no such overload``). Not
 modelled: CEL's static type check (a type mismatch such as ``device.driver > 1`` is a runtime
-error here, a compile error upstream) and the cost limits.
+error here, a compile error upstream).
+
+Evaluation is bounded as upstream's: every program runs under the runtime cost limit of
+``cel_budget.py`` (``operation cancelled: actual cost limit exceeded``), and
+:func:`estimated_cost` gives the worst-case estimate the API server checks at admission
+(``cel_cost.py``).
 """
 
 from __future__ import annotations
@@ -25,13 +30,25 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 import celpy
 from celpy import celtypes
 
 from kaudit.errors import QuantityError
+from kaudit.plugins.dynamic_resources.cel_budget import (
+    COST_LIMIT_EXCEEDED,
+    OPERATORS,
+    BudgetedRunner,
+    CostBudget,
+    CostLimitExceeded,
+    evaluate_within,
+    join_result_size,
+    replace_result_size,
+    traversing,
+)
+from kaudit.plugins.dynamic_resources.cel_cost import UNBOUNDED, estimate_cost
 from kaudit.quantity import Quantity, canonical_string, parse_quantity
 
 MAX_INT64 = 2**63 - 1
@@ -232,8 +249,13 @@ def _split(text: Any, separator: Any, limit: Any = -1) -> Any:
     limit = int(limit)
     if limit == 0:
         return celtypes.ListType()
-    parts = str(text).split(str(separator)) if limit < 0 else \
-        str(text).split(str(separator), limit - 1)
+    text, separator = str(text), str(separator)
+    if not separator:  # each character, as ext.Strings splits on ""
+        characters = list(text)
+        parts = characters if limit < 0 or limit >= len(characters) else \
+            [*characters[:limit - 1], "".join(characters[limit - 1:])]
+        return celtypes.ListType([celtypes.StringType(p) for p in parts])
+    parts = text.split(separator) if limit < 0 else text.split(separator, limit - 1)
     return celtypes.ListType([celtypes.StringType(p) for p in parts])
 
 
@@ -262,18 +284,22 @@ def _last_index_of(text: Any, sub: Any) -> Any:
 
 
 STRING_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    # ``ext.Strings`` (version 2), which the Kubernetes CEL base environment enables.
-    "split": _split, "replace": _replace, "substring": _substring, "join": _join,
-    "indexOf": _index_of, "lastIndexOf": _last_index_of,
-    "charAt": lambda text, i: celtypes.StringType(str(text)[int(i):int(i) + 1]),
-    "lowerAscii": lambda text: celtypes.StringType(
-        "".join(c.lower() if c.isascii() else c for c in str(text))),
-    "upperAscii": lambda text: celtypes.StringType(
-        "".join(c.upper() if c.isascii() else c for c in str(text))),
-    "trim": lambda text: celtypes.StringType(str(text).strip()),
+    # ``ext.Strings`` (version 2), which the Kubernetes CEL base environment enables; each
+    # charged to the cost budget for what it traverses and builds, before it runs.
+    "split": traversing(_split, lambda text, *_: len(str(text))),
+    "replace": traversing(_replace, replace_result_size),
+    "substring": traversing(_substring), "join": traversing(_join, join_result_size),
+    "indexOf": traversing(_index_of), "lastIndexOf": traversing(_last_index_of),
+    "charAt": traversing(lambda text, i: celtypes.StringType(str(text)[int(i):int(i) + 1])),
+    "lowerAscii": traversing(lambda text: celtypes.StringType(
+        "".join(c.lower() if c.isascii() else c for c in str(text)))),
+    "upperAscii": traversing(lambda text: celtypes.StringType(
+        "".join(c.upper() if c.isascii() else c for c in str(text)))),
+    "trim": traversing(lambda text: celtypes.StringType(str(text).strip())),
 }
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **OPERATORS,
     **STRING_FUNCTIONS,
     "quantity": _quantity, "isQuantity": _is_quantity, "semver": _semver,
     "isSemver": _is_semver, "compareTo": _compare, "isGreaterThan": _greater,
@@ -357,7 +383,7 @@ def device_activation(driver: str, device: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- expressions
 
-_ENV = celpy.Environment()
+_ENV = celpy.Environment(runner_class=BudgetedRunner)
 _NO_MEMBER = re.compile(r"no such member in mapping: '(.*)'")
 
 
@@ -379,10 +405,14 @@ class CompiledSelector:
     program: Any = None
     error: str | None = None
 
-    def matches(self, activation: dict[str, Any]) -> bool:
-        """Evaluate against a device; raises :class:`CelError` on a runtime error."""
+    def matches(self, activation: dict[str, Any], budget: CostBudget | None = None) -> bool:
+        """Evaluate against a device within ``budget`` (a fresh one at upstream's limit when
+        not given; its ``spent`` then says what the evaluation cost); raises
+        :class:`CelError` on a runtime error, the cost limit's included."""
         try:
-            result = self.program.evaluate(activation)
+            result = evaluate_within(self.program, activation, budget or CostBudget())
+        except CostLimitExceeded as exc:
+            raise CelError(COST_LIMIT_EXCEEDED) from exc
         except celpy.CELEvalError as exc:
             raise CelError(_go_message(exc)) from exc
         except TypeError as exc:
@@ -418,7 +448,8 @@ class SelectorCache:
         self._compiled: dict[str, CompiledSelector] = {}
         #: (expression, device content) → result: a selector sees only the device's driver,
         #: attributes and capacity, so devices alike in those get one evaluation.
-        self.results: dict[tuple[str, bytes], bool] = {}
+        #: A runtime error is kept as the result.
+        self.results: dict[tuple[str, bytes], bool | CelError] = {}
 
     def get(self, expression: str) -> CompiledSelector:
         compiled = self._compiled.get(expression)
@@ -457,13 +488,25 @@ def _compile(expression: str) -> CompiledSelector:
         # A constant expression: its type is known before any device is seen, as CEL-Go's
         # type check knows it.
         try:
-            value = program.evaluate({})
-        except Exception:  # any failure is left to evaluation
+            value = evaluate_within(program, {}, CostBudget())
+        except Exception:  # any failure, the cost limit's included, is left to evaluation
             value = None
         if value is not None and not isinstance(value, (celtypes.BoolType, celpy.CELEvalError)):
             return CompiledSelector(expression, error="must evaluate to bool or the unknown "
                                     f"type, not {_type_name(value)}")
     return CompiledSelector(expression, program=program)
+
+
+@lru_cache(maxsize=4096)
+def estimated_cost(expression: str) -> int | None:
+    """The worst-case cost the API server estimates for ``expression`` at admission
+    (``cel_cost.py``), or None when it does not parse (left to the allocator's compile)."""
+    try:
+        ast = _ENV.compile(expression)
+    except (celpy.CELParseError, RecursionError):
+        return None
+    cost = estimate_cost(ast)
+    return cost if cost < UNBOUNDED else UNBOUNDED
 
 
 def _syntax_error(expression: str, exc: Exception) -> str:
