@@ -20,6 +20,8 @@ from typing import Any
 from kaudit.errors import QuantityError
 from kaudit.model import dra
 from kaudit.model.gpu import gpu_demand
+from kaudit.plugins.dynamic_resources.cel_cost import MAX_COST
+from kaudit.plugins.dynamic_resources.cel_env import estimated_cost
 from kaudit.quantity import parse_quantity
 
 
@@ -306,9 +308,15 @@ def _selectors(selectors: Any, path: str) -> None:
         expression = _mapping(expression, f"{path}[{index}].cel").get("expression")
         if not isinstance(expression, str) or not expression.strip():
             raise ObjectError(f"{path}[{index}].cel.expression: a CEL expression is required")
-        if len(expression) > _MAX_EXPRESSION:
-            raise ObjectError(f"{path}[{index}].cel.expression: {len(expression)} characters, "
-                              f"more than {_MAX_EXPRESSION}")
+        # ``validateCELSelector``: upstream's length and cost-estimate limits, its words.
+        size = len(expression.encode("utf-8", "surrogatepass"))
+        if size > _MAX_EXPRESSION:
+            raise ObjectError(f"{path}[{index}].cel.expression: Too long: may not be more than "
+                              f"{_MAX_EXPRESSION} bytes ({size} bytes)")
+        cost = estimated_cost(expression)
+        if cost is not None and cost > MAX_COST:
+            raise ObjectError(f"{path}[{index}].cel.expression: Forbidden: too complex, exceeds "
+                              f"cost limit (estimated cost {cost}, limit {MAX_COST})")
 
 
 def _exact(body: dict[str, Any], path: str) -> None:
