@@ -16,12 +16,13 @@ counters or have binding conditions are not allocated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kaudit.model.dra import ALLOCATION_RESULTS_MAX_SIZE
 from kaudit.model.node import NodeInfo
+from kaudit.plugins.dynamic_resources.cel_budget import CostBudget
 from kaudit.plugins.dynamic_resources.cel_env import CelError, SelectorCache
 from kaudit.plugins.dynamic_resources.pools import (
     Device,
@@ -352,10 +353,7 @@ class _Allocation:
                       device_index: int, in_sub: bool) -> bool | str:
         """True when everything got allocated; False when not; ``"max"`` when the allocation
         result size limit stopped it (upstream's errAllocationResultMaxSizeExceeded)."""
-        if self.steps_left is not None:
-            self.steps_left -= 1
-            if self.steps_left < 0:
-                raise TimedOut("timed out trying to allocate devices")
+        self._spend(1)
         if claim_index >= len(self.claims):
             return True
         claim = self.claims[claim_index]
@@ -403,6 +401,7 @@ class _Allocation:
                 continue
             for piece in pool.slices:
                 for device in piece.devices:
+                    self._spend(1)
                     if request.admin_access:
                         if claim_index in self.allocating.get(device.id, ()):
                             continue
@@ -421,6 +420,14 @@ class _Allocation:
                     if outcome == "max":
                         return outcome
         return False
+
+    def _spend(self, steps: int) -> None:
+        """Count ``steps`` against the search budget: every ``allocateOne`` call, every device
+        the search considers, every parse-tree node a selector's evaluation visits."""
+        if self.steps_left is not None:
+            self.steps_left -= steps
+            if self.steps_left < 0:
+                raise TimedOut("timed out trying to allocate devices")
 
     def _selectable(self, key: tuple[int, int, int], data: RequestData, device: Device) -> bool:
         """``isSelectable``: the class's and the request's selectors (and, for slices that
@@ -449,7 +456,7 @@ class _Allocation:
         for i, selector in enumerate(selectors):
             expression = str((selector.get("cel") or {}).get("expression") or "")
             try:
-                if not device_matches(self.owner.cel, device, expression):
+                if not device_matches(self.owner.cel, device, expression, self._spend):
                     return False
             except CelCompileError as exc:
                 raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: CEL "
@@ -633,22 +640,32 @@ class CelCompileError(CelError):
     """The expression does not compile (the allocator's "CEL compile error")."""
 
 
-def device_matches(cel: SelectorCache, device: Device, expression: str) -> bool:
+def device_matches(cel: SelectorCache, device: Device, expression: str,
+                   spend: Callable[[int], None] | None = None) -> bool:
     """Whether ``device`` satisfies one selector expression, from the device's own memo, the
-    results for devices alike in content, or an evaluation. Raises :class:`CelCompileError`
-    or :class:`CelError`."""
+    results for devices alike in content, or an evaluation (whose interpreter steps go to
+    ``spend``, the search budget, after it ends). Raises :class:`CelCompileError` or
+    :class:`CelError` (a runtime error is kept as a result is: evaluation is deterministic)."""
     known = device.matches.get(expression)
     if known is not None:
         return known
     compiled = cel.get(expression)
     if compiled.error is not None:
         raise CelCompileError(compiled.error)
-    known = cel.results.get((expression, device.content))
-    if known is None:
-        known = compiled.matches(device.activation())
-        cel.results[(expression, device.content)] = known
-    device.matches[expression] = known
-    return known
+    outcome = cel.results.get((expression, device.content))
+    if outcome is None:
+        budget = CostBudget()
+        try:
+            outcome = compiled.matches(device.activation(), budget)
+        except CelError as exc:
+            outcome = exc
+        cel.results[(expression, device.content)] = outcome
+        if spend is not None:
+            spend(budget.steps)
+    if isinstance(outcome, CelError):
+        raise outcome
+    device.matches[expression] = outcome
+    return outcome
 
 
 def _matches_all(cel: SelectorCache, device: Device, selectors: list[JSON]) -> bool:

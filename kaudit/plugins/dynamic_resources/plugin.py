@@ -363,10 +363,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     found.unavailable.add(index)
                     failed |= ~mask
             return NodeVerdicts.from_mask(failed, _UNRESOLVABLE, NOT_AVAILABLE)
-        statuses = []
+        statuses: list[Status] = []
         for position, slot in enumerate(slots.tolist()):
             unavailable = [i for i, mask in reachable if not mask[position]]
-            statuses.append(self._filter_node(found, cluster, slot, unavailable))
+            status = self._filter_node(found, cluster, slot, unavailable)
+            statuses.append(status)
+            if status.code == Code.ERROR:
+                # An Error aborts upstream's whole Filter phase (the attempt fails with it):
+                # the other nodes are not searched (a CEL runtime error, such as the cost
+                # limit's, would cost each of them the same again).
+                statuses.extend([status] * (len(slots) - len(statuses)))
+                break
         return NodeVerdicts.from_statuses(statuses)
 
     def _note_allocation_changes(self, allocated: frozenset[DeviceID]) -> None:
