@@ -53,10 +53,12 @@ class TimedOut(AllocationError):
     ``DRASchedulerFilterTimeout``)."""
 
 
-#: Search steps (``allocateOne`` calls) one node's allocation may take when the filter
-#: timeout is on: upstream gives the search 10 s of wall time by default; a replay's clock
-#: does not run during a cycle, so kaudit bounds the search by steps instead (about a second
-#: of Python), which gives the same answer for every search that ends in reasonable time.
+#: Search steps one node's allocation may take when the filter timeout is on (a step: an
+#: ``allocateOne`` call, a device the search considers, a parse-tree node a selector's
+#: evaluation visits): upstream gives the search 10 s of wall time by default; a replay's clock
+#: does not run during a cycle, so kaudit bounds the search by steps instead (one to a few
+#: seconds of Python), which gives the same answer for every search that ends in reasonable
+#: time and the same answer on every replay.
 DEFAULT_SEARCH_BUDGET = 1_000_000
 
 
