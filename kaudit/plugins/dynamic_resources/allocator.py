@@ -660,7 +660,7 @@ def device_matches(cel: SelectorCache, device: Device, expression: str,
         try:
             outcome = compiled.matches(device.activation(), budget)
         except CelError as exc:
-            outcome = exc
+            outcome = CelError(str(exc))  # kept without the interpreter's frames
         cel.results[(expression, device.content)] = outcome
         if spend is not None:
             spend(budget.steps)
