@@ -5,6 +5,9 @@ PostgreSQL tests use a fresh database per test on the server named by
 only to create and drop the per-test databases). When that server is unreachable the
 PostgreSQL variants are skipped, unless ``KAUDIT_REQUIRE_POSTGRES=1`` (set by ``.ci/run``)
 makes that an error. ``--backends sqlite`` runs only one backend.
+
+Hypothesis runs derandomized (the same examples on every run, so CI never fails on a draw
+nobody can repeat); ``HYPOTHESIS_PROFILE=explore`` searches anew each run, for finding bugs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import make_url
 
@@ -26,6 +30,10 @@ from kaudit.cli import cli
 from kaudit.store.engine import resolve_url
 from kaudit.store.models import Base
 from kaudit.store.schema import open_database
+
+settings.register_profile("kaudit", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kaudit"))
 
 BACKENDS = ("sqlite", "postgresql")
 POSTGRES_ADMIN_URL = os.environ.get("KAUDIT_TEST_POSTGRES_URL",
