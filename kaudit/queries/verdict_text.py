@@ -227,6 +227,9 @@ def _fewer_evaluated(attempt: Mapping[str, Any], evaluated: int, feasible: int,
         return None
     if attempt.get("nominatedNodeUsed") and evaluated == 1:
         return "its nominated node, checked first as upstream does"
+    if attempt.get("result") == "error":
+        # Upstream's Filter phase ends at the first Error; the attempt is an error.
+        return "an error ended the attempt before every node was tried"
     narrowed = [set(v["nodeNames"]) for v in (attempt.get("preFilter") or {}).values()
                 if isinstance(v, Mapping) and v.get("nodeNames") is not None]
     if evaluated == 0:

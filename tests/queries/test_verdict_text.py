@@ -100,3 +100,12 @@ def test_one_feasible_node_found_is_singular() -> None:
     attempt = {"evaluatedNodes": 100, "feasibleNodes": 1, "allNodes": 500}
     assert verdict_text.node_counts(attempt).endswith(
         "(percentageOfNodesToScore: filtering stopped once 1 feasible node was found)")
+
+
+def test_an_error_is_not_told_as_prefilter_or_sampling() -> None:
+    """A filter plugin's Error ends upstream's Filter phase: the nodes not reached were not
+    refused by PreFilter, nor left out by percentageOfNodesToScore."""
+    for evaluated in (0, 1):
+        counts = verdict_text.node_counts({"evaluatedNodes": evaluated, "feasibleNodes": 0,
+                                           "allNodes": 3, "result": "error"})
+        assert counts.endswith("(an error ended the attempt before every node was tried)")
