@@ -18,8 +18,9 @@ naming the field and the limit, never with a traceback.
   floats must be finite (JSON cannot hold infinity): :func:`check_json_value`, naming the
   field (a configuration or sweep spec checks its typed fields itself). YAML integers longer
   than any int64 can be written are refused while parsing, so that a 5,000-digit number
-  costs nothing; so are CSV cells (:func:`integer_from_text`). CLI numbers are finite and
-  within their option's range (:func:`number_option`).
+  costs nothing; so are CSV cells (:func:`integer_from_text`) and resource quantities of
+  more than 1,000 digits (``kaudit.quantity.MAX_QUANTITY_DIGITS``, before conversion).
+  CLI numbers are finite and within their option's range (:func:`number_option`).
 - **YAML tags**: only the JSON-compatible ones (:data:`YAML_TAGS`): null, bool, int, float,
   str, seq, map. Timestamps stay strings, as they do when ``sigs.k8s.io/yaml`` converts YAML
   to JSON; ``!!binary``, ``!!set``, ``!!omap``, ``!!pairs`` and language tags are refused.

@@ -33,6 +33,12 @@ _DIGITS = frozenset("0123456789")
 # beyond this, because no value that large (or small) can take part in int64 scheduling maths.
 _MAX_DECIMAL_EXPONENT = 1000
 
+#: Digits a quantity may hold (before and after its point), checked before conversion: far
+#: beyond any quantity that fits an int64 in nano-units (28 digits), far below Python's
+#: 4,300-digit limit on converting text to an integer. One of the input limits
+#: (``kaudit.input_limits``), kept here because this module may not import that one (same layer).
+MAX_QUANTITY_DIGITS = 1000
+
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -81,6 +87,11 @@ class Quantity:
         if remainder:
             raise QuantityError(f"{unscaled}e{scale} is finer than a nano-unit")
         return cls(nanos, fmt)
+
+
+class QuantityTooLargeError(QuantityError):
+    """A quantity too large to convert (its message names it: ``quantity '…' is too
+    large``)."""
 
 
 def _split(text: str) -> tuple[bool, str, str, str, str]:
@@ -161,6 +172,24 @@ def _decimal_unscaled(value: str) -> tuple[int, int]:
     return sign * int(body), fraction
 
 
+def _check_length(text: str, num: str, denom: str, base: int, exponent: int) -> None:
+    """Refuse, before any conversion, a value too large for kaudit (beyond 10**1000
+    nano-units; a binary-SI value is capped instead, as upstream caps it) and a quantity of
+    more than :data:`MAX_QUANTITY_DIGITS` digits."""
+    if base == 10 and num != "0" and len(num) - 1 + exponent + 9 > _MAX_DECIMAL_EXPONENT:
+        raise QuantityTooLargeError(f"quantity {shortened(text)} is too large")
+    if len(num) + len(denom) > MAX_QUANTITY_DIGITS:
+        if base == 2 and num != "0":
+            raise QuantityTooLargeError(f"quantity {shortened(text)} is too large")
+        raise QuantityError(f"quantity {shortened(text)} has more than "
+                            f"{MAX_QUANTITY_DIGITS} digits")
+
+
+def shortened(text: str) -> str:
+    """``text`` quoted, cut short if long enough to flood a message."""
+    return repr(text) if len(text) <= 40 else f"'{text[:16]}…' ({len(text)} characters)"
+
+
 @lru_cache(maxsize=4096)
 def parse_quantity(text: str) -> Quantity:
     """Parse a quantity string; raises :class:`QuantityError` as upstream would fail."""
@@ -197,11 +226,12 @@ def parse_quantity(text: str) -> Quantity:
                     keep = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
                 return Quantity(nanos if positive else -nanos, fmt, text if keep else None)
 
+    _check_length(text, num, denom, base, exponent)
     unscaled, fraction = _decimal_unscaled(value)
     if base == 10:
         power = exponent - fraction + 9  # value in nanos = unscaled * 10**power
         if power > _MAX_DECIMAL_EXPONENT:
-            raise QuantityError(f"quantity {text!r} is too large")
+            raise QuantityTooLargeError(f"quantity {shortened(text)} is too large")
         if power >= 0:
             nanos = abs(unscaled) * 10**power
         elif -power > len(str(abs(unscaled))) + 1:

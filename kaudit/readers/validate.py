@@ -8,8 +8,9 @@ selectors are maps of strings; tolerations, taints, affinity terms, topology spr
 constraints, ports, volumes and scheduling gates have the types of the Kubernetes API
 (``int32`` priorities, weights and skews; ``int64`` image sizes); every resource quantity
 (container and pod-level requests and limits, overhead, node capacity and allocatable, volume
-capacity) parses as a Kubernetes quantity, is not negative and fits an ``int64``. Errors name
-the field. Fields replay never reads are not checked.
+capacity) parses as a Kubernetes quantity, is not negative and fits an ``int64`` once
+converted as the scheduler converts it (millicores for cpu, whole units for the rest), and so
+do a pod's summed requests. Errors name the field. Fields replay never reads are not checked.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any
 from kaudit.errors import QuantityError
 from kaudit.model import dra
 from kaudit.model.gpu import gpu_demand
+from kaudit.model.resources import CPU, pod_requests, resource_units, to_units
 from kaudit.plugins.dynamic_resources.cel_cost import MAX_COST
 from kaudit.plugins.dynamic_resources.cel_env import estimated_cost
-from kaudit.quantity import parse_quantity
+from kaudit.quantity import QuantityTooLargeError, parse_quantity, shortened
 
 
 class ObjectError(ValueError):
@@ -50,7 +52,6 @@ def type_name(value: Any) -> str:
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
-_MAX_QUANTITY_NANOS = INT64[1] * 10**9
 
 
 def _check(value: Any, schema: Any, path: str) -> None:
@@ -212,12 +213,29 @@ def _quantities(resources: Any, path: str) -> None:
             text = str(text)
         try:
             quantity = parse_quantity(text)
+        except QuantityTooLargeError as exc:
+            raise ObjectError(f"{path}.{name}: {exc} (beyond int64)") from None
         except QuantityError as exc:
-            raise ObjectError(f"{path}.{name}: invalid quantity {text!r}: {exc}") from None
+            raise ObjectError(f"{path}.{name}: invalid quantity {shortened(text)}: "
+                              f"{exc}") from None
         if quantity.nanos < 0:
             raise ObjectError(f"{path}.{name}: quantity {text!r} must not be negative")
-        if quantity.nanos > _MAX_QUANTITY_NANOS:
-            raise ObjectError(f"{path}.{name}: quantity {text!r} is too large (beyond int64)")
+        if to_units(name, quantity.nanos) > INT64[1]:
+            raise ObjectError(f"{path}.{name}: quantity {text!r} is too large (beyond int64) "
+                              f"once converted to {_unit(name)}")
+
+
+def _unit(resource: str) -> str:
+    return "millicores" if resource == CPU else "whole units"
+
+
+def _pod_totals(spec: dict[str, Any]) -> None:
+    """The pod's requests as the scheduler sums them (containers, init containers, pod-level
+    requests, overhead) must fit an int64 too: upstream adds them as int64."""
+    for name, units in resource_units(pod_requests(spec)).items():
+        if units > INT64[1]:
+            raise ObjectError(f"object.spec: the pod's total request of {name} is too large "
+                              f"(beyond int64) once converted to {_unit(name)}")
 
 
 def _requirements(resources: Any, path: str) -> None:
@@ -251,6 +269,7 @@ def _validate_pod(obj: dict[str, Any], exists: bool) -> None:
         _containers(spec["initContainers"], "object.spec.initContainers")
     _quantities(spec.get("overhead"), "object.spec.overhead")
     _requirements(spec.get("resources"), "object.spec.resources")
+    _pod_totals(spec)
     _validate_pod_claims(spec, obj.get("status"))
     node_name = spec.get("nodeName")
     if node_name is not None and not isinstance(node_name, str):

@@ -152,3 +152,24 @@ def test_hostile_manifests_are_refused_with_a_400_naming_the_limit(
         answer = client.post("/api/v1/runs/default/whatif?t=10", data=text)
         assert answer.status_code == 400, (case, answer.status_code)
         assert answer.get_json()["error"].startswith("pod manifest: "), case
+
+
+def test_a_request_beyond_int64_once_converted_is_a_400_naming_the_field(
+        client: FlaskClient, tmp_path: Path) -> None:
+    """1e18 cores are 10**21 millicores: refused at both doors (it used to reach the JSON
+    encoder and answer 500); so is a 5,001-digit quantity (it used to reach int())."""
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"kind": "List", "items": []}))
+    for cpu in ("1e18", "1Ei", "1" + "0" * 5000):
+        text = MANIFEST.replace('cpu: "2"', f'cpu: "{cpu}"')
+        answer = client.post("/api/v1/runs/default/whatif?t=10", data=text)
+        assert answer.status_code == 400, (cpu[:8], answer.status_code)
+        error = answer.get_json()["error"]
+        assert "spec.containers[0].resources.requests.cpu: quantity '" in error
+        assert "is too large" in error
+        pod = tmp_path / "pod.yaml"
+        pod.write_text(text)
+        cli = CliRunner().invoke(main_cli, ["whatif", "--cluster", str(cluster), "--pod",
+                                            str(pod), "--json"])
+        assert cli.exit_code == 2, (cpu[:8], cli.output[-300:])
+        assert "is too large" in cli.output

@@ -186,3 +186,46 @@ def test_a_malformed_v1beta1_object_is_an_error_not_a_crash() -> None:
             "metadata": {"name": "c", "namespace": "d"}, "spec": {"devices": "x"}}
     with pytest.raises(ObjectError, match=r"object\.spec\.devices: must be an object"):
         validate_object(beta, "ADDED")
+
+
+@pytest.mark.parametrize(("requests", "message"), [
+    ({"cpu": "1e18"}, "requests.cpu: quantity '1e18' is too large (beyond int64) once converted "
+                      "to millicores"),
+    ({"cpu": "1Ei"}, "requests.cpu: quantity '1Ei' is too large (beyond int64) once converted "
+                     "to millicores"),
+    ({"cpu": "1" + "0" * 5000}, "requests.cpu: quantity '1000000000000000…' (5001 characters) "
+                                "is too large"),
+    ({"cpu": "0." + "0" * 5000 + "1"}, "requests.cpu: invalid quantity"),
+    ({"memory": "1e19"}, "requests.memory: quantity '1e19' is too large (beyond int64) once "
+                         "converted to whole units"),
+    ({"ephemeral-storage": "9223372036854775808"}, "requests.ephemeral-storage: quantity"),
+    ({"example.com/foo": "1e400"}, "requests.example.com/foo: quantity '1e400' is too large"),
+])
+def test_a_quantity_must_fit_int64_in_the_unit_kaudit_stores(requests: dict[str, str],
+                                                             message: str) -> None:
+    """Upstream's MilliValue (cpu) and Value (the rest) are int64."""
+    pod = make_pod("web").obj()
+    pod["spec"]["containers"][0]["resources"] = {"requests": requests}
+    with pytest.raises(ObjectError) as caught:
+        validate_object(pod, "ADDED")
+    assert f"object.spec.containers[0].resources.{message}" in str(caught.value)
+
+
+def test_a_pods_summed_requests_must_fit_int64() -> None:
+    pod = make_pod("web").obj()
+    pod["spec"]["containers"][0]["resources"] = {"requests": {
+        "cpu": "9223372036854775807m", "memory": "8Ei", "example.com/foo": "9223372036854775807"}}
+    validate_object(pod, "ADDED")  # the largest that fit
+    half = {"resources": {"requests": {"cpu": "5e15"}}}
+    pod["spec"]["containers"] = [{"name": "a", **half}, {"name": "b", **half}]
+    with pytest.raises(ObjectError, match=r"^object.spec: the pod's total request of cpu is too "
+                                          r"large \(beyond int64\) once converted to millicores"):
+        validate_object(pod, "ADDED")
+
+
+def test_node_allocatable_and_capacity_must_fit_int64_once_converted() -> None:
+    node = make_node("n1").capacity(cpu="4", memory="16Gi").obj()
+    node["status"]["capacity"]["cpu"] = "1e18"
+    with pytest.raises(ObjectError, match=r"object.status.capacity.cpu: quantity '1e18' is too "
+                                          r"large \(beyond int64\) once converted to millicores"):
+        validate_object(node, "ADDED")

@@ -158,3 +158,17 @@ def test_a_manifest_meets_the_limits_every_input_meets() -> None:
     tagged = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  x: !!set {}"
     with pytest.raises(InputError, match="tag !!set is not allowed"):
         parse_pod_manifest(tagged, "pod")
+
+
+@pytest.mark.parametrize(("cpu", "reason"), [
+    ("1e18", "requests.cpu: quantity '1e18' is too large (beyond int64) once converted to "
+             "millicores"),
+    ("1Ei", "requests.cpu: quantity '1Ei' is too large (beyond int64) once converted to "
+            "millicores"),
+    ("1" + "0" * 5000, "requests.cpu: quantity '1000000000000000…' (5001 characters) is too "
+                       "large"),
+])
+def test_a_request_beyond_int64_once_converted_is_refused(cpu: str, reason: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_pod_manifest(POD.replace('cpu: "2"', f'cpu: "{cpu}"'), "pod.yaml")
+    assert reason in str(refused.value)
