@@ -47,6 +47,12 @@ from kaudit.model.kinds import KINDS
 from kaudit.model.patch import PatchError, apply_patch
 from kaudit.model.pod import FINISHED_PHASES
 from kaudit.model.timestamps import format_rfc3339, parse_timestamp
+from kaudit.readers.audit_fields import (
+    TIME_FIELDS,
+    EventFieldError,
+    check_event_fields,
+    timestamp_problem,
+)
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.validate import ObjectError, type_name, validate_object
@@ -127,23 +133,16 @@ class _Parsed:
         return (self.ts, self.index, self.line) < (other.ts, other.index, other.line)
 
 
-#: The times an audit event may carry, in the order kaudit prefers them.
-_TIME_FIELDS = ("stageTimestamp", "timestamp", "requestReceivedTimestamp")
-
-
 def _event_time(doc: dict[str, Any]) -> int:
     """The event's time: a ``metav1.MicroTime``, which is an RFC 3339 string, never a number."""
-    name = next((field for field in _TIME_FIELDS if doc.get(field) is not None), None)
+    name = next((field for field in TIME_FIELDS if doc.get(field) is not None), None)
     if name is None:
         raise ValueError("stageTimestamp: missing")
     value = doc[name]
-    if not isinstance(value, str):
-        raise ValueError(f"{name}: must be an RFC 3339 string (e.g. "
-                         f"2026-01-02T03:04:05.123456Z), not {type_name(value)}")
-    try:
-        return parse_timestamp(value)
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+    problem = timestamp_problem(value)
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
+    return parse_timestamp(value)
 
 
 def _not_an_event(doc: Any, item: bool = False) -> str | None:
@@ -166,21 +165,11 @@ def _not_an_event(doc: Any, item: bool = False) -> str | None:
 
 
 def _bad_fields(doc: dict[str, Any]) -> str | None:
-    """What is wrong with the fields kaudit reads, if anything."""
-    for name in ("stage", "verb", "requestURI"):
-        if doc.get(name) is not None and not isinstance(doc[name], str):
-            return f"{name}: must be a string"
-    ref = doc.get("objectRef")
-    if ref is None:
-        return None
-    if not isinstance(ref, dict):
-        return "objectRef: must be an object"
-    for name in ("resource", "subresource", "apiGroup", "apiVersion", "namespace", "name"):
-        if ref.get(name) is not None and not isinstance(ref[name], str):
-            return f"objectRef.{name}: must be a string"
-    status = doc.get("responseStatus")
-    if status is not None and not isinstance(status, dict):
-        return "responseStatus: must be an object"
+    """What is wrong with the event's field types, if anything."""
+    try:
+        check_event_fields(doc)
+    except EventFieldError as exc:
+        return str(exc)
     return None
 
 

@@ -369,3 +369,48 @@ def test_event_list_items_need_no_type_and_bad_field_types_are_rejected(
     events, rejected, _ = _read(log)
     assert [e.name for e in events] == ["node-0", "node-1"]
     assert [(r.line, r.reason) for r in rejected] == [(2, "verb: must be a string")]
+
+
+def _namespace_created(**fields: Any) -> dict[str, Any]:
+    created = event(1, "create", "namespaces", name="team", level="RequestResponse",
+                    response={"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": "team"}})
+    return {**created, **fields}
+
+
+@pytest.mark.parametrize(("fields", "reason"), [
+    ({"responseStatus": {"code": "500"}}, "responseStatus.code: must be an integer, not '500'"),
+    ({"responseStatus": {"code": 404.5}}, "responseStatus.code: must be an integer, not 404.5"),
+    ({"responseStatus": {"code": 1e30}}, "responseStatus.code: must be an integer"),
+    ({"responseStatus": {"code": 2**32 + 500}}, "responseStatus.code: must be an int32"),
+    ({"responseStatus": {"code": True}}, "responseStatus.code: must be an integer"),
+    ({"requestReceivedTimestamp": 1767603600}, "requestReceivedTimestamp: must be an RFC 3339"),
+    ({"requestReceivedTimestamp": "soon"}, "requestReceivedTimestamp: timestamp 'soon'"),
+    ({"level": "Bogus"}, "level: must be one of None, Metadata, Request, RequestResponse, "
+                         "not 'Bogus'"),
+    ({"level": 7}, "level: must be a string, not a number"),
+    ({"auditID": 7}, "auditID: must be a string"),
+    ({"user": {"groups": "admins"}}, "user.groups: must be a list of strings"),
+    ({"sourceIPs": [1]}, "sourceIPs[0]: must be a string"),
+    ({"annotations": {"a": 1}}, "annotations.a: must be a string"),
+])
+def test_fields_of_the_wrong_type_are_rejected_as_the_api_decoder_would(
+        tmp_path: Path, fields: dict[str, Any], reason: str) -> None:
+    """audit.k8s.io/v1 Event's field types (``apiserver/pkg/apis/audit/v1/types.go``)."""
+    log = _write(tmp_path / "audit.log", [_namespace_created(**fields)])
+    events, rejected, _ = _read(log)
+    assert not events
+    assert [r.line for r in rejected] == [1]
+    assert rejected[0].reason.startswith(reason)
+
+
+def test_a_failed_request_whose_code_is_a_string_is_refused_not_replayed(
+        run_kaudit: Callable[..., Result], tmp_path: Path) -> None:
+    failed = _write(tmp_path / "failed.log",
+                    [_namespace_created(responseStatus={"code": 500})])
+    assert "nothing to replay" in run_kaudit("ingest", str(failed)).output
+    as_text = _write(tmp_path / "text.log",
+                     [_namespace_created(responseStatus={"code": "500"})])
+    result = run_kaudit("ingest", str(as_text))
+    assert result.exit_code == 2
+    assert f"{as_text}:1: responseStatus.code: must be an integer" in result.output
