@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.config.duration import format_duration, parse_duration
-from kaudit.config.fielderrors import Bare, FieldError, child, index, invalid, required
+from kaudit.config.extender_tls import TLSSettingError, build_tls_context
+from kaudit.config.fielderrors import (
+    NO_VALUE,
+    Bare,
+    FieldError,
+    child,
+    index,
+    invalid,
+    required,
+)
 from kaudit.config.labels import is_qualified_name
 from kaudit.config.schema import ListOf, Obj
 
@@ -193,7 +202,8 @@ def tls_errors(tls: TLSConfig, path: str) -> list[FieldError]:
     """The TLS settings client-go's transport (``TLSConfigFor``, which ``NewHTTPExtender``
     calls when the scheduler starts) refuses: a CA with ``insecure``; and a client certificate
     without its key or a key without its certificate (client-go would silently send neither;
-    kaudit refuses the half-configured pair)."""
+    kaudit refuses the half-configured pair); and, as ``TLSConfigFor`` loads them, a CA or
+    client certificate file that cannot be read or data that is not PEM."""
     errors: list[FieldError] = []
     if tls.insecure and (tls.ca_file or tls.ca_data):
         errors.append(invalid(child(path, "insecure"), True, "specifying a root certificates "
@@ -204,7 +214,20 @@ def tls_errors(tls: TLSConfig, path: str) -> list[FieldError]:
         errors.append(required(child(path, missing), "a client certificate needs both a "
                                "certificate (certFile or certData) and a key (keyFile or "
                                "keyData)"))
+    if not errors:
+        errors += _loading_errors(tls, path)
     return errors
+
+
+def _loading_errors(tls: TLSConfig, path: str) -> list[FieldError]:
+    """The CA and client certificate loaded as the transport loads them (client-go reads the
+    files and parses the PEM when the scheduler starts)."""
+    try:
+        build_tls_context(tls, enable_https=False)
+    except TLSSettingError as exc:
+        files = {"caFile": tls.ca_file, "certFile": tls.cert_file, "keyFile": tls.key_file}
+        return [invalid(child(path, exc.field), files.get(exc.field, NO_VALUE), exc.reason)]
+    return []
 
 
 def validate_extenders(extenders: tuple[ExtenderConfig, ...],

@@ -30,17 +30,16 @@ import hashlib
 import http.client
 import json
 import ssl
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
-from kaudit.config.extenders import ExtenderConfig, TLSConfig, tls_errors
+from kaudit.config.extender_tls import TLSSettingError, build_tls_context
+from kaudit.config.extenders import ExtenderConfig, tls_errors
 from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
@@ -83,46 +82,18 @@ def http_transport(config: ExtenderConfig) -> Transport:
 
 
 def tls_context(config: ExtenderConfig) -> ssl.SSLContext | None:
-    """``makeTransport``: with a CA, only that CA is trusted; ``enableHTTPS`` without a CA
-    does not verify; ``insecure`` does not verify. Settings client-go refuses (``insecure``
-    with a CA) are refused by the configuration's validation; the same rule
+    """``makeTransport``'s TLS (:func:`kaudit.config.extender_tls.build_tls_context`).
+    Settings client-go refuses are refused by the configuration's validation; the same rule
     (:func:`kaudit.config.extenders.tls_errors`) guards an unvalidated configuration here."""
     tls = config.tls_config
-    has_ca = tls is not None and bool(tls.ca_file or tls.ca_data)
     problems = tls_errors(tls, "tlsConfig") if tls is not None else []
     if problems:
         raise ExtenderError(f"extender {go_quote(config.name)}: {problems[0].message()}")
-    insecure = (tls is not None and tls.insecure) or (config.enable_https and not has_ca)
-    if tls is None and not insecure:
-        return None
     try:
-        if tls is not None and has_ca:
-            context = ssl.create_default_context(
-                cadata=tls.ca_data.decode() if tls.ca_data else None,
-                cafile=None if tls.ca_data else tls.ca_file)
-        else:
-            context = ssl.create_default_context()
-        if tls is not None and (tls.cert_data or tls.cert_file or tls.key_data or tls.key_file):
-            _load_client_certificate(context, tls)
-    except (OSError, ValueError, ssl.SSLError) as exc:
+        return build_tls_context(tls, config.enable_https)
+    except TLSSettingError as exc:
         raise ExtenderError(f"extender {go_quote(config.name)}: TLS configuration: {exc}"
                             ) from None
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _load_client_certificate(context: ssl.SSLContext, tls: TLSConfig) -> None:
-    cert = tls.cert_data or (Path(tls.cert_file).read_bytes() if tls.cert_file else b"")
-    key = tls.key_data or (Path(tls.key_file).read_bytes() if tls.key_file else b"")
-    if not cert or not key:
-        raise ValueError("a client certificate needs both a certificate and a key")
-    with tempfile.TemporaryDirectory() as directory:  # ssl reads certificates from files
-        cert_path, key_path = Path(directory, "cert.pem"), Path(directory, "key.pem")
-        cert_path.write_bytes(cert)
-        key_path.write_bytes(key)
-        context.load_cert_chain(cert_path, key_path)
 
 
 class HTTPExtender:

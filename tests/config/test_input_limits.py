@@ -183,3 +183,33 @@ def test_any_mutation_of_a_real_configuration_replays_or_is_refused_cleanly(
     code, output = _replay(tmp_path, config)
     assert code == 0, output
     assert json.loads(output[output.index("{"):])["status"] == "complete"
+
+
+@pytest.mark.parametrize(("tls", "message"), [
+    ("{caFile: /nonexistent/ca.pem}",
+     'extenders[0].tlsConfig.caFile: Invalid value: "/nonexistent/ca.pem": cannot load the CA '
+     "certificates: No such file or directory"),
+    ("{caData: aGVsbG8=}",
+     "extenders[0].tlsConfig.caData: Invalid value: cannot load the CA certificates: "),
+    ("{certFile: NOT_PEM, keyFile: NOT_PEM}",
+     'extenders[0].tlsConfig.certFile: Invalid value: "NOT_PEM": cannot load the client '
+     "certificate and key as PEM: "),
+    ("{certData: aGVsbG8=, keyFile: /nonexistent/key.pem}",
+     'extenders[0].tlsConfig.keyFile: Invalid value: "/nonexistent/key.pem": cannot read '
+     "/nonexistent/key.pem: No such file or directory"),
+])
+def test_config_show_loads_the_tls_files_and_data_as_replay_does(
+        tls: str, message: str, tmp_path: Path) -> None:
+    """client-go reads the files and parses the PEM when the scheduler starts; ``config show``
+    used to accept what ``replay`` then refused."""
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hello\n")
+    tls = tls.replace("NOT_PEM", str(not_pem))
+    message = message.replace("NOT_PEM", str(not_pem))
+    config = tmp_path / "config.yaml"
+    config.write_text(HEADER + EXTENDER + tls + "\n")
+    shown = CliRunner().invoke(cli, ["config", "show", str(config)], catch_exceptions=False)
+    assert shown.exit_code == 2, shown.output
+    assert shown.output.strip().startswith(f"kaudit: error: {config}: {message}")
+    code, output = _replay(tmp_path, config)
+    assert (code, output.strip().splitlines()[-1]) == (2, shown.output.strip())
