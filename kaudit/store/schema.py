@@ -3,7 +3,9 @@
 The migrations live in ``migrations/`` (resolved from a checkout or an installed wheel), so an
 installed kaudit can migrate without an ``alembic.ini``. ``kaudit db upgrade`` migrates
 explicitly; :func:`open_database` creates and migrates an empty database on first use and
-refuses one at another revision with a message that names ``kaudit db upgrade``.
+refuses one at another revision with a message that names ``kaudit db upgrade``; an SQLite
+database opened so gets an identity (:mod:`kaudit.store.identity`) if it has none.
+:func:`probe_tables` is the health check's cheap look past the schema table.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from kaudit.datadirs import migrations_dir
 from kaudit.errors import DatabaseError, SchemaOutOfDateError
 from kaudit.store.engine import display_url, make_engine, resolve_url
+from kaudit.store.identity import assign_identity
 from kaudit.store.models import Base
 
 
@@ -84,6 +87,23 @@ def schema_status(engine: Engine) -> SchemaStatus:
                         kaudit_tables=tuple(sorted(kaudit_tables)))
 
 
+def probe_statements() -> list[str]:
+    """Queries reading the last row of every kaudit table (through its primary key): a few
+    pages each, so a file damaged past its header fails them (the driver's error) rather than
+    only the query that happens to read a damaged page."""
+    statements = []
+    for table in Base.metadata.sorted_tables:
+        key = ", ".join(column.name for column in table.primary_key.columns)
+        statements.append(f"SELECT {key} FROM {table.name} ORDER BY {key} DESC LIMIT 1")
+    return statements
+
+
+def probe_tables(connection: Connection) -> None:
+    """The health check's cheap look past the schema table (see :func:`probe_statements`)."""
+    for statement in probe_statements():
+        connection.execute(text(statement)).first()
+
+
 def refuse_foreign(status: SchemaStatus, where: str) -> None:
     """Refuse a database kaudit did not create: tables with kaudit's names but no schema
     revision, or a revision of someone else's migrations. Nothing is written to it."""
@@ -123,6 +143,8 @@ def open_database(db: str | None = None, *, create: bool = True) -> Engine:
     engine = make_engine(resolve_url(db), must_exist=not create)
     try:
         check_schema(engine, create=create)
+        if create:
+            assign_identity(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
         raise DatabaseError(f"cannot open database {display_url(str(engine.url))}: "
