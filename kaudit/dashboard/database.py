@@ -1,7 +1,7 @@
 """The dashboard's database: one read-only engine per application, a cache of answers about
 finished runs (a complete run never changes, so its pages can be computed once), and, on
-SQLite, a watch on the file (:mod:`kaudit.dashboard.file_watch`): while the file is deleted or
-overwritten, every answer but the static files is 503 with the reason."""
+SQLite, a watch on the file (:mod:`kaudit.dashboard.file_watch`): while the file is deleted,
+overwritten or damaged, every answer but the static files is 503 with the reason."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def init_app(app: Flask) -> None:
 
 
 def _refuse_while_unusable(watch: SqliteFileWatch) -> ResponseReturnValue | None:
-    """503 with the reason while the SQLite file is gone or overwritten (None: go on)."""
+    """503 with the reason while the SQLite file is gone, overwritten or damaged (None: go
+    on)."""
     if request.path.startswith("/static/"):
         return None
     problem = watch.problem()

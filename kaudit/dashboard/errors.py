@@ -10,12 +10,12 @@ script); Plotly draws its own styles, so inline styles are allowed.
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from flask import Flask, Response, g, jsonify, render_template, request
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
+from kaudit.dashboard.file_watch import sqlite_damage
 from kaudit.errors import InputError, KauditError, UnknownObjectError
 
 log = logging.getLogger("kaudit.dashboard")
@@ -24,14 +24,11 @@ log = logging.getLogger("kaudit.dashboard")
 FINAL_MAX_AGE = 300
 # PostgreSQL: undefined table, invalid catalog name (the database was dropped or recreated).
 _MISSING_SCHEMA_CODES = {"42P01", "3D000"}
-#: SQLite's words for a file damaged past its header.
-_DAMAGED_SQLITE = ("database disk image is malformed", "file is not a database")
 
 
 def database_damaged(exc: DBAPIError) -> bool:
     """SQLite found the file damaged past its header (only a query reads those pages)."""
-    return isinstance(exc.orig, sqlite3.DatabaseError) and any(
-        text in str(exc.orig) for text in _DAMAGED_SQLITE)
+    return exc.orig is not None and sqlite_damage(exc.orig)
 
 
 def database_unavailable(exc: DBAPIError) -> bool:

@@ -30,7 +30,7 @@ from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_pa
 from kaudit.errors import DatabaseError
 from kaudit.queries.runs import run_configuration
 from kaudit.store.engine import display_url
-from kaudit.store.schema import current_revision, schema_status
+from kaudit.store.schema import current_revision, probe_tables, schema_status
 
 bp = Blueprint("meta", __name__)
 
@@ -72,10 +72,14 @@ def config_page(run: str) -> ResponseReturnValue:
 
 @bp.get("/healthz")
 def healthz() -> ResponseReturnValue:
-    """Ok only when the database answers and holds kaudit's schema at this kaudit's revision
-    (a deleted SQLite file or a recreated PostgreSQL database is not ok)."""
+    """Ok only when the database answers, holds kaudit's schema at this kaudit's revision and
+    the last row of each table reads (a deleted or damaged SQLite file or a recreated
+    PostgreSQL database is not ok)."""
     try:
         status = schema_status(get_engine())
+        if status.up_to_date:
+            with get_engine().connect() as connection:
+                probe_tables(connection)
     except (DatabaseError, DBAPIError) as exc:  # down, unreachable, or its file is gone
         return _unavailable(str(exc.orig) if isinstance(exc, DBAPIError) else str(exc))
     except Exception as exc:

@@ -190,6 +190,123 @@ def test_an_sqlite_file_damaged_past_its_header_is_unavailable_not_an_error(
         app.extensions["kaudit.engine"].dispose()
 
 
+def _write_back_the_wal(sqlite_file: Path) -> None:
+    """As a database is when no replay writes to it: every page in the main file."""
+    with sqlite3.connect(sqlite_file) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _damage_past_the_header(sqlite_file: Path, seed: int) -> None:
+    """Random bytes over every page but the first (``dd … seek=1 conv=notrunc``)."""
+    with sqlite3.connect(sqlite_file) as connection:
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    size = sqlite_file.stat().st_size
+    with open(sqlite_file, "r+b") as file:
+        file.seek(page_size)
+        file.write(random.Random(seed).randbytes(size - page_size))
+
+
+def _backup(sqlite_file: Path, copy: Path) -> None:
+    with sqlite3.connect(sqlite_file) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+
+
+def test_a_file_damaged_under_a_warm_server_answers_503_everywhere_until_restored(
+        run_kaudit: Callable[..., Result], small_app: Flask, sqlite_file: Path,
+        tmp_path: Path) -> None:
+    """The pooled connections have read the pages before the damage; nothing tells them the
+    file changed, so they would go on answering from their caches: the watch inspects the
+    changed file itself, and every answer, ``/healthz``'s included, is 503 until a copy is
+    put back."""
+    _write_back_the_wal(sqlite_file)
+    app = create_app({"KAUDIT_DB": str(sqlite_file), "TESTING": True,
+                      "DATABASE_CHECK_SECONDS": 0.0})
+    client = app.test_client()
+    backup = tmp_path / "backup.db"
+    _backup(sqlite_file, backup)
+    try:
+        for _ in range(2):  # the pages in the connections' caches, the finished run cached
+            assert {status for status, _ in _answers(client).values()} == {200}
+        _damage_past_the_header(sqlite_file, seed=13)
+        answers = _answers(client)
+        assert {status for status, _ in answers.values()} == {503}, answers
+        assert all("malformed" in error for _, error in answers.values()), answers
+
+        shutil.copyfile(backup, sqlite_file)  # restored in place
+        assert {status for status, _ in _answers(client).values()} == {200}
+    finally:
+        app.extensions["kaudit.engine"].dispose()
+
+
+def test_a_query_finding_the_file_damaged_makes_every_answer_503(
+        run_kaudit: Callable[..., Result], small_app: Flask, sqlite_file: Path) -> None:
+    """Between two looks of the watch, the first query that reads a damaged page marks the
+    file damaged: the health check and every other page say so too."""
+    _write_back_the_wal(sqlite_file)
+    app = create_app({"KAUDIT_DB": str(sqlite_file), "TESTING": True,
+                      "DATABASE_CHECK_SECONDS": 3600.0})
+    client = app.test_client()
+    try:
+        assert client.get("/healthz").status_code == 200
+        _damage_past_the_header(sqlite_file, seed=17)
+        app.extensions["kaudit.engine"].dispose()  # the query reads the damaged pages
+        assert client.get("/api/v1/runs/r/timeline").status_code == 503
+        for path in ("/healthz", "/api/v1/runs", "/runs/r", "/metrics"):
+            answer = client.get(path)
+            assert answer.status_code == 503, (path, answer.data[:300])
+            assert (f"unavailable: the database file {sqlite_file} is damaged (database disk "
+                    "image is malformed)") in answer.get_data(as_text=True), (path, answer.data)
+    finally:
+        app.extensions["kaudit.engine"].dispose()
+
+
+def test_another_database_copied_over_the_file_in_place_is_served_not_the_old_one(
+        run_kaudit: Callable[..., Result], small_app: Flask, sqlite_file: Path,
+        tmp_path: Path) -> None:
+    """``cat other.db > kaudit.db``: same inode, same schema. The server forgets what it
+    read and cached of the old database and answers the new one's data; so too for a copy of
+    the same database from another time (a backup restored in place)."""
+    trace = write_trace(tmp_path / "other.jsonl",
+                        (0, "ADDED", make_node("n9").capacity(cpu="2", memory="4Gi").obj()),
+                        (1, "ADDED", make_pod("q").req(cpu="1").obj()))
+    other = tmp_path / "other.db"
+    for command in (("ingest", str(trace), "--name", "other"), ("replay", "other", "--name", "o")):
+        assert run_kaudit(*command, "--db", str(other), db=False).exit_code == 0
+    earlier = tmp_path / "earlier.db"
+    _backup(sqlite_file, earlier)
+    app = create_app({"KAUDIT_DB": str(sqlite_file), "TESTING": True,
+                      "DATABASE_CHECK_SECONDS": 0.0})
+    client = app.test_client()
+
+    def runs() -> list[str]:
+        answer = client.get("/api/v1/runs")
+        assert answer.status_code == 200, answer.data[:300]
+        return sorted(run["name"] for run in answer.get_json()["runs"])
+
+    try:
+        assert client.get("/api/v1/runs/r/timeline").status_code == 200  # cached: finished
+        assert runs() == ["r"]
+        with open(other, "rb") as source, open(sqlite_file, "r+b") as target:
+            target.truncate(0)
+            shutil.copyfileobj(source, target)
+        assert runs() == ["o"]
+        assert client.get("/api/v1/runs/r/timeline").status_code == 404
+        assert client.get("/api/v1/runs/o/timeline").status_code == 200
+        assert client.get("/healthz").status_code == 200
+
+        shutil.copyfile(earlier, sqlite_file)  # the first database again, as it was
+        assert runs() == ["r"]
+        assert run_kaudit("replay", "small", "--name", "r2").exit_code == 0
+        assert runs() == ["r", "r2"]
+        assert client.get("/api/v1/runs/r2/timeline").status_code == 200
+        _write_back_the_wal(sqlite_file)  # quiet again: r2 is in the main file
+        shutil.copyfile(earlier, sqlite_file)  # a backup of itself from before r2
+        assert runs() == ["r"]
+        assert client.get("/api/v1/runs/r2/timeline").status_code == 404
+    finally:
+        app.extensions["kaudit.engine"].dispose()
+
+
 def test_a_run_whose_owner_is_gone_shows_as_abandoned(small_app: Flask, db_url: str) -> None:
     """A replay killed without a word leaves its run "running"; the dashboard says what it
     really is (the CLI's and the API's shared query layer decides)."""
