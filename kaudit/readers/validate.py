@@ -359,6 +359,12 @@ def _validate_dra_class(obj: dict[str, Any]) -> None:
         _selectors(_mapping(spec, "object.spec").get("selectors"), "object.spec.selectors")
 
 
+#: Upstream's ``resource.ResourceSliceMaxDevices`` (``pkg/apis/resource/types.go``, v1.34): the
+#: API server refuses a ResourceSlice with more devices (``validateSet`` in
+#: ``pkg/apis/resource/validation/validation.go``, which also refuses a device name twice).
+RESOURCE_SLICE_MAX_DEVICES = 128
+
+
 def _validate_slice(obj: dict[str, Any]) -> None:
     _validate_dra_version(obj)
     obj = dra.normalize(obj)
@@ -374,7 +380,12 @@ def _validate_slice(obj: dict[str, Any]) -> None:
     if len(chosen) != 1:
         raise ObjectError(f"object.spec: exactly one of {', '.join(_NODE_SELECTION)} must be "
                           f"set{' (got ' + ', '.join(chosen) + ')' if chosen else ''}")
-    for index, device in enumerate(_list(spec.get("devices") or [], "object.spec.devices")):
+    devices = _list(spec.get("devices") or [], "object.spec.devices")
+    if len(devices) > RESOURCE_SLICE_MAX_DEVICES:
+        raise ObjectError(f"object.spec.devices: Too many: {len(devices)}: must have at most "
+                          f"{RESOURCE_SLICE_MAX_DEVICES} items")
+    names: set[str] = set()
+    for index, device in enumerate(devices):
         where = f"object.spec.devices[{index}]"
         device = _mapping(device, where)
         if device.get("basic") is not None:
@@ -383,6 +394,9 @@ def _validate_slice(obj: dict[str, Any]) -> None:
         if not _DNS_LABEL.match(name):
             raise ObjectError(f"{where}.name: {name!r} is not a DNS label (lower-case letters, "
                               "digits and '-')")
+        if name in names:
+            raise ObjectError(f'{where}.name: Duplicate value: "{name}"')
+        names.add(name)
         for attribute, value in (device.get("attributes") or {}).items():
             if len([kind for kind in ("int", "bool", "string", "version")
                     if value.get(kind) is not None]) != 1:

@@ -129,3 +129,29 @@ def test_any_selector_the_scheduler_meets_ends_within_the_runtime_limit(expressi
             return
         with contextlib.suppress(CelError):
             compiled.matches(DEVICE)
+
+
+def test_a_slice_of_more_devices_than_the_api_server_takes_is_refused() -> None:
+    """``ResourceSliceMaxDevices`` (128 in v1.34) and no device name twice in one slice, as
+    the API server's ``validateSet`` refuses them; a pool of many slices stays possible."""
+    from kaudit.readers.validate import RESOURCE_SLICE_MAX_DEVICES
+    from kaudit.tracegen.dra import resource_slice
+
+    def devices(count: int) -> list[dict[str, str]]:
+        return [{"name": f"d{i}"} for i in range(count)]
+
+    validate_object(resource_slice("s", "d", "p", devices(RESOURCE_SLICE_MAX_DEVICES),
+                                   node="n1"), "ADDED")
+    refusals = {
+        "object.spec.devices: Too many: 129: must have at most 128 items":
+            resource_slice("s", "d", "p", devices(129), node="n1"),
+        'object.spec.devices[2].name: Duplicate value: "d1"':
+            resource_slice("s", "d", "p", [*devices(2), {"name": "d1"}], node="n1"),
+    }
+    for message, obj in refusals.items():
+        try:
+            validate_object(obj, "ADDED")
+        except ObjectError as exc:
+            assert str(exc) == message
+        else:
+            raise AssertionError(f"accepted: {message}")

@@ -28,6 +28,7 @@ from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
 from kaudit.plugins.dynamic_resources.pools import Slice
 from kaudit.readers import validate
 from kaudit.readers.ingest import TraceInput, ingest_trace
+from kaudit.readers.validate import RESOURCE_SLICE_MAX_DEVICES
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.traces import get_trace
@@ -66,11 +67,15 @@ def test_the_search_budget_holds_for_a_slice_of_ten_thousand_devices(
 
 
 def _trace(tmp_path: Path, devices: list[JSON], claim_object: JSON, nodes: int) -> Path:
-    """``nodes`` nodes, each with a slice of ``devices``, and a pod using ``claim_object``."""
+    """``nodes`` nodes, each with a pool of ``devices`` (in slices of at most the API server's
+    128 devices), and a pod using ``claim_object``."""
     node_objects = [make_node(f"n{i}").capacity(cpu="8", memory="16Gi", pods="10").obj()
                     for i in range(nodes)]
-    slices = [resource_slice(f"s{i}", "drv.example.com", f"p{i}", devices, node=f"n{i}")
-              for i in range(nodes)]
+    parts = [devices[start:start + RESOURCE_SLICE_MAX_DEVICES]
+             for start in range(0, len(devices), RESOURCE_SLICE_MAX_DEVICES)]
+    slices = [resource_slice(f"s{i}-{j}", "drv.example.com", f"p{i}", part, node=f"n{i}",
+                             count=len(parts))
+              for i in range(nodes) for j, part in enumerate(parts)]
     pod = with_claims(make_pod("p").req(cpu="1").obj(), gpu=("claim", "pair"))
     path = tmp_path / "trace.jsonl"
     write_events(path, [(0.0, "ADDED", device_class("gpu", 'device.driver == "drv.example.com"')),
@@ -91,7 +96,7 @@ def _replay_and_explain(engine: Engine, trace: Path, run_kaudit: Callable[..., R
     return result.output
 
 
-def test_a_replay_with_a_slice_too_large_to_search_ends_with_the_filter_timeout(
+def test_a_replay_with_a_pool_too_large_to_search_ends_with_the_filter_timeout(
         engine: Engine, tmp_path: Path, run_kaudit: Callable[..., Result],
         cpu_limit: CpuLimit) -> None:
     trace = _trace(tmp_path, distinct_devices(10_000), PAIR_BY_SERIAL, nodes=1)
