@@ -278,3 +278,14 @@ class BoundedSafeLoader(BoundedComposer, yaml.SafeLoader):
 
 BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int",
                                   BoundedSafeLoader.construct_yaml_int)
+
+
+def load_yaml_documents(content: bytes | str) -> list[Any]:
+    """Every non-empty document of a YAML (or JSON) text, loaded with the bounded loader and
+    checked against the value limits. Raises :class:`ValueLimitError`, ``RecursionError``
+    or ``yaml.YAMLError``; each door words them for its own input."""
+    documents = [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
+                 if doc is not None]
+    for number, doc in enumerate(documents):
+        check_json_value(doc, f"documents[{number}]" if len(documents) > 1 else "")
+    return documents

@@ -18,10 +18,9 @@ import yaml
 from kaudit.errors import TraceError
 from kaudit.input_limits import (
     TOO_DEEP,
-    BoundedSafeLoader,
     ValueLimitError,
-    check_json_value,
     load_json,
+    load_yaml_documents,
 )
 from kaudit.readers import simulator
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
@@ -56,11 +55,7 @@ def _documents(path: Path, content: bytes) -> list[Any]:
                 hint = f" ({WATCH_EVENT_HINT})" if _looks_like_watch_event(first) else ""
             raise TraceError(str(path), exc.lineno, f"invalid JSON: {exc.msg}{hint}") from None
     try:
-        documents = [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
-                     if doc is not None]
-        for number, doc in enumerate(documents):
-            check_json_value(doc, f"documents[{number}]" if len(documents) > 1 else "")
-        return documents
+        return load_yaml_documents(content)
     except ValueLimitError as exc:
         raise TraceError(str(path), None, str(exc)) from None
     except RecursionError:

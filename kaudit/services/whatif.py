@@ -31,10 +31,9 @@ from kaudit.eventlog.codec import pack_attempt
 from kaudit.framework.plugin import Plugin
 from kaudit.input_limits import (
     TOO_DEEP,
-    BoundedSafeLoader,
     ValueLimitError,
-    check_json_value,
     load_json,
+    load_yaml_documents,
 )
 from kaudit.queries import verdict_text
 from kaudit.queries.decision_inputs import pod_inputs
@@ -68,11 +67,7 @@ def _documents(content: bytes, source: str) -> list[Any]:
             raise InputError(f"{source}: not valid JSON at line {exc.lineno}, column "
                              f"{exc.colno}: {exc.msg}") from None
     try:
-        documents = [doc for doc in yaml.load_all(content, Loader=BoundedSafeLoader)
-                     if doc is not None]
-        for number, doc in enumerate(documents):
-            check_json_value(doc, f"documents[{number}]" if len(documents) > 1 else "")
-        return documents
+        return load_yaml_documents(content)
     except ValueLimitError as exc:
         raise InputError(f"{source}: {exc}") from None
     except RecursionError:
