@@ -70,8 +70,9 @@ def test_a_run_busy_in_one_long_attempt_stays_live_and_cannot_be_removed(
     finally:
         done.set()
         observer.join()
-    assert SlowFilter.spun and seen
-    assert set(seen) == {"running"}, seen
+    assert SlowFilter.spun and "running" in seen
+    # never abandoned while busy; the observer may read the final status before it stops
+    assert set(seen) <= {"running", "complete"}, seen
     assert removal and "still being replayed: long" in removal[0]
 
 
