@@ -34,7 +34,7 @@ from kaudit.queries.runs import run_digest
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace, store_recorded_utilisation
 from kaudit.scheduler.build import load
-from kaudit.scheduler.extender_answers import RecordedAnswers
+from kaudit.scheduler.extender.answers import RecordedAnswers
 from kaudit.store.models import RunEvent
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace

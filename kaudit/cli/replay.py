@@ -37,7 +37,7 @@ from kaudit.queries.instants import resolve_instant
 from kaudit.queries.runs import get_run, iter_run_events, list_runs, remove_runs
 from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
-from kaudit.scheduler.extender_answers import RecordedAnswers
+from kaudit.scheduler.extender.answers import RecordedAnswers
 from kaudit.scheduler.schedule import TIE_BREAKS
 from kaudit.services.replay import (
     ConfigChoice,

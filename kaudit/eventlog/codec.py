@@ -37,7 +37,7 @@ from kaudit.cluster.state import ClusterState
 from kaudit.framework.extender import EXTENDER_NAME, recorded_body
 from kaudit.framework.runtime import NOT_RUN, FilterRun, Framework
 from kaudit.framework.status import Code
-from kaudit.scheduler import extender_wire as wire
+from kaudit.scheduler.extender import wire
 from kaudit.scheduler.schedule import Attempt
 
 # Plain ints: comparing an array with an IntEnum member goes through the enum's slow paths.

@@ -3,7 +3,7 @@ the error a call raises and the record each call leaves.
 
 Mirrors ``pkg/scheduler/framework/extender.go`` (Kubernetes v1.34), the ``Extender`` interface
 the scheduling cycle, the binding cycle and DefaultPreemption use; the HTTP implementation is
-``kaudit.scheduler.extender``. ``EXTENDER_NAME`` is ``framework.ExtenderName``: the name put in
+``kaudit.scheduler.extender.http``. ``EXTENDER_NAME`` is ``framework.ExtenderName``: the name put in
 a pod's unschedulable plugins when extenders rejected nodes, which every cluster event wakes.
 """
 

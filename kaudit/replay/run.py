@@ -33,7 +33,7 @@ from kaudit.replay.engine import (
 )
 from kaudit.replay.heartbeat import RunHeartbeat
 from kaudit.scheduler.build import build_scheduler
-from kaudit.scheduler.extender_answers import RecordedAnswers
+from kaudit.scheduler.extender.answers import RecordedAnswers
 from kaudit.store.models import Run, Trace
 from kaudit.store.traces import TraceSummary, iter_events
 from kaudit.store.writes import transaction

@@ -20,7 +20,7 @@ from kaudit.framework.extender import Extender
 from kaudit.framework.runtime import Framework
 from kaudit.framework.status import Status
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler.extender_cycle import bind_with_extenders
+from kaudit.scheduler.extender.cycle import bind_with_extenders
 
 
 @dataclass(frozen=True)

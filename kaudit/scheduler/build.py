@@ -18,7 +18,7 @@ from kaudit.errors import ConfigError
 from kaudit.framework.extender import ExtenderCall, ExtenderError
 from kaudit.framework.plugin import Handle, Plugin
 from kaudit.framework.runtime import Framework
-from kaudit.scheduler.extender import HTTPExtender, Transport
+from kaudit.scheduler.extender.http import HTTPExtender, Transport
 from kaudit.scheduler.registry import build_registry, plugin_specs
 from kaudit.scheduler.schedule import Scheduler
 

@@ -41,7 +41,7 @@ from kaudit.framework.runtime import (
 from kaudit.framework.status import Code, Status
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler.extender_cycle import extender_scores, filter_through_extenders
+from kaudit.scheduler.extender.cycle import extender_scores, filter_through_extenders
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

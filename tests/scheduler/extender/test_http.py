@@ -16,9 +16,9 @@ import pytest
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.config.extenders import ExtenderConfig, ManagedResource
-from kaudit.scheduler import extender_wire as wire
-from kaudit.scheduler.extender import ExtenderError, HTTPExtender, Reply
-from kaudit.scheduler.extender_answers import RecordedAnswers
+from kaudit.scheduler.extender import wire
+from kaudit.scheduler.extender.answers import RecordedAnswers
+from kaudit.scheduler.extender.http import ExtenderError, HTTPExtender, Reply
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.extender_service import FakeExtender, Route
 

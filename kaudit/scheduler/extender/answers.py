@@ -24,7 +24,7 @@ from typing import Any
 
 from kaudit.config.extenders import ExtenderConfig
 from kaudit.framework.extender import ExtenderError, recorded_body
-from kaudit.scheduler.extender import Reply, Transport
+from kaudit.scheduler.extender.http import Reply, Transport
 
 
 class RecordedAnswers:

@@ -43,7 +43,7 @@ from kaudit.config.extenders import ExtenderConfig, tls_errors
 from kaudit.framework.extender import ExtenderCall, ExtenderError, FilterAnswer
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
-from kaudit.scheduler import extender_wire as wire
+from kaudit.scheduler.extender import wire
 
 T = TypeVar("T")
 
