@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import MAX_NODE_SCORE, ScorePlugin
+from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 
 MB = 1024 * 1024
@@ -26,7 +29,8 @@ def normalized_image_name(name: str) -> str:
 class ImageLocality(ScorePlugin):
     name = names.IMAGE_LOCALITY
 
-    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
         total_nodes = cluster.node_count
         sums = np.zeros(len(slots), dtype=np.int64)
         for image in (normalized_image_name(i) for i in pod.images):

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from kaudit.cluster.matching import (
     node_selector_mask,
     required_node_affinity_mask,
     weighted_terms_score,
 )
+from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
@@ -77,7 +81,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP if _required_matches(pod, original) else QueueingHint.QUEUE
 
-    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
         required = pod.required_node_affinity
         if required is None and self.added_required is None and not pod.node_selector:
             return None, Status.of(Code.SKIP)
@@ -93,7 +98,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             return None, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
         return PreFilterResult(node_names), Status.success()
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         verdicts = NodeVerdicts.passing(len(slots))
         if self.added_required is not None:
             enforced = ~node_selector_mask(cluster, slots, self.added_required)
@@ -109,16 +115,21 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             verdicts.reasons.append((REASON_POD,))
         return verdicts
 
-    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
         if not pod.preferred_node_affinity and not self.added_preferred:
             return Status.of(Code.SKIP)
         return Status.success()
 
-    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
-        return (weighted_terms_score(cluster, slots, self.added_preferred)
-                + weighted_terms_score(cluster, slots, pod.preferred_node_affinity))
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        scores: np.ndarray = (weighted_terms_score(cluster, slots, self.added_preferred)
+                              + weighted_terms_score(cluster, slots,
+                                                     pod.preferred_node_affinity))
+        return scores
 
-    def normalize(self, state, pod, slots, scores):  # type: ignore[no-untyped-def]
+    def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray | None:
         return default_normalize(scores, reverse=False)
 
 

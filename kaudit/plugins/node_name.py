@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, ClusterEventWithHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
 from kaudit.framework.status import Code
@@ -28,7 +30,8 @@ class NodeName(FilterPlugin):
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(NODE, "Add")]
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         if not pod.node_name:
             return NodeVerdicts.passing(len(slots))
         wanted = cluster.slot_of.get(pod.node_name, -1)

@@ -11,8 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
-from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin
+from kaudit.framework.plugin import (
+    FilterPlugin,
+    NodeVerdicts,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import HostPort, PodInfo
 from kaudit.plugins import names
@@ -43,12 +50,14 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(POD, "Delete", _after_pod_deleted), register(NODE, "Add")]
 
-    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
         if not pod.host_ports:
             return None, Status.of(Code.SKIP)
         return None, Status.success()
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         if not pod.host_ports:
             return NodeVerdicts.passing(len(slots))
         busy = np.fromiter(

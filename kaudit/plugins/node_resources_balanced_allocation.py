@@ -11,9 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
 from kaudit.framework.status import Code, Status
+from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 from kaudit.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
@@ -35,13 +38,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         specs = self.args.get("resources") or list(DEFAULT_RESOURCES)
         self.resources = [r["name"] for r in specs]
 
-    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
         requests = pod_score_requests(pod, self.resources, non_zero=False)
         if all(value == 0 for value in requests):
             return Status.of(Code.SKIP)
         return Status.success()
 
-    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
         requests = pod_score_requests(pod, self.resources, non_zero=False)
         fractions: list[np.ndarray] = []
         present: list[np.ndarray] = []

@@ -16,12 +16,14 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     MAX_NODE_SCORE,
     FilterPlugin,
     NodeVerdicts,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
 )
@@ -187,7 +189,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # ----------------------------------------------------------------- filter
 
-    def pre_filter(self, state, pod, cluster):  # type: ignore[no-untyped-def]
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
         return None, Status.success()
 
     def _checked_resources(self, pod: PodInfo) -> list[tuple[str, int]]:
@@ -201,7 +204,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             checked.append((resource, amount))
         return checked
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         failures: list[tuple[str, np.ndarray]] = []
         pods_column = cluster.resources["pods"]
         too_many = cluster.pod_count[slots] + 1 > cluster.allocatable[slots, pods_column]
@@ -227,10 +231,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # ----------------------------------------------------------------- score
 
-    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
         return Status.success()
 
-    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
         requests = pod_score_requests(pod, self.score_resources, non_zero=True)
         total = np.zeros(len(slots), dtype=np.int64)
         weight_sum = np.zeros(len(slots), dtype=np.int64)

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
 from kaudit.framework.status import Code
@@ -32,7 +36,8 @@ class NodeUnschedulable(FilterPlugin):
         return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
                 register(POD, "UpdatePodToleration", _after_toleration_change)]
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         if tolerated(UNSCHEDULABLE_TAINT, pod.tolerations):
             return NodeVerdicts.passing(len(slots))
         return NodeVerdicts.from_mask(cluster.unschedulable[slots],

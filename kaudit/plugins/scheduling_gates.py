@@ -20,7 +20,7 @@ from kaudit.plugins.hint_objects import pod_uid, typed
 class SchedulingGates(PreEnqueuePlugin):
     name = names.SCHEDULING_GATES
 
-    def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
+    def pre_enqueue(self, pod: PodInfo) -> Status:
         if not pod.scheduling_gates:
             return Status.success()
         return Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,

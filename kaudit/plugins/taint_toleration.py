@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
     FilterPlugin,
@@ -57,7 +59,8 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
                 register(POD, "UpdatePodToleration", _after_toleration_change)]
 
-    def filter(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+               slots: np.ndarray) -> NodeVerdicts:
         groups = cluster.taint_group[slots]
         failing = np.fromiter(
             (untolerated_taint(taints, pod.tolerations) is not None
@@ -65,21 +68,25 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return NodeVerdicts.from_mask(failing[groups], Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                       REASON)
 
-    def pre_score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                  slots: np.ndarray) -> Status:
         prefer = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
         state.write(_STATE_KEY, prefer)
         return Status.success()
 
-    def score(self, state, pod, cluster, slots):  # type: ignore[no-untyped-def]
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
         prefer = state.read(_STATE_KEY)
         if prefer is None:
             prefer = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
         counts = np.fromiter((count_intolerable_prefer(taints, prefer)
                               for taints in cluster.taint_sets), np.int64,
                              count=len(cluster.taint_sets))
-        return counts[cluster.taint_group[slots]]
+        scores: np.ndarray = counts[cluster.taint_group[slots]]
+        return scores
 
-    def normalize(self, state, pod, slots, scores):  # type: ignore[no-untyped-def]
+    def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray | None:
         return default_normalize(scores, reverse=True)
 
 
