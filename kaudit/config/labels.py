@@ -3,6 +3,8 @@
 Mirrors ``k8s.io/apimachinery/pkg/util/validation/validation.go`` (``IsQualifiedName``,
 ``IsDNS1123Subdomain``, ``IsValidLabelValue`` and their messages) and
 ``pkg/apis/meta/v1/validation`` (``ValidateLabelName``: one error per message).
+:func:`regex_error` is kaudit's one writer of apimachinery's ``RegexError`` text. Lengths are
+Go's ``len``, in bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 from kaudit.config.fielderrors import FieldError, invalid
+from kaudit.gostrings import go_len
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_ERR = ("must consist of alphanumeric characters, '-', '_' or '.', and must "
@@ -33,6 +36,7 @@ _LABEL_VALUE = re.compile(LABEL_VALUE_FMT)
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """``validation.RegexError``: ``msg``, the examples if any, and the regex."""
     if not examples:
         return f"{msg} (regex used for validation is '{fmt}')"
     shown = " or ".join(f"'{e}', " for e in examples)
@@ -40,12 +44,13 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 
 def max_len_error(length: int) -> str:
+    """``validation.MaxLenError``."""
     return f"must be no more than {length} characters"
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     errors = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
+    if go_len(value) > DNS1123_SUBDOMAIN_MAX:
         errors.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
     if not _SUBDOMAIN.fullmatch(value):
         errors.append(regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
@@ -70,7 +75,7 @@ def is_qualified_name(value: str) -> list[str]:
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     if not name:
         errors.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX:
+    elif go_len(name) > QUALIFIED_NAME_MAX:
         errors.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
     if not _QUALIFIED.fullmatch(name):
         errors.append("name part " + regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT,
@@ -80,7 +85,7 @@ def is_qualified_name(value: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     errors = []
-    if len(value) > LABEL_VALUE_MAX:
+    if go_len(value) > LABEL_VALUE_MAX:
         errors.append(max_len_error(LABEL_VALUE_MAX))
     if not _LABEL_VALUE.fullmatch(value):
         errors.append(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value",

@@ -20,7 +20,6 @@ by one pass over the cluster's pods per cluster generation (see :class:`PodIndex
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState, TopologyCodes
+from kaudit.config.labels import is_qualified_name, is_valid_label_value
+from kaudit.gostrings import aggregate, go_quote
 from kaudit.model.pod import AffinityTerm, PodInfo
 from kaudit.model.selectors import LabelSelector
 from kaudit.plugins import names
@@ -265,96 +266,20 @@ def incoming_counts(affinity: tuple[IncomingTerm, ...], anti: tuple[IncomingTerm
 # --------------------------------------------------------------------------- parse errors
 # ``NewPodInfo`` rejects label selectors that ``metav1.LabelSelectorAsSelector`` cannot build.
 
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must "
-                       "start and end with an alphanumeric character")
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                    "character")
-_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = f"{_DNS_LABEL_FMT}(\\.{_DNS_LABEL_FMT})*"
-_DNS_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                      "characters, '-' or '.', and must start and end with an alphanumeric "
-                      "character")
 _OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    """``validation.RegexError``."""
-    if not examples:
-        return f"{message} (regex used for validation is '{fmt}')"
-    quoted = " or ".join(f"'{e}', " for e in examples)
-    return f"{message} (e.g. {quoted}regex used for validation is '{fmt}')"
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` for the strings selectors hold."""
-    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-    body = "".join(escapes.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
-    return f'"{body}"'
 
 
 def _invalid(path: str, value: str | list[str], detail: str) -> str:
     """``field.Invalid(...).Error()``: a string is quoted, a list printed as ``%#v``."""
-    shown = (_go_quote(value) if isinstance(value, str)
-             else "[]string{" + ", ".join(_go_quote(v) for v in value) + "}")
+    shown = (go_quote(value) if isinstance(value, str)
+             else "[]string{" + ", ".join(go_quote(v) for v in value) + "}")
     return f"{path}: Invalid value: {shown}: {detail}"
-
-
-def _qualified_name_errors(key: str) -> list[str]:
-    """``validation.IsQualifiedName``."""
-    errors: list[str] = []
-    parts = key.split("/")
-    if len(parts) > 2:
-        regex = _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT,
-                             "MyName", "my.name", "123-abc")
-        return [f"a qualified name {regex} with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errors.append("prefix part must be no more than 253 characters")
-            if re.fullmatch(_DNS_SUBDOMAIN_FMT, prefix) is None:
-                errors.append("prefix part " + _regex_error(_DNS_SUBDOMAIN_MSG,
-                                                            _DNS_SUBDOMAIN_FMT, "example.com"))
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if re.fullmatch(_QUALIFIED_NAME_FMT, name) is None:
-        errors.append("name part " + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT,
-                                                  "MyName", "my.name", "123-abc"))
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if re.fullmatch(_LABEL_VALUE_FMT, value) is None:
-        errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT,
-                                   "MyValue", "my_value", "12345"))
-    return errors
-
-
-def _aggregate(messages: list[str]) -> str | None:
-    """``utilerrors.NewAggregate(...).Error()``: duplicates dropped, brackets for several."""
-    unique = list(dict.fromkeys(messages))
-    if not unique:
-        return None
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def _requirement_error(key: str, operator: str, values: list[str]) -> str | None:
     """``labels.NewRequirement``'s aggregated validation errors."""
     errors = []
-    key_errors = _qualified_name_errors(key)
+    key_errors = is_qualified_name(key)
     if key_errors:
         errors.append(_invalid("key", key, "; ".join(key_errors)))
     if operator in ("in", "notin") and not values:
@@ -367,10 +292,10 @@ def _requirement_error(key: str, operator: str, values: list[str]) -> str | None
         errors.append(_invalid("values", values,
                                "values set must be empty for exists and does not exist"))
     for i, value in enumerate(values):
-        value_errors = _label_value_errors(value)
+        value_errors = is_valid_label_value(value)
         if value_errors:
             errors.append(_invalid(f"values[{i}][{key}]", value, "; ".join(value_errors)))
-    return _aggregate(errors)
+    return aggregate(errors) if errors else None
 
 
 def selector_error(raw: Any) -> str | None:
@@ -386,7 +311,7 @@ def selector_error(raw: Any) -> str | None:
             continue
         operator = _OPERATORS.get(str(expression.get("operator")))
         if operator is None:
-            return f"{_go_quote(str(expression.get('operator') or ''))} is not a valid label " \
+            return f"{go_quote(str(expression.get('operator') or ''))} is not a valid label " \
                    "selector operator"
         values = [str(v) for v in expression.get("values") or []]
         error = _requirement_error(str(expression.get("key") or ""), operator, values)
@@ -430,4 +355,4 @@ def affinity_parse_error(pod: PodInfo) -> str | None:
         error = _terms_error(terms)
         if error:
             errors.append(f"{label}: {error}")
-    return _aggregate(errors)
+    return aggregate(errors) if errors else None
