@@ -23,22 +23,13 @@ from kaudit.framework.plugin import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo, Taint, Toleration, tolerated
+from kaudit.model.taints import untolerated_taint
 from kaudit.plugins import names
 from kaudit.plugins.helper import default_normalize
 from kaudit.plugins.hint_objects import as_node, pod_uid, typed
 
 REASON = "node(s) had untolerated taint(s)"
-_DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
 _STATE_KEY = "PreScore" + names.TAINT_TOLERATION
-
-
-def untolerated_taint(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]
-                      ) -> Taint | None:
-    """The first NoSchedule/NoExecute taint no toleration tolerates."""
-    for taint in taints:
-        if taint.effect in _DO_NOT_SCHEDULE and not tolerated(taint, tolerations):
-            return taint
-    return None
 
 
 def count_intolerable_prefer(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> int:

@@ -33,7 +33,8 @@ from sqlalchemy import Engine, select
 
 from kaudit.errors import UnknownObjectError
 from kaudit.eventlog.codec import preemption_json, rejects, unpack_attempt
-from kaudit.model.pod import Taint, Toleration, tolerated
+from kaudit.model.pod import Taint, Toleration
+from kaudit.model.taints import untolerated_taint
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries import record_text, units, verdict_text
 from kaudit.queries.decision_inputs import (
@@ -56,7 +57,6 @@ NAMED_NODES = 8
 _INSUFFICIENT = "Insufficient "
 #: NodeResourcesFit's reason for a node without a free pod slot.
 TOO_MANY_PODS = "Too many pods"
-_DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
 
 
 @dataclass(frozen=True)
@@ -141,11 +141,11 @@ def _fit_facts(group: _Group, inputs: PodInputs, free: dict[str, dict[str, int]]
 
 
 def _untolerated(node: dict[str, Any], tolerations: tuple[Toleration, ...]) -> str | None:
-    for raw in (node.get("spec") or {}).get("taints") or []:
-        taint = Taint.parse(raw)
-        if taint.effect in _DO_NOT_SCHEDULE and not tolerated(taint, tolerations):
-            return taint_text(raw)
-    return None
+    """The node's first taint that keeps the pod off it, as text."""
+    raws = (node.get("spec") or {}).get("taints") or []
+    taints = [Taint.parse(raw) for raw in raws]
+    taint = untolerated_taint(taints, tolerations)
+    return None if taint is None else taint_text(raws[taints.index(taint)])
 
 
 def _selector_miss(node: dict[str, Any], inputs: PodInputs) -> str | None:

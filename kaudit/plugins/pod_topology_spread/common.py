@@ -38,8 +38,8 @@ from kaudit.framework.plugin import (
 from kaudit.framework.status import Code
 from kaudit.model.pod import PodInfo, SpreadConstraint, parse_spread_constraint
 from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
+from kaudit.model.taints import untolerated_taint
 from kaudit.plugins import names
-from kaudit.plugins.taint_toleration import untolerated_taint
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"

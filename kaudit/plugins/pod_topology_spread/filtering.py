@@ -29,6 +29,7 @@ from kaudit.framework.plugin import (
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo, SpreadConstraint
 from kaudit.model.selectors import SelectorError
+from kaudit.model.taints import untolerated_taint
 from kaudit.plugins.pod_topology_spread.common import (
     _FILTER_REASONS,
     _MAX_INT32,
@@ -44,7 +45,6 @@ from kaudit.plugins.pod_topology_spread.common import (
     codes_at,
     padded_codes,
 )
-from kaudit.plugins.taint_toleration import untolerated_taint
 
 if TYPE_CHECKING:
     from kaudit.plugins.pod_topology_spread.plugin import PodTopologySpread
