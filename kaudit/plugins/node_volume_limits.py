@@ -49,12 +49,9 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
     volumes,
 )
-from kaudit.plugins.volume_binding.common import (
+from kaudit.plugins.storage_objects import (
     CSINODE_KIND,
-    PV_KIND,
-    PVC_KIND,
     PVC_RESOURCE,
-    SC_KIND,
     annotations_of,
     claim_class,
     ephemeral_claim_name,
@@ -62,7 +59,10 @@ from kaudit.plugins.volume_binding.common import (
     meta,
     not_found,
     objects_of,
+    pv_of,
+    pvc_of,
     spec,
+    storage_class_of,
 )
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
@@ -290,7 +290,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 continue
             if not claim_name:
                 raise _Failure(Code.ERROR, "PersistentVolumeClaim had no name")
-            pvc = objects_of(cluster, PVC_KIND).get(f"{pod.namespace}/{claim_name}")
+            pvc = pvc_of(cluster, pod.namespace, claim_name)
             if pvc is None:
                 if new_pod:
                     raise _Failure(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -322,7 +322,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                       pvc: Mapping[str, Any]) -> tuple[str, str]:
         """``getCSIDriverInfo``: the driver and handle of the claim's PV."""
         volume_name = spec(pvc).get("volumeName") or ""
-        pv = objects_of(cluster, PV_KIND).get(volume_name) if volume_name else None
+        pv = pv_of(cluster, volume_name) if volume_name else None
         if pv is None:
             return self._class_driver(cluster, csi_node, pvc)
         csi = spec(pv).get("csi")
@@ -342,7 +342,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                       pvc: Mapping[str, Any]) -> tuple[str, str]:
         """``getCSIDriverInfoFromSC``: the provisioner, with a handle unique to the claim."""
         class_name = claim_class(pvc)
-        storage_class = objects_of(cluster, SC_KIND).get(class_name) if class_name else None
+        storage_class = storage_class_of(cluster, class_name) if class_name else None
         if storage_class is None:
             return "", ""
         handle = (f"{UNBOUND_HANDLE_PREFIX}-{meta(pvc).get('namespace') or ''}/"
@@ -392,7 +392,7 @@ def _attachments_by_node(cluster: ClusterState) -> dict[str, Volumes]:
         pv_name = (attachment_spec.get("source") or {}).get("persistentVolumeName")
         if not attacher or pv_name is None:
             continue
-        csi = spec(objects_of(cluster, PV_KIND).get(pv_name)).get("csi")
+        csi = spec(pv_of(cluster, pv_name)).get("csi")
         if csi is None:
             continue
         node = attachment_spec.get("nodeName") or ""

@@ -50,7 +50,12 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
     volumes,
 )
-from kaudit.plugins.volume_binding.common import PVC_KIND, PVC_RESOURCE, not_found, objects_of, spec
+from kaudit.plugins.storage_objects import (
+    PVC_RESOURCE,
+    not_found,
+    pvc_of,
+    spec,
+)
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 REASON_RWOP_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "
@@ -169,9 +174,8 @@ def _read_write_once_pod_claims(pod: PodInfo, cluster: ClusterState
                                 ) -> tuple[frozenset[str], str | None]:
     """``readWriteOncePodPVCsForPod``: the pod's RWOP claim names, or the first missing one."""
     claims = set()
-    stored = objects_of(cluster, PVC_KIND)
     for claim_name in pod.claim_names:
-        pvc = stored.get(f"{pod.namespace}/{claim_name}")
+        pvc = pvc_of(cluster, pod.namespace, claim_name)
         if pvc is None:
             return frozenset(), claim_name
         if "ReadWriteOncePod" in (spec(pvc).get("accessModes") or []):

@@ -44,19 +44,18 @@ from kaudit.plugins.hint_objects import (
     typed,
     uses_claim,
 )
-from kaudit.plugins.volume_binding.common import (
-    PV_KIND,
+from kaudit.plugins.storage_objects import (
     PV_RESOURCE,
-    PVC_KIND,
     PVC_RESOURCE,
-    SC_KIND,
     SC_RESOURCE,
     WAIT_FOR_FIRST_CONSUMER,
     claim_class,
     meta,
     not_found,
-    objects_of,
+    pv_of,
+    pvc_of,
     spec,
+    storage_class_of,
 )
 
 REASON_CONFLICT = "node(s) had no available volume zone"
@@ -171,7 +170,7 @@ def _bound_volume(pod: PodInfo, cluster: ClusterState, claim_name: str
     """The PV bound to a claim; None for an unbound WaitForFirstConsumer claim."""
     if not claim_name:
         raise _Unresolvable("PersistentVolumeClaim had no name")
-    pvc = objects_of(cluster, PVC_KIND).get(f"{pod.namespace}/{claim_name}")
+    pvc = pvc_of(cluster, pod.namespace, claim_name)
     if pvc is None:
         raise _Unresolvable(not_found(PVC_RESOURCE, claim_name))
     volume_name = spec(pvc).get("volumeName") or ""
@@ -179,7 +178,7 @@ def _bound_volume(pod: PodInfo, cluster: ClusterState, claim_name: str
         class_name = claim_class(pvc)
         if not class_name:
             raise _Unresolvable("PersistentVolumeClaim had no pv name and storageClass name")
-        storage_class = objects_of(cluster, SC_KIND).get(class_name)
+        storage_class = storage_class_of(cluster, class_name)
         if storage_class is None:
             raise _Unresolvable(not_found(SC_RESOURCE, class_name))
         mode = storage_class.get("volumeBindingMode")
@@ -188,7 +187,7 @@ def _bound_volume(pod: PodInfo, cluster: ClusterState, claim_name: str
         if mode == WAIT_FOR_FIRST_CONSUMER:
             return None
         raise _Unresolvable("PersistentVolume had no name")
-    pv = objects_of(cluster, PV_KIND).get(volume_name)
+    pv = pv_of(cluster, volume_name)
     if pv is None:
         raise _Unresolvable(not_found(PV_RESOURCE, volume_name))
     return pv

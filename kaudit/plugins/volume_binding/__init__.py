@@ -5,7 +5,8 @@ Mirrors ``pkg/scheduler/framework/plugins/volumebinding/`` of Kubernetes v1.34, 
 ``plugin`` (``volume_binding.go``: the plugin, its args, events and queueing hints),
 ``binder`` (``binder.go``: PreFilter, Filter, Reserve, Unreserve and PreBind, finding and
 assuming bindings), ``assume_cache`` (``assume_cache.go``), ``scorer`` (``scorer.go``) and
-``common`` (the storage helpers the volume plugins share).
+``common`` (its storage helpers; reading the storage objects is
+:mod:`kaudit.plugins.storage_objects`, shared with the other volume plugins).
 
 Not modelled: CSI storage capacity (``CSIStorageCapacity``/``CSIDriver`` are not stored, so
 ``node(s) did not have enough free storage`` never appears and dynamic provisions score 0),

@@ -11,14 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kaudit.cluster.state import ClusterState
-from kaudit.plugins.volume_binding.common import (
-    JSON,
-    PV_KIND,
-    PVC_KIND,
-    Volume,
-    objects_of,
-    volume_class,
-)
+from kaudit.plugins.storage_objects import JSON, PV_KIND, PVC_KIND, objects_of, volume_class
+from kaudit.plugins.volume_binding.common import Volume
 
 # --------------------------------------------------------------------------- assume cache
 

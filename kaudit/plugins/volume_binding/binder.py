@@ -41,32 +41,33 @@ from kaudit.model.selectors import (
     SelectorError,
 )
 from kaudit.plugins import names
+from kaudit.plugins.storage_objects import (
+    JSON,
+    PVC_RESOURCE,
+    WAIT_FOR_FIRST_CONSUMER,
+    annotations_of,
+    ephemeral_owner_error,
+    meta,
+    not_found,
+    pvc_of,
+    spec,
+    storage_class_of,
+    volume_class,
+)
 from kaudit.plugins.volume_binding.assume_cache import Assumed
 from kaudit.plugins.volume_binding.common import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
-    JSON,
     LABEL_HOSTNAME,
     NO_PROVISIONER,
-    PVC_KIND,
-    PVC_RESOURCE,
-    SC_KIND,
-    WAIT_FOR_FIRST_CONSUMER,
     Claim,
     SlotIndex,
     Volume,
-    annotations_of,
     claim_volumes,
-    ephemeral_owner_error,
-    meta,
-    not_found,
-    objects_of,
     pv_affinity_mask,
-    spec,
     topology_terms_mask,
     volume_bound_to,
-    volume_class,
 )
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _delay_binding(cluster: ClusterState, claim: Claim) -> bool:
     """``volume.IsDelayBindingMode``."""
     if not claim.class_name:
         return False
-    storage_class = objects_of(cluster, SC_KIND).get(claim.class_name)
+    storage_class = storage_class_of(cluster, claim.class_name)
     if storage_class is None:
         return False
     mode = storage_class.get("volumeBindingMode")
@@ -310,7 +311,7 @@ def _provisionable(cluster: ClusterState, slots: np.ndarray, claim: Claim
     """Nodes where the claim can be provisioned, or the binder's error."""
     if not claim.class_name:
         return f'no class for claim "{claim.key}"'
-    storage_class = objects_of(cluster, SC_KIND).get(claim.class_name)
+    storage_class = storage_class_of(cluster, claim.class_name)
     if storage_class is None:
         return f'failed to find storage class "{claim.class_name}"'
     provisioner = storage_class.get("provisioner") or ""
@@ -365,7 +366,7 @@ def _pod_has_claims(plugin: VolumeBinding, pod: PodInfo, cluster: ClusterState) 
     """``podHasPVCs``: whether the pod uses claims, and why it cannot use them."""
     volumes = claim_volumes(pod)
     for claim_name, ephemeral in volumes:
-        pvc = objects_of(cluster, PVC_KIND).get(f"{pod.namespace}/{claim_name}")
+        pvc = pvc_of(cluster, pod.namespace, claim_name)
         if pvc is None:
             if ephemeral:
                 return True, ("waiting for ephemeral volume controller to create the "

@@ -1,10 +1,10 @@
-"""Storage helpers the volume plugins share (VolumeBinding, VolumeRestrictions, VolumeZone,
-NodeVolumeLimits): object accessors, claim and volume classes, ephemeral claims, PV node
-affinity over slots, and parsed claims and volumes.
+"""VolumeBinding's storage helpers: the pod's claim volumes, PV node affinity and
+StorageClass topology over slots, and parsed claims and volumes. Reading the storage objects
+themselves is :mod:`kaudit.plugins.storage_objects`, which the other volume plugins share.
 
-Mirrors the helpers in ``component-helpers/storage/volume/{helpers.go,pv_helpers.go}``
-(``GetPersistentVolumeClaimClass``, ``CheckNodeAffinity``), ``component-helpers/storage/ephemeral``
-and ``pkg/scheduler/util.GetLocalPersistentVolumeNodeNames`` (Kubernetes v1.34).
+Mirrors the helpers in ``component-helpers/storage/volume/pv_helpers.go``
+(``CheckNodeAffinity``, ``IsVolumeBoundToClaim``) and
+``pkg/scheduler/util.GetLocalPersistentVolumeNodeNames`` (Kubernetes v1.34).
 """
 
 from __future__ import annotations
@@ -26,60 +26,21 @@ from kaudit.model.selectors import (
     valid_label_key,
     valid_label_value,
 )
+from kaudit.plugins.storage_objects import (
+    JSON,
+    annotations_of,
+    claim_class,
+    ephemeral_claim_name,
+    meta,
+    spec,
+)
 from kaudit.quantity import parse_quantity
 
-JSON = dict[str, Any]
-
-# --------------------------------------------------------------------------- shared helpers
-# Used by the other volume plugins (VolumeRestrictions, VolumeZone, NodeVolumeLimits) too.
-
-PVC_KIND, PV_KIND, SC_KIND, CSINODE_KIND = (
-    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
-#: ``GroupResource.String()`` of the informer listers' NotFound errors.
-PVC_RESOURCE = "persistentvolumeclaim"
-PV_RESOURCE = "persistentvolume"
-SC_RESOURCE = "storageclass.storage.k8s.io"
-
-ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
-
-
-def meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return (obj or {}).get("metadata") or {}
-
-
-def spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return (obj or {}).get("spec") or {}
-
-
-def annotations_of(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    return meta(obj).get("annotations") or {}
-
-
-def not_found(resource: str, name: str) -> str:
-    """The text of ``apierrors.NewNotFound(resource, name)``."""
-    return f'{resource} "{name}" not found'
-
-
-def claim_class(pvc: Mapping[str, Any]) -> str:
-    """``GetPersistentVolumeClaimClass``: the beta annotation, then ``storageClassName``."""
-    notes = annotations_of(pvc)
-    if ANN_STORAGE_CLASS in notes:
-        return notes[ANN_STORAGE_CLASS] or ""
-    return spec(pvc).get("storageClassName") or ""
-
-
-def volume_class(pv: Mapping[str, Any]) -> str:
-    """``GetPersistentVolumeClass``."""
-    notes = annotations_of(pv)
-    if ANN_STORAGE_CLASS in notes:
-        return notes[ANN_STORAGE_CLASS] or ""
-    return spec(pv).get("storageClassName") or ""
 
 
 def storage_nanos(resources: Mapping[str, Any] | None) -> int:
@@ -103,23 +64,6 @@ def claim_volumes(pod: PodInfo) -> list[tuple[str, bool]]:
         elif volume.get("ephemeral") is not None:
             result.append((ephemeral_claim_name(pod, volume), True))
     return result
-
-
-def ephemeral_claim_name(pod: PodInfo, volume: Mapping[str, Any]) -> str:
-    """``ephemeral.VolumeClaimName``."""
-    return f"{pod.name}-{volume.get('name') or ''}"
-
-
-def ephemeral_owner_error(pod: PodInfo, pvc: Mapping[str, Any]) -> str | None:
-    """``ephemeral.VolumeIsForPod``: the claim must be controlled by the pod."""
-    metadata = meta(pvc)
-    owner = next((o for o in metadata.get("ownerReferences") or [] if o.get("controller")),
-                 None)
-    if metadata.get("namespace") == pod.namespace and owner is not None \
-            and owner.get("uid") == pod.uid:
-        return None
-    return (f"PVC {metadata.get('namespace') or ''}/{metadata.get('name') or ''} was not "
-            f"created for pod {pod.namespace}/{pod.name} (pod is not owner)")
 
 
 def pv_node_selector(pv: Mapping[str, Any]) -> NodeSelector | None:
@@ -230,11 +174,6 @@ def _topology_requirements(expressions: Iterable[Mapping[str, Any]]) -> list[Req
             return []
         result.append(Requirement(key, "In", frozenset(values)))
     return result
-
-
-def objects_of(cluster: ClusterState, kind: str) -> Mapping[str, JSON]:
-    """Stored objects of ``kind`` (without adding an empty entry to the store)."""
-    return cluster.objects.get(kind) or {}
 
 
 # --------------------------------------------------------------------------- parsed objects

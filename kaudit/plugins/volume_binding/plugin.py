@@ -47,10 +47,11 @@ from kaudit.plugins.hint_objects import (
     typed,
     uses_claim,
 )
+from kaudit.plugins.storage_objects import PVC_KIND
 from kaudit.plugins.volume_binding import binder, scorer
 from kaudit.plugins.volume_binding.assume_cache import AssumeCache
 from kaudit.plugins.volume_binding.binder import BindingState, FilterRecord, _gate, _Outcome
-from kaudit.plugins.volume_binding.common import PVC_KIND, Claim, Volume
+from kaudit.plugins.volume_binding.common import Claim, Volume
 from kaudit.quantity import parse_quantity
 
 # --------------------------------------------------------------------------- the plugin

@@ -15,8 +15,9 @@ from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins.helper import go_round_scalar
+from kaudit.plugins.storage_objects import spec
 from kaudit.plugins.volume_binding.binder import STATE_KEY, BindingState
-from kaudit.plugins.volume_binding.common import Claim, Volume, spec
+from kaudit.plugins.volume_binding.common import Claim, Volume
 
 if TYPE_CHECKING:
     from kaudit.plugins.volume_binding.plugin import VolumeBinding
