@@ -8,7 +8,7 @@ class, upstream's fakes take it as an argument).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from kaudit.framework.plugin import (
     FilterPlugin,
     Handle,
     NodeFilterPlugin,
+    NodeScorePlugin,
     NodeVerdicts,
     NodeView,
     PermitPlugin,
@@ -161,22 +162,110 @@ def fake_binding_step(name: str, point: str, status: Status) -> type[Plugin]:
     return plugin
 
 
-def framework_of(points: Mapping[str, Sequence[type[Plugin]]]) -> Framework:
-    """A profile's framework with these plugins at these extension points (Score weight 1),
-    as upstream's ``tf.NewFramework`` with ``Register*Plugin`` calls."""
+def verdict_filter(name: str, verdicts: Mapping[str, Status], *,
+                   seen: list[str] | None = None) -> type[Plugin]:
+    """A filter answering each node named in ``verdicts`` with its status (the others pass);
+    the names of the nodes it judged are appended to ``seen``."""
+
+    class VerdictFilter(NodeFilterPlugin):
+        def filter_node(self, state: CycleState, pod: PodInfo, node: NodeView) -> Status:
+            if seen is not None:
+                seen.append(node.name)
+            return verdicts.get(node.name, Status.success())
+
+    VerdictFilter.name = name
+    return VerdictFilter
+
+
+def pods_filter(name: str, rejects: Callable[[Sequence[PodInfo]], str | None], *,
+                only_its_node: bool = True, only_hinder: bool = False,
+                code: Code = Code.UNSCHEDULABLE) -> type[Plugin]:
+    """A filter judging a node by the pods on it: ``rejects(pods)`` answers a reason to fail
+    the node with ``code`` (None passes). ``only_its_node`` and ``only_hinder`` are the
+    plugin's ``reads_only_its_node`` and ``added_pods_only_hinder``."""
+
+    class PodsFilter(FilterPlugin):
+        reads_only_its_node = only_its_node
+        added_pods_only_hinder = only_hinder
+
+        def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                   slots: np.ndarray) -> NodeVerdicts:
+            statuses = []
+            for slot in slots.tolist():
+                reason = rejects(list(cluster.pods_on[slot].values()))
+                statuses.append(Status.success() if reason is None
+                                else Status.of(code, reason))
+            return NodeVerdicts.from_statuses(statuses)
+
+    PodsFilter.name = name
+    return PodsFilter
+
+
+def recording_pre_filter(name: str, added: list[tuple[str, str]]) -> type[Plugin]:
+    """A PreFilter plugin with extensions whose AddPod appends (pod added, node name) to
+    ``added``."""
+
+    class RecordingPreFilter(PreFilterPlugin, PreFilterExtensions):
+        def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                       ) -> tuple[PreFilterResult | None, Status]:
+            return None, Status.success()
+
+        def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, slot: int,
+                    cluster: ClusterState) -> Status:
+            added.append((pod_to_add.name, cluster.node(slot).name))
+            return Status.success()
+
+        def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
+                       slot: int, cluster: ClusterState) -> Status:
+            return Status.success()
+
+    RecordingPreFilter.name = name
+    return RecordingPreFilter
+
+
+def node_score(name: str, scores: Mapping[str, int], *,
+               normalize: Callable[[np.ndarray], np.ndarray] | None = None,
+               pre_score: Status | None = None) -> type[Plugin]:
+    """A PreScore and Score plugin: each node scores its entry of ``scores`` (0 if absent);
+    ``normalize`` is its NormalizeScore (None: none); PreScore answers ``pre_score``."""
+
+    class NodeScore(PreScorePlugin, NodeScorePlugin):
+        def pre_score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                      slots: np.ndarray) -> Status:
+            return pre_score or Status.success()
+
+        def score_node(self, state: CycleState, pod: PodInfo, node: NodeView) -> int:
+            return scores.get(node.name, 0)
+
+        def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
+                      raw: np.ndarray) -> np.ndarray | None:
+            return None if normalize is None else normalize(raw)
+
+    NodeScore.name = name
+    return NodeScore
+
+
+def framework_of(points: Mapping[str, Sequence[type[Plugin]]],
+                 weights: Mapping[str, int] | None = None) -> Framework:
+    """A profile's framework with these plugins at these extension points (Score weight 1,
+    or the plugin's entry in ``weights``), as upstream's ``tf.NewFramework`` with
+    ``Register*Plugin`` calls."""
     registry: dict[str, type[Plugin]] = {}
     plugins: dict[str, tuple[PluginRef, ...]] = {}
     for point, classes in points.items():
-        plugins[point] = tuple(PluginRef(c.name, 1 if point == "Score" else 0)
-                               for c in classes)
+        plugins[point] = tuple(
+            PluginRef(c.name, (weights or {}).get(c.name, 1) if point == "Score" else 0)
+            for c in classes)
         registry.update((c.name, c) for c in classes)
     profile = Profile(scheduler_name="default-scheduler", plugins=plugins)
     return Framework(profile, registry, Handle(feature_gates=FeatureGates()))
 
 
-def scheduler_of(points: Mapping[str, Sequence[type[Plugin]]]) -> Scheduler:
-    """A scheduler with one profile, :func:`framework_of` ``points``."""
-    return Scheduler({"default-scheduler": framework_of(points)})
+def scheduler_of(points: Mapping[str, Sequence[type[Plugin]]],
+                 weights: Mapping[str, int] | None = None, *,
+                 tie_break: str = "random") -> Scheduler:
+    """A scheduler with one profile, :func:`framework_of` ``points`` and ``weights``."""
+    return Scheduler({"default-scheduler": framework_of(points, weights)}, tie_break=tie_break)
 
 
 def cluster_of(*names: str, pods: Sequence[dict[str, Any]] = ()) -> ClusterState:
