@@ -15,7 +15,9 @@ readable from SQL, and its per-node arrays as one zlib-compressed blob:
   the plugin's reason table;
 * ``scored``, ``tied``: the feasible slots that were scored, and the top-scoring ones;
 * ``norm:<plugin>`` (0..100, uint8) and ``raw:<plugin>`` (only where it differs) per score
-  plugin. Weighted scores and totals are derived (normalized × weight);
+  plugin. Weighted scores and totals are derived (normalized × weight), except where the
+  total is not that sum: with neither score plugins nor extenders every node scores 1
+  (upstream's ``prioritizeNodes``), kept as ``total``;
 * ``ext:<extender>``: a prioritizing extender's final scores (answered score × weight × 10),
   with its weight in the JSON's ``extenderWeights``; its calls (filter, prioritize, preempt:
   nodes sent, the answer's body or the error, latency) are the JSON's ``extenders``.
@@ -160,6 +162,11 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
             raw = scores.raw[name]
             if not np.array_equal(raw, normalized):
                 arrays[f"raw:{name}"] = _smallest_int(raw)
+        derived = np.zeros(len(scores.slots), dtype=np.int64)
+        for name, normalized in scores.normalized.items():
+            derived += normalized * scores.weights[name]
+        if not np.array_equal(derived, scores.total):
+            arrays["total"] = _smallest_int(scores.total)
         if attempt.extender_scores:
             document["extenderWeights"] = attempt.extender_weights
             for name, final in attempt.extender_scores.items():
@@ -271,6 +278,7 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
     scored = arrays.get("scored")
     if scored is not None:
         weights = document.get("weights") or {}
+        totals = arrays.get("total")
         for i, slot in _positions(scored, only):
             entry = nodes.setdefault(node_names.get(slot, str(slot)),
                                      {"filter": {}, "feasible": True})
@@ -284,6 +292,8 @@ def unpack_attempt(document: dict[str, Any], blob: bytes | None,
                 score[plugin] = {"raw": raw, "normalized": normalized,
                                  "weight": int(weights[plugin]), "weighted": weighted}
                 total += weighted
+            if totals is not None:  # a total that is not the plugins' sum
+                total = int(totals[i])
             for extender, weight in (document.get("extenderWeights") or {}).items():
                 # final = Σ answered score × weight × 10, so the answered scores sum back.
                 weighted = int(arrays[f"ext:{extender}"][i])
