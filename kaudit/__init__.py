@@ -6,7 +6,8 @@ faithful Python re-implementation of kube-scheduler and explains every decision.
 
 __version__ = "0.1.0"
 
-#: The kube-scheduler release whose behaviour kaudit mirrors, to the patch level: v1.34.2 is the
-#: first v1.34 release whose TaintToleration reason no longer names the taint (upstream PR
-#: #134740, cherry-picked by #135023) and the one whose feature-gate defaults kaudit keeps.
+#: The kube-scheduler release kaudit mirrors by default, to the patch level. Only its name is
+#: here: everything that release is made of (feature gates, default plugins, API defaults and
+#: ungated behaviour changes such as v1.34.2's TaintToleration reason) is in
+#: ``kaudit.versions``, whose ``DEFAULT`` is the release of this name.
 KUBERNETES_VERSION = "v1.34.2"

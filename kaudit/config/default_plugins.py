@@ -1,9 +1,10 @@
 """The default plugin set and how a profile's ``plugins`` are merged into it.
 
 Mirrors ``pkg/scheduler/apis/config/v1/default_plugins.go`` (v1.34): ``getDefaultPlugins``
-(every default plugin enabled through MultiPoint, in order, with its score weight),
-``applyFeatureGates`` (DynamicResources inserted before DefaultPreemption when
-``DynamicResourceAllocation`` is on), and ``mergePlugins`` / ``mergePluginSet``: a custom
+(every default plugin enabled through MultiPoint, in order, with its score weight) and
+``applyFeatureGates`` (in v1.34, DynamicResources inserted before DefaultPreemption when
+``DynamicResourceAllocation`` is on), both read from the release's
+:class:`~kaudit.versions.KubernetesVersion`, and ``mergePlugins`` / ``mergePluginSet``: a custom
 enabled plugin that is also a default replaces it in place (taking its weight, or none),
 custom plugins that replace nothing are appended, ``disabled`` removes defaults and
 ``"*"`` removes them all. Disabled lists are kept: the framework's MultiPoint expansion
@@ -14,36 +15,28 @@ from __future__ import annotations
 
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.v1types import MULTI_POINT, PLUGIN_SETS, Plugin, Plugins, PluginSet
-
-_DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
-    ("SchedulingGates", None),
-    ("PrioritySort", None),
-    ("NodeUnschedulable", None),
-    ("NodeName", None),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", None),
-    ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", None),
-    ("NodeVolumeLimits", None),
-    ("VolumeBinding", None),
-    ("VolumeZone", None),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("DefaultPreemption", None),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultBinder", None),
-)
+from kaudit.versions import KubernetesVersion
 
 
-def default_plugins(gates: FeatureGates) -> Plugins:
-    """``getDefaultPlugins`` with ``applyFeatureGates``."""
-    enabled = [Plugin(name, weight) for name, weight in _DEFAULT_MULTI_POINT]
-    if gates.enabled("DynamicResourceAllocation"):
-        # Before DefaultPreemption: freeing an idle claim beats evicting a pod.
-        at = [p.name for p in enabled].index("DefaultPreemption")
-        enabled.insert(at, Plugin("DynamicResources"))
+def default_plugins(gates: FeatureGates, version: KubernetesVersion | None = None) -> Plugins:
+    """``getDefaultPlugins`` with ``applyFeatureGates`` of ``version`` (the release of
+    ``gates``, :data:`kaudit.versions.DEFAULT` unless given otherwise): the release's default
+    MultiPoint list, then each of its gated plugins whose gate is on, inserted before its
+    anchor or appended, in the release's order."""
+    if version is None:
+        version = gates.version
+    elif version is not gates.version:
+        raise ValueError(f"feature gates of {gates.version.name} given for the default "
+                         f"plugins of {version.name}")
+    enabled = [Plugin(p.name, p.weight) for p in version.default_multi_point]
+    for gated in version.gated_plugins:
+        if not gates.enabled(gated.gate):
+            continue
+        plugin = Plugin(gated.plugin.name, gated.plugin.weight)
+        if gated.before is None:
+            enabled.append(plugin)
+        else:
+            enabled.insert([p.name for p in enabled].index(gated.before), plugin)
     plugins = {name: PluginSet() for name in PLUGIN_SETS}
     plugins[MULTI_POINT] = PluginSet(enabled=tuple(enabled))
     return plugins

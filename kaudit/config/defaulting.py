@@ -5,8 +5,10 @@ in ``pkg/scheduler/apis/config/v1/defaults.go`` (v1.34): parallelism 16, one pro
 there is none, ``default-scheduler`` as the name of a lone unnamed profile, plugins merged
 into the default set, each given args object defaulted, then defaulted args appended for
 every enabled plugin that takes args and has none (in name order), percentageOfNodesToScore
-0, backoff 1s and 10s. Out-of-tree plugins from ``extra_plugins`` get their
-``default_args`` with the given args laid over them (a shallow merge).
+0, backoff 1s and 10s. The numbers are the release's (``api_defaults`` of the
+:class:`~kaudit.versions.KubernetesVersion` of the registry's feature gates). Out-of-tree
+plugins from ``extra_plugins`` get their ``default_args`` with the given args laid over them
+(a shallow merge).
 """
 
 from __future__ import annotations
@@ -56,11 +58,15 @@ def default_configuration(config: ConfigurationV1, registry: Registry) -> Config
     def pick(value: int | None, default: int) -> int:
         return default if value is None else value
 
+    defaults = registry.gates.version.api_defaults
     return replace(
         config,
-        parallelism=pick(config.parallelism, 16),
-        percentage_of_nodes_to_score=pick(config.percentage_of_nodes_to_score, 0),
-        pod_initial_backoff_seconds=pick(config.pod_initial_backoff_seconds, 1),
-        pod_max_backoff_seconds=pick(config.pod_max_backoff_seconds, 10),
+        parallelism=pick(config.parallelism, defaults.parallelism),
+        percentage_of_nodes_to_score=pick(config.percentage_of_nodes_to_score,
+                                          defaults.percentage_of_nodes_to_score),
+        pod_initial_backoff_seconds=pick(config.pod_initial_backoff_seconds,
+                                         defaults.pod_initial_backoff_seconds),
+        pod_max_backoff_seconds=pick(config.pod_max_backoff_seconds,
+                                     defaults.pod_max_backoff_seconds),
         profiles=tuple(_profile(p, registry) for p in profiles),
     )

@@ -1,71 +1,28 @@
-"""Feature gates that change kube-scheduler's in-tree behaviour, at their v1.34 state.
+"""Feature gates that change kube-scheduler's in-tree behaviour, and ``--feature-gates``.
 
-Mirrors the v1.34 entries of ``defaultVersionedKubernetesFeatureGates`` in
-``pkg/features/kube_features.go`` (for each gate, the last versioned spec at or before
-1.34: default, stage, and whether it is locked to its default), restricted to the gates
-read by ``pkg/scheduler/framework/plugins/feature/feature.go`` (``Features``) and by the
-scheduler core (queue, preemption, nomination). Parsing mirrors
-``k8s.io/component-base/featuregate`` (``Set``, ``SetFromMap``): the same messages for an
-unknown gate, a locked gate and a value that is not a bool, and the ``AllAlpha`` /
+A :class:`FeatureGates` is a set of gate values of one Kubernetes release
+(:class:`~kaudit.versions.KubernetesVersion`, :data:`kaudit.versions.DEFAULT` unless given):
+that release's gate table (default, stage, lock; for v1.34.2 see ``kaudit.versions.v1_34``,
+which mirrors ``pkg/features/kube_features.go``) with overrides laid over it. Parsing
+mirrors ``k8s.io/component-base/featuregate`` (``Set``, ``SetFromMap``): the same messages
+for an unknown gate, a locked gate and a value that is not a bool, and the ``AllAlpha`` /
 ``AllBeta`` pseudo-gates.
-
-``SchedulerAsyncAPICalls`` is off: it shipped on in v1.34.0 and was turned off by default
-in a v1.34 patch release, which is what the versioned spec records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 
 from kaudit.errors import ConfigError
+from kaudit.versions import ALPHA, BETA, DEFAULT, DEPRECATED, GA, GateSpec, KubernetesVersion
 
-ALPHA, BETA, GA, DEPRECATED = "ALPHA", "BETA", "GA", "DEPRECATED"
+__all__ = ["ALL_ALPHA", "ALL_BETA", "ALPHA", "BETA", "DEPRECATED", "GA", "GATE_SPECS",
+           "FeatureGates", "GateSpec", "parse_feature_gates"]
+
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
-
-@dataclass(frozen=True)
-class GateSpec:
-    default: bool
-    stage: str
-    locked: bool = False
-
-
-GATE_SPECS: Mapping[str, GateSpec] = MappingProxyType({
-    # DRA: plugin DynamicResources and its allocator.
-    "DynamicResourceAllocation": GateSpec(True, GA),
-    "DRAAdminAccess": GateSpec(True, BETA),
-    "DRAConsumableCapacity": GateSpec(False, ALPHA),
-    "DRADeviceBindingConditions": GateSpec(False, ALPHA),
-    "DRADeviceTaints": GateSpec(False, ALPHA),
-    "DRAExtendedResource": GateSpec(False, ALPHA),
-    "DRAPartitionableDevices": GateSpec(False, ALPHA),
-    "DRAPrioritizedList": GateSpec(True, BETA),
-    "DRAResourceClaimDeviceStatus": GateSpec(True, BETA),
-    "DRASchedulerFilterTimeout": GateSpec(True, BETA),
-    # Storage plugins.
-    "CSIMigrationPortworx": GateSpec(True, GA, locked=True),
-    "StorageCapacityScoring": GateSpec(False, ALPHA),
-    "VolumeAttributesClass": GateSpec(True, GA),
-    # Pod resources (NodeResourcesFit, BalancedAllocation, queueing hints).
-    "InPlacePodVerticalScaling": GateSpec(True, BETA),
-    "PodLevelResources": GateSpec(True, BETA),
-    "SidecarContainers": GateSpec(True, GA, locked=True),
-    # PodTopologySpread and InterPodAffinity.
-    "MatchLabelKeysInPodAffinity": GateSpec(True, GA, locked=True),
-    "MatchLabelKeysInPodTopologySpread": GateSpec(True, BETA),
-    "MatchLabelKeysInPodTopologySpreadSelectorMerge": GateSpec(True, BETA),
-    "NodeInclusionPolicyInPodTopologySpread": GateSpec(True, GA, locked=True),
-    # Scheduling queue, preemption, binding.
-    "ClearingNominatedNodeNameAfterBinding": GateSpec(False, ALPHA),
-    "NominatedNodeNameForExpectation": GateSpec(False, ALPHA),
-    "PodSchedulingReadiness": GateSpec(True, GA, locked=True),
-    "SchedulerAsyncAPICalls": GateSpec(False, BETA),
-    "SchedulerAsyncPreemption": GateSpec(True, BETA),
-    "SchedulerPopFromBackoffQ": GateSpec(True, BETA),
-    "SchedulerQueueingHints": GateSpec(True, GA, locked=True),
-})
+#: The gate table of the default release (:data:`kaudit.versions.DEFAULT`).
+GATE_SPECS: Mapping[str, GateSpec] = DEFAULT.gates
 
 _BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
           "0": False, "f": False, "F": False, "FALSE": False, "false": False,
@@ -76,13 +33,14 @@ def _aggregate(errors: list[str]) -> str:
     return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
-def _resolve(overrides: Mapping[str, bool]) -> dict[str, bool]:
-    """Effective values after ``overrides``, or :class:`ConfigError` like ``SetFromMap``."""
+def _resolve(overrides: Mapping[str, bool], specs: Mapping[str, GateSpec]) -> dict[str, bool]:
+    """Effective values of the gates ``specs`` after ``overrides``, or :class:`ConfigError`
+    like ``SetFromMap``."""
     errors: list[str] = []
     for name, value in overrides.items():
         if name in (ALL_ALPHA, ALL_BETA):
             continue
-        spec = GATE_SPECS.get(name)
+        spec = specs.get(name)
         if spec is None:  # upstream stops at the first unknown gate
             errors.append(f"unrecognized feature gate: {name}")
             break
@@ -91,24 +49,32 @@ def _resolve(overrides: Mapping[str, bool]) -> dict[str, bool]:
                           f"feature is locked to {str(spec.default).lower()}")
     if errors:
         raise ConfigError(_aggregate(errors))
-    values = {name: spec.default for name, spec in GATE_SPECS.items()}
+    values = {name: spec.default for name, spec in specs.items()}
     for special, stage in ((ALL_ALPHA, ALPHA), (ALL_BETA, BETA)):
         if special in overrides:
-            for name, spec in GATE_SPECS.items():
+            for name, spec in specs.items():
                 if spec.stage == stage and not spec.locked and name not in overrides:
                     values[name] = bool(overrides[special])
-    values.update({k: bool(v) for k, v in overrides.items() if k in GATE_SPECS})
+    values.update({k: bool(v) for k, v in overrides.items() if k in specs})
     return values
 
 
 class FeatureGates(Mapping[str, bool]):
-    """An immutable set of feature-gate values: the v1.34 defaults plus ``overrides``."""
+    """An immutable set of feature-gate values: the defaults of ``version`` plus
+    ``overrides``."""
 
-    __slots__ = ("_overrides", "_values")
+    __slots__ = ("_overrides", "_values", "_version")
 
-    def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
+    def __init__(self, overrides: Mapping[str, bool] | None = None,
+                 version: KubernetesVersion = DEFAULT) -> None:
+        self._version = version
         self._overrides = dict(overrides or {})
-        self._values = _resolve(self._overrides)
+        self._values = _resolve(self._overrides, version.gates)
+
+    @property
+    def version(self) -> KubernetesVersion:
+        """The release whose gate table these values are of."""
+        return self._version
 
     def enabled(self, name: str) -> bool:
         if name not in self._values:
@@ -130,15 +96,16 @@ class FeatureGates(Mapping[str, bool]):
         return dict(self._overrides)
 
     def non_default(self) -> dict[str, bool]:
-        """The gates whose effective value differs from their v1.34 default."""
-        return {n: v for n, v in sorted(self._values.items()) if v != GATE_SPECS[n].default}
+        """The gates whose effective value differs from their default in :attr:`version`."""
+        specs = self._version.gates
+        return {n: v for n, v in sorted(self._values.items()) if v != specs[n].default}
 
     def with_overrides(self, overrides: Mapping[str, bool]) -> FeatureGates:
-        return FeatureGates({**self._overrides, **overrides})
+        return FeatureGates({**self._overrides, **overrides}, self._version)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FeatureGates):
-            return self._values == other._values
+            return self._version is other._version and self._values == other._values
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -148,11 +115,14 @@ class FeatureGates(Mapping[str, bool]):
         return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self._overrides.items()))
 
     def __repr__(self) -> str:
-        return f"FeatureGates({self._overrides!r})"
+        if self._version is DEFAULT:
+            return f"FeatureGates({self._overrides!r})"
+        return f"FeatureGates({self._overrides!r}, version={self._version.name!r})"
 
 
-def parse_feature_gates(text: str) -> FeatureGates:
-    """Parse ``--feature-gates`` syntax (``A=true,B=false``) into :class:`FeatureGates`."""
+def parse_feature_gates(text: str, version: KubernetesVersion = DEFAULT) -> FeatureGates:
+    """Parse ``--feature-gates`` syntax (``A=true,B=false``) into :class:`FeatureGates` of
+    ``version``."""
     overrides: dict[str, bool] = {}
     for item in text.split(","):
         if not item:
@@ -166,4 +136,4 @@ def parse_feature_gates(text: str) -> FeatureGates:
             raise ConfigError(f"invalid value of {name}={raw}, err: strconv.ParseBool: "
                               f'parsing "{raw}": invalid syntax')
         overrides[name] = _BOOLS[raw]
-    return FeatureGates(overrides)
+    return FeatureGates(overrides, version)

@@ -1,0 +1,82 @@
+"""The upstream Kubernetes releases kaudit can mirror, and everything that differs between them.
+
+Each supported release is one :class:`KubernetesVersion` (feature-gate table, default plugins
+and the plugins gates add, configuration API defaults, ungated behaviour changes), defined in
+its own module (``v1_34`` for v1.34.2). :data:`SUPPORTED` lists them oldest first;
+:data:`DEFAULT` is the one named by :data:`kaudit.KUBERNETES_VERSION`; :func:`get` resolves a
+name given by a user. ``docs/versions.md`` says how to add a release.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kaudit import KUBERNETES_VERSION
+from kaudit.errors import ConfigError
+from kaudit.versions.types import (
+    ALPHA,
+    BETA,
+    DEPRECATED,
+    GA,
+    ApiDefaults,
+    DefaultPlugin,
+    GatedPlugin,
+    GateSpec,
+    KubernetesVersion,
+    UngatedChange,
+)
+from kaudit.versions.v1_34 import V1_34_2
+
+#: Every supported release, oldest first.
+SUPPORTED: tuple[KubernetesVersion, ...] = (V1_34_2,)
+
+_NAME = re.compile(r"v?(0|[1-9]\d*)\.(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?")
+
+
+def _supported_names() -> str:
+    return ", ".join(v.name for v in SUPPORTED)
+
+
+def get(name: str) -> KubernetesVersion:
+    """The supported release named ``name``: ``"v1.34.2"`` or ``"1.34.2"`` exactly, or
+    ``"v1.34"`` / ``"1.34"`` for the newest supported patch of that minor. Anything else is a
+    :class:`~kaudit.errors.ConfigError` that lists the supported releases."""
+    match = _NAME.fullmatch(name.strip())
+    if match is not None:
+        major, minor = int(match[1]), int(match[2])
+        patch = None if match[3] is None else int(match[3])
+        found = [v for v in SUPPORTED if v.release[:2] == (major, minor)
+                 and (patch is None or v.release[2] == patch)]
+        if found:
+            return max(found, key=lambda v: v.release)
+    raise ConfigError(f"unsupported Kubernetes version {name!r}: kaudit supports "
+                      f"{_supported_names()} (a minor such as "
+                      f"{SUPPORTED[-1].minor} names its newest supported patch)")
+
+
+def carries(version: KubernetesVersion, key: str) -> bool:
+    """Whether ``version`` has the ungated change ``key``: it arrived in ``version`` or in an
+    older supported release."""
+    return any(change.key == key for v in SUPPORTED if v.release <= version.release
+               for change in v.ungated_changes)
+
+
+#: The release kaudit mirrors unless told otherwise.
+DEFAULT: KubernetesVersion = get(KUBERNETES_VERSION)
+
+__all__ = [
+    "ALPHA",
+    "BETA",
+    "DEFAULT",
+    "DEPRECATED",
+    "GA",
+    "SUPPORTED",
+    "ApiDefaults",
+    "DefaultPlugin",
+    "GateSpec",
+    "GatedPlugin",
+    "KubernetesVersion",
+    "UngatedChange",
+    "carries",
+    "get",
+]
