@@ -43,6 +43,7 @@ from kaudit.framework.events import (
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
+from kaudit.model.well_known import LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import (
     typed,
@@ -50,7 +51,9 @@ from kaudit.plugins.hint_objects import (
     volumes,
 )
 from kaudit.plugins.storage_objects import (
+    ANN_MIGRATED_PLUGINS,
     CSINODE_KIND,
+    PVC_KIND,
     PVC_RESOURCE,
     annotations_of,
     claim_class,
@@ -67,7 +70,6 @@ from kaudit.plugins.storage_objects import (
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 VOLUME_ATTACHMENT_KIND = "VolumeAttachment"
-MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 UNBOUND_HANDLE_PREFIX = "kaudit-unbound-claim"
 
 AWS_EBS, GCE_PD = "kubernetes.io/aws-ebs", "kubernetes.io/gce-pd"
@@ -111,7 +113,7 @@ def migration_on(csi_node: Mapping[str, Any] | None, plugin: str, portworx: bool
         return True
     if plugin != PORTWORX or not portworx:
         return False
-    listed = annotations_of(csi_node).get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    listed = annotations_of(csi_node).get(ANN_MIGRATED_PLUGINS) or ""
     return plugin in listed.split(",")
 
 
@@ -139,8 +141,8 @@ def _ebs_volume_id(kubernetes_id: str) -> str:
 def _gce_handle(source: Mapping[str, Any], labels: Mapping[str, str] | None) -> str:
     """The GCE PD handle: zonal, regional, or with an unspecified zone (in-line volumes)."""
     disk = source.get("pdName") or ""
-    beta = (labels or {}).get("failure-domain.beta.kubernetes.io/zone") or ""
-    ga = (labels or {}).get("topology.kubernetes.io/zone") or ""
+    beta = (labels or {}).get(LABEL_FAILURE_DOMAIN_BETA_ZONE) or ""
+    ga = (labels or {}).get(LABEL_TOPOLOGY_ZONE) or ""
     if beta and ga and beta != ga:
         raise ValueError(f"labels {beta} and {ga} have different values")
     zones = (beta or ga).split("__")
@@ -420,7 +422,7 @@ def _after_pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPVCAdded``: a claim the pod uses."""
-    claim = typed("PersistentVolumeClaim", new)
+    claim = typed(PVC_KIND, new)
     assert claim is not None
     return QueueingHint.QUEUE if uses_claim(pod, claim, ephemeral=True) \
         else QueueingHint.QUEUE_SKIP
@@ -451,7 +453,7 @@ def _driver_limits(csi_node: dict[str, Any]) -> dict[str, int]:
 
 def _after_csi_node_updated(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterCSINodeUpdated``: a driver's volume limit went up."""
-    before, after = typed("CSINode", old), typed("CSINode", new)
+    before, after = typed(CSINODE_KIND, old), typed(CSINODE_KIND, new)
     assert before is not None and after is not None
     previous = _driver_limits(before)
     raised = any(limit > previous.get(name, 0) for name, limit in _driver_limits(after).items())

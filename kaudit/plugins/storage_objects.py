@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kaudit.cluster.state import ClusterState
+from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 
 JSON = dict[str, Any]
@@ -27,6 +28,8 @@ PV_RESOURCE = "persistentvolume"
 SC_RESOURCE = "storageclass.storage.k8s.io"
 
 ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+#: ``v1.MigratedPluginsAnnotationKey``: the in-tree plugins a CSINode's drivers took over.
+ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 #: A StorageClass's ``volumeBindingMode`` that delays binding until a pod is scheduled.
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
@@ -44,8 +47,8 @@ def annotations_of(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
 
 
 def not_found(resource: str, name: str) -> str:
-    """The text of ``apierrors.NewNotFound(resource, name)``."""
-    return f'{resource} "{name}" not found'
+    """The text of ``apierrors.NewNotFound(resource, name)`` (``%s %q not found``)."""
+    return f"{resource} {go_quote(name)} not found"
 
 
 def objects_of(cluster: ClusterState, kind: str) -> Mapping[str, JSON]:
@@ -66,6 +69,15 @@ def pv_of(cluster: ClusterState, name: str) -> JSON | None:
 def storage_class_of(cluster: ClusterState, name: str) -> JSON | None:
     """``StorageClasses().Get(name)``; None when not found."""
     return objects_of(cluster, SC_KIND).get(name)
+
+
+def binding_mode(storage_class: Mapping[str, Any], class_name: str) -> str:
+    """The StorageClass's ``volumeBindingMode``; a :class:`ValueError` worded as VolumeBinding
+    and VolumeZone word it when the class has none."""
+    mode = storage_class.get("volumeBindingMode")
+    if mode is None:
+        raise ValueError(f"VolumeBindingMode not set for StorageClass {go_quote(class_name)}")
+    return str(mode)
 
 
 def claim_class(pvc: Mapping[str, Any]) -> str:

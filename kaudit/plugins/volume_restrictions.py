@@ -51,6 +51,7 @@ from kaudit.plugins.hint_objects import (
     volumes,
 )
 from kaudit.plugins.storage_objects import (
+    PVC_KIND,
     PVC_RESOURCE,
     not_found,
     pvc_of,
@@ -207,7 +208,7 @@ def _disk_conflicts(pod: PodInfo, cluster: ClusterState, slots: np.ndarray) -> n
 
 def _after_claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPersistentVolumeClaimAdded``: a claim the pod names."""
-    claim = typed("PersistentVolumeClaim", new)
+    claim = typed(PVC_KIND, new)
     assert claim is not None
     return QueueingHint.QUEUE if uses_claim(pod, claim, ephemeral=False) \
         else QueueingHint.QUEUE_SKIP

@@ -37,6 +37,7 @@ from kaudit.framework.events import (
 )
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
+from kaudit.model import well_known
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import (
@@ -45,10 +46,14 @@ from kaudit.plugins.hint_objects import (
     uses_claim,
 )
 from kaudit.plugins.storage_objects import (
+    PV_KIND,
     PV_RESOURCE,
+    PVC_KIND,
     PVC_RESOURCE,
+    SC_KIND,
     SC_RESOURCE,
     WAIT_FOR_FIRST_CONSUMER,
+    binding_mode,
     claim_class,
     meta,
     not_found,
@@ -61,10 +66,10 @@ from kaudit.plugins.storage_objects import (
 REASON_CONFLICT = "node(s) had no available volume zone"
 STATE_KEY = "PreFilter" + names.VOLUME_ZONE
 
-BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-BETA_REGION = "failure-domain.beta.kubernetes.io/region"
-ZONE = "topology.kubernetes.io/zone"
-REGION = "topology.kubernetes.io/region"
+BETA_ZONE = well_known.LABEL_FAILURE_DOMAIN_BETA_ZONE
+BETA_REGION = well_known.LABEL_FAILURE_DOMAIN_BETA_REGION
+ZONE = well_known.LABEL_TOPOLOGY_ZONE
+REGION = well_known.LABEL_TOPOLOGY_REGION
 TOPOLOGY_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
 _GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
@@ -181,9 +186,10 @@ def _bound_volume(pod: PodInfo, cluster: ClusterState, claim_name: str
         storage_class = storage_class_of(cluster, class_name)
         if storage_class is None:
             raise _Unresolvable(not_found(SC_RESOURCE, class_name))
-        mode = storage_class.get("volumeBindingMode")
-        if mode is None:
-            raise _Unresolvable(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+        try:
+            mode = binding_mode(storage_class, class_name)
+        except ValueError as exc:
+            raise _Unresolvable(str(exc)) from None
         if mode == WAIT_FOR_FIRST_CONSUMER:
             return None
         raise _Unresolvable("PersistentVolume had no name")
@@ -228,8 +234,8 @@ def _label_matches(cluster: ClusterState, slots: np.ndarray, topology: VolumeTop
 
 def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod names."""
-    typed("PersistentVolumeClaim", old)
-    claim = typed("PersistentVolumeClaim", new)
+    typed(PVC_KIND, old)
+    claim = typed(PVC_KIND, new)
     if claim is not None and uses_claim(pod, claim, ephemeral=False):
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP
@@ -237,9 +243,9 @@ def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 def _after_storage_class_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterStorageClassAdded``: a WaitForFirstConsumer class."""
-    storage_class = typed("StorageClass", new)
+    storage_class = typed(SC_KIND, new)
     assert storage_class is not None
-    waits = storage_class.get("volumeBindingMode") == "WaitForFirstConsumer"
+    waits = storage_class.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
     return QueueingHint.QUEUE if waits else QueueingHint.QUEUE_SKIP
 
 
@@ -257,8 +263,8 @@ def _topologies(volume: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
 
 def _after_volume_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterPersistentVolumeChange``: a new volume, or changed topology."""
-    after = typed("PersistentVolume", new)
-    before = typed("PersistentVolume", old)
+    after = typed(PV_KIND, new)
+    before = typed(PV_KIND, old)
     if before is None:
         return QueueingHint.QUEUE
     assert after is not None

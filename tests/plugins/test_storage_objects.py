@@ -3,10 +3,13 @@ as their listers do, and word a missing one as ``apierrors.NewNotFound``."""
 
 from __future__ import annotations
 
+import pytest
+
 from kaudit.cluster.state import ClusterState
 from kaudit.plugins.storage_objects import (
     PVC_RESOURCE,
     SC_RESOURCE,
+    binding_mode,
     claim_class,
     not_found,
     pv_of,
@@ -46,3 +49,13 @@ def test_the_beta_annotation_names_the_claim_class_first() -> None:
 def test_not_found_is_the_api_servers_text() -> None:
     assert not_found(PVC_RESOURCE, "data") == 'persistentvolumeclaim "data" not found'
     assert not_found(SC_RESOURCE, "slow") == 'storageclass.storage.k8s.io "slow" not found'
+
+
+def test_names_are_quoted_as_go_quotes_them() -> None:
+    assert not_found(PVC_RESOURCE, 'a"b\n') == 'persistentvolumeclaim "a\\"b\\n" not found'
+
+
+def test_a_class_without_a_binding_mode_is_an_error() -> None:
+    assert binding_mode({"volumeBindingMode": "Immediate"}, "fast") == "Immediate"
+    with pytest.raises(ValueError, match=r'^VolumeBindingMode not set for StorageClass "fast"$'):
+        binding_mode({}, "fast")

@@ -36,6 +36,7 @@ from kaudit.framework.plugin import (
     NodeVerdicts,
 )
 from kaudit.framework.status import Code
+from kaudit.model import well_known
 from kaudit.model.pod import PodInfo, SpreadConstraint, parse_spread_constraint
 from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
 from kaudit.model.taints import untolerated_taint
@@ -48,8 +49,8 @@ DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"
 SYSTEM_DEFAULTING, LIST_DEFAULTING = "System", "List"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_HOSTNAME = well_known.LABEL_HOSTNAME
+LABEL_ZONE = well_known.LABEL_TOPOLOGY_ZONE
 
 GATE_MATCH_LABEL_KEYS = "MatchLabelKeysInPodTopologySpread"
 GATE_NODE_INCLUSION_POLICY = "NodeInclusionPolicyInPodTopologySpread"

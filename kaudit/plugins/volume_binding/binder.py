@@ -35,17 +35,21 @@ from kaudit.framework.plugin import (
     PreFilterResult,
 )
 from kaudit.framework.status import Code, Status
+from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import (
     LabelSelector,
     SelectorError,
 )
+from kaudit.model.well_known import LABEL_HOSTNAME
 from kaudit.plugins import names
 from kaudit.plugins.storage_objects import (
     JSON,
+    PVC_KIND,
     PVC_RESOURCE,
     WAIT_FOR_FIRST_CONSUMER,
     annotations_of,
+    binding_mode,
     ephemeral_owner_error,
     meta,
     not_found,
@@ -59,7 +63,6 @@ from kaudit.plugins.volume_binding.common import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
-    LABEL_HOSTNAME,
     NO_PROVISIONER,
     Claim,
     SlotIndex,
@@ -218,10 +221,10 @@ def _delay_binding(cluster: ClusterState, claim: Claim) -> bool:
     storage_class = storage_class_of(cluster, claim.class_name)
     if storage_class is None:
         return False
-    mode = storage_class.get("volumeBindingMode")
-    if mode is None:
-        raise _BinderError(f'VolumeBindingMode not set for StorageClass "{claim.class_name}"')
-    return bool(mode == WAIT_FOR_FIRST_CONSUMER)
+    try:
+        return binding_mode(storage_class, claim.class_name) == WAIT_FOR_FIRST_CONSUMER
+    except ValueError as exc:
+        raise _BinderError(str(exc)) from None
 
 
 def local_node_names(pv: Mapping[str, Any]) -> list[str]:
@@ -310,10 +313,10 @@ def _provisionable(cluster: ClusterState, slots: np.ndarray, claim: Claim
                    ) -> np.ndarray | str:
     """Nodes where the claim can be provisioned, or the binder's error."""
     if not claim.class_name:
-        return f'no class for claim "{claim.key}"'
+        return f"no class for claim {go_quote(claim.key)}"
     storage_class = storage_class_of(cluster, claim.class_name)
     if storage_class is None:
-        return f'failed to find storage class "{claim.class_name}"'
+        return f"failed to find storage class {go_quote(claim.class_name)}"
     provisioner = storage_class.get("provisioner") or ""
     if provisioner in ("", NO_PROVISIONER):
         return np.zeros(len(slots), dtype=bool)
@@ -331,7 +334,7 @@ def _bind_volume_to_claim(pv: JSON, claim: Claim) -> JSON | None:
     clone = copy.deepcopy(pv)
     if rebind:
         clone.setdefault("spec", {})["claimRef"] = {
-            "kind": "PersistentVolumeClaim", "namespace": claim.namespace, "name": claim.name,
+            "kind": PVC_KIND, "namespace": claim.namespace, "name": claim.name,
             "uid": claim.uid, "apiVersion": "v1",
             "resourceVersion": meta(claim.obj).get("resourceVersion") or ""}
     if mark:
@@ -370,14 +373,14 @@ def _pod_has_claims(plugin: VolumeBinding, pod: PodInfo, cluster: ClusterState) 
         if pvc is None:
             if ephemeral:
                 return True, ("waiting for ephemeral volume controller to create the "
-                              f'persistentvolumeclaim "{claim_name}"')
+                              f"persistentvolumeclaim {go_quote(claim_name)}")
             return True, not_found(PVC_RESOURCE, claim_name)
         name = meta(pvc).get("name") or ""
         if ((pvc.get("status") or {}).get("phase")) == "Lost":
-            return True, (f'persistentvolumeclaim "{name}" bound to non-existent '
-                          f'persistentvolume "{spec(pvc).get("volumeName") or ""}"')
+            return True, (f"persistentvolumeclaim {go_quote(name)} bound to non-existent "
+                          f"persistentvolume {go_quote(spec(pvc).get('volumeName') or '')}")
         if meta(pvc).get("deletionTimestamp") is not None:
-            return True, f'persistentvolumeclaim "{name}" is being deleted'
+            return True, f"persistentvolumeclaim {go_quote(name)} is being deleted"
         if ephemeral and (error := ephemeral_owner_error(pod, pvc)) is not None:
             return True, error
     return bool(volumes), None
@@ -391,7 +394,8 @@ def _pod_volume_claims(plugin: VolumeBinding, pod: PodInfo, cluster: ClusterStat
         key = f"{pod.namespace}/{claim_name}"
         obj, base = plugin.assumed.claim(cluster, key)
         if obj is None or base is None:
-            raise _BinderError(f'error getting PVC "{key}": {not_found(PVC_RESOURCE, key)}')
+            raise _BinderError(f"error getting PVC {go_quote(key)}: "
+                               f"{not_found(PVC_RESOURCE, key)}")
         claim = Claim.of(obj, base)
         if claim.volume_name and ANN_BIND_COMPLETED in annotations_of(obj):
             pv, pv_base = plugin.assumed.volume(cluster, claim.volume_name)

@@ -40,7 +40,6 @@ ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 
 def storage_nanos(resources: Mapping[str, Any] | None) -> int:

@@ -47,7 +47,7 @@ from kaudit.plugins.hint_objects import (
     typed,
     uses_claim,
 )
-from kaudit.plugins.storage_objects import PVC_KIND
+from kaudit.plugins.storage_objects import ANN_MIGRATED_PLUGINS, CSINODE_KIND, PVC_KIND, SC_KIND
 from kaudit.plugins.volume_binding import binder, scorer
 from kaudit.plugins.volume_binding.assume_cache import AssumeCache
 from kaudit.plugins.volume_binding.binder import BindingState, FilterRecord, _gate, _Outcome
@@ -148,7 +148,6 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
 # ------------------------------------------------------------------ queueing hints
 
 _QUEUE, _SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
-_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 
 
 def _after_csi_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
@@ -156,10 +155,10 @@ def _after_csi_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     plugins."""
     if old is None:
         return _QUEUE
-    before, after = typed("CSINode", old), typed("CSINode", new)
+    before, after = typed(CSINODE_KIND, old), typed(CSINODE_KIND, new)
     assert before is not None and after is not None
-    changed = ((metadata(before).get("annotations") or {}).get(_MIGRATED_PLUGINS, "")
-               != (metadata(after).get("annotations") or {}).get(_MIGRATED_PLUGINS, ""))
+    changed = ((metadata(before).get("annotations") or {}).get(ANN_MIGRATED_PLUGINS, "")
+               != (metadata(after).get("annotations") or {}).get(ANN_MIGRATED_PLUGINS, ""))
     return _QUEUE if changed else _SKIP
 
 
@@ -173,7 +172,7 @@ def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 def _after_storage_class_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """``isSchedulableAfterStorageClassChange``: a new class, or changed allowed topologies."""
-    before, after = typed("StorageClass", old), typed("StorageClass", new)
+    before, after = typed(SC_KIND, old), typed(SC_KIND, new)
     if before is None:
         return _QUEUE
     assert after is not None
