@@ -24,7 +24,7 @@ from kaudit.eventlog.sink import MemorySink
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for
-from kaudit.scheduler.build import build_scheduler, load
+from kaudit.scheduler.build import load, scheduler_factory
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace, iter_events
 
@@ -40,7 +40,7 @@ def retries(path: Path, config_path: Path | None, label: str) -> dict[str, Any]:
         trace = get_trace(engine, ingest_trace(engine, [TraceInput(path)], name="t").trace_id)
         config, registry = load(config_path)
         sink = MemorySink()
-        summary = Replay(build_scheduler(config, registry), sink, options_for(config)).run(
+        summary = Replay(scheduler_factory(config, registry), sink, options_for(config)).run(
             iter_events(engine, trace.id))
         engine.dispose()
     per_pod = Counter(record[3] for record in sink.records if record[2] == "attempt")

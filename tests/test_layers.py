@@ -58,7 +58,6 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
 #: Forbidden imports the code still makes, each with what removes it. Their tests are strict
 #: xfails: once the import is gone the test fails, and its entry here is removed.
 STILL_IMPORTED: dict[tuple[str, str], str] = {
-    ("replay", "fgd"): "replay.engine imports fgd.workload until the typed ports land",
 }
 
 

@@ -126,8 +126,8 @@ class FGDScore(ScorePlugin):
 
     _cache: FgdScores | None = None
 
-    def wants_workload(self) -> bool:
-        return not self.args.get("typicalPods")
+    #: The trace's pods, for the typical pods when the configuration names none.
+    ports_needed = frozenset({"workload"})
 
     def table(self) -> FgdScores:
         if self._cache is None:

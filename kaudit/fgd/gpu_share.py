@@ -95,8 +95,8 @@ class OpenGpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin):
     args_spec = ArgsSpec(kind="OpenGpuShareArgs", schema=Obj({"gpuSelMethod": "string"}),
                          set_defaults=_defaults, validate=_validate)
 
-    def wants_workload(self) -> bool:
-        return bool(self.args["gpuSelMethod"] == "FGDScore")
+    #: The trace's pods, for the typical pods when the configuration names none.
+    ports_needed = frozenset({"workload"})
 
     def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
                    ) -> tuple[PreFilterResult | None, Status]:

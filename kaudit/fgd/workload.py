@@ -2,9 +2,10 @@
 
 The FGD authors' simulator computes them once, from every pod of the pod list, before it
 schedules any (``SetTypicalPods`` in ``pkg/simulator/core.go``). kaudit's replay reads the
-trace's pods first and hands their shapes to the scheduler profile's handle
-(:data:`WORKLOAD_KEY`); a configuration may instead name the typical pods itself (plugin
-argument ``typicalPods``), as a real scheduler would have to.
+trace's pods first and hands their shapes to the scheduler through the handle's ``workload``
+port (plugins that read it declare ``ports_needed = {"workload"}``); a configuration may
+instead name the typical pods itself (plugin argument ``typicalPods``), as a real scheduler
+would have to.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from kaudit.config.schema import ListOf, Obj
 from kaudit.errors import InputError
 from kaudit.framework.plugin import Handle
 
-#: ``Handle.extra`` key under which the replay puts the shapes of the trace's pods.
-WORKLOAD_KEY = "workloadPodShapes"
 _MEASURE_KEY = "fgdFragMeasure"
 
 
@@ -71,12 +70,12 @@ def frag_measure(handle: Handle | None, configured: Any = None) -> FragMeasure:
     the workload the replay handed over (computed once per handle)."""
     if configured:
         return FragMeasure(_configured(configured))
-    if handle is None or WORKLOAD_KEY not in handle.extra:
+    if handle is None or handle.ports.workload is None:
         raise NoWorkload("no typical pods: give the plugin args.typicalPods, or replay a "
                          "trace (whose pods are the workload)")
     measure = handle.extra.get(_MEASURE_KEY)
     if measure is None:
-        measure = FragMeasure(typical_pods(handle.extra[WORKLOAD_KEY]))
+        measure = FragMeasure(typical_pods(handle.ports.workload))
         handle.extra[_MEASURE_KEY] = measure
     assert isinstance(measure, FragMeasure)
     return measure

@@ -38,12 +38,15 @@ import numpy as np
 
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import ClusterEventWithHint
+from kaudit.framework.extender import Extender
+from kaudit.framework.ports import HandlePorts
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from kaudit.cluster.state import ClusterState
     from kaudit.config import ArgsSpec, FeatureGates
+    from kaudit.framework.runtime import Framework
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -58,22 +61,13 @@ class Handle:
     #: Score plugin weights of the profile, for plugins that need them.
     weights: Mapping[str, int] = field(default_factory=dict)
     #: The profile's framework (set when it is built), for plugins that run other plugins.
-    framework: Any = None
-    #: Nominated pods by node (set by the scheduling queue), see ``Nominator``.
-    nominator: Any = None
-    #: The current (virtual) time in microseconds, for pods without a start time.
-    now_us: Any = None
-    #: ``preempting(uid)``: whether the pod's asynchronous preemption is still issuing its
-    #: API calls (set by the replay; DefaultPreemption's PreEnqueue holds such pods back).
-    preempting: Any = None
+    framework: Framework | None = None
     #: The scheduler's extenders in call order (``Handle.Extenders``), for preemption.
-    extenders: tuple[Any, ...] = ()
-    #: The cluster state of the replay (set by the replay), for plugins whose PreEnqueue or
-    #: queueing hints read API objects (DynamicResources reads the pod's ResourceClaims).
-    cluster: Any = None
-    #: ``api_update(obj)``: write an object as the plugin's API call would (set by the replay,
-    #: which applies it and delivers its watch event); None outside a replay.
-    api_update: Any = None
+    extenders: tuple[Extender, ...] = ()
+    #: The cluster state, clock, nominator, API writer, preemption state and workload of the
+    #: scheduler that runs the plugin (:mod:`kaudit.framework.ports`).
+    ports: HandlePorts = field(default_factory=HandlePorts)
+    #: Per-handle memos of plugins (computed once per profile).
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -82,24 +76,22 @@ class Plugin:
     implements, by inheriting their base classes; the cluster events that may make a pod it
     rejected schedulable (:meth:`events_to_register`); its typed arguments (``args_spec``: the
     v1 kind, schema, defaulting and validation) or, for simple out-of-tree plugins, plain
-    ``default_args``; and the extension points a feature gate must enable
-    (``gated_points``: gate → points)."""
+    ``default_args``; the extension points a feature gate must enable (``gated_points``:
+    gate → points); and the optional handle ports it reads (``ports_needed``)."""
 
     name: ClassVar[str] = ""
     args_spec: ClassVar[ArgsSpec | None] = None
     default_args: ClassVar[Mapping[str, Any] | None] = None
     gated_points: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType({})
+    #: Optional ports of the handle the plugin reads (``ports.OPTIONAL_PORTS``), such as
+    #: ``"workload"``: the shape of every pod of the trace, which the FGD paper's score needs
+    #: to know its typical pods. A replay fills them only when a plugin asks.
+    ports_needed: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: Mapping[str, Any] | None = None,
                  handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         self.handle = handle
-
-    def wants_workload(self) -> bool:
-        """Whether the plugin reads the workload a replay hands over before it starts
-        (``handle.extra["workloadPodShapes"]``: the shape of every pod of the trace), as the
-        FGD paper's score does to know its typical pods."""
-        return False
 
     def attempt_notes(self, state: CycleState, selected: str | None) -> dict[str, Any] | None:
         """What the plugin wants kept in the attempt's event-log record, for explanations

@@ -42,7 +42,7 @@ from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.extender import ExtenderError
 from kaudit.framework.plugin import PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
-from kaudit.framework.runtime import PluginError
+from kaudit.framework.runtime import Framework, PluginError
 from kaudit.framework.status import Code, Status
 from kaudit.gostrings import aggregate, go_quote
 from kaudit.model.pod import PodInfo
@@ -156,11 +156,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         set_defaults=args_defaults.set_defaults_default_preemption,
         validate=args_validation.validate_default_preemption_args)
 
-    def pre_enqueue(self, pod):  # type: ignore[no-untyped-def]
+    def pre_enqueue(self, pod: PodInfo) -> Status:
         """With ``SchedulerAsyncPreemption``, hold a preemptor back while its preemption's API
         calls are still being issued (``IsPodRunningPreemption``)."""
-        preempting = getattr(self.handle, "preempting", None)
-        if self.async_preemption and preempting is not None and preempting(pod.uid):
+        preemption = self.handle.ports.preemption if self.handle is not None else None
+        if self.async_preemption and preemption is not None and preemption.preempting(pod.uid):
             return Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
         return Status.success()
 
@@ -189,11 +189,16 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         parsed = start_time_us(pod.start_time)
         return self._now() if parsed is None else parsed
 
+    def _framework(self) -> Framework:
+        assert self.handle is not None and self.handle.framework is not None, \
+            "DefaultPreemption runs inside a framework"
+        return self.handle.framework
+
     def _now(self) -> int:
         """The virtual now, read once per cycle (a pod without a start time starts now)."""
         if self._cycle_now is None:
-            now = getattr(self.handle, "now_us", None)
-            self._cycle_now = now() if callable(now) else 2**62
+            clock = self.handle.ports.clock if self.handle is not None else None
+            self._cycle_now = clock.now_us if clock is not None else 2**62
         return self._cycle_now
 
     def more_important(self, pod: PodInfo) -> tuple[int, int]:
@@ -233,7 +238,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     # ------------------------------------------------------------------ PostFilter
 
-    def post_filter(self, state, pod, cluster, diagnosis):  # type: ignore[no-untyped-def]
+    def post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                    diagnosis: Any) -> tuple[PostFilterResult | None, Status]:
         self._cycle_now = None
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
@@ -259,7 +265,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return (PostFilterResult(nominated_node_name="", details=details),
                     Status.of(Code.UNSCHEDULABLE, "preemption: " + text))
         candidates = details.candidates
-        extenders = getattr(self.handle, "extenders", ())
+        extenders = self.handle.extenders if self.handle is not None else ()
         if extenders:
             try:
                 candidates = self._call_extenders(extenders, pod, cluster, candidates)
@@ -356,7 +362,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
         wanted = self.num_candidates(len(potential))
         pdbs = list(cluster.objects["PodDisruptionBudget"].values())
-        batched = self.handle.framework.judges_nodes_independently(state)
+        batched = self._framework().judges_nodes_independently(state)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         order = potential[offset:] + potential[:offset]
@@ -436,8 +442,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                slot: int, pdbs: Sequence[dict[str, Any]]) -> Outcome:
         """``SelectVictimsOnNode``: (victims, PDB violations, status, victim ties)."""
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
-        framework = self.handle.framework
-        nominator = getattr(self.handle, "nominator", None)
+        framework = self._framework()
+        nominator = self.handle.ports.nominator
         potential = self._lower_priority_pods(pod, cluster, slot)
         if not potential:
             # Without copying the state first: with a cluster of equal priorities this is
@@ -486,8 +492,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         (``preemption_columns``); otherwise the fork moves the pods, or only their sums when
         no filter reads a node's pods."""
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
-        framework = self.handle.framework
-        nominator = getattr(self.handle, "nominator", None)
+        framework = self._framework()
+        nominator = self.handle.ports.nominator
         by_columns = select_victims_by_columns(state, pod, cluster, slots, pdbs, framework,
                                                nominator, self._now(), _NO_VICTIMS)
         if by_columns is not None:

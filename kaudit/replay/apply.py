@@ -1,14 +1,12 @@
-"""Applying a trace's events to the replay: the informers' side of the scheduler.
+"""The replay's informer: trace events and the replay's own writes reach the cache and queue.
 
 A watch event updates the cluster state (``addNodeToCache``, ``addPodToCache`` and their update
 and delete twins in ``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34) and reaches the
 scheduling queue as cluster events (``MoveAllToActiveOrBackoffQueue``) or as a pending pod
 added, updated or deleted. Pods kaudit schedules keep the trace's own binding as their
 *recorded placement* instead of applying it; likewise the status a trace gives the
-ResourceClaims of those pods (see :mod:`kaudit.replay.claims`).
-
-:class:`TraceApplication` is the part of :class:`~kaudit.replay.engine.Replay` that does this;
-the engine supplies the state it works on.
+ResourceClaims of those pods (see :mod:`kaudit.replay.claims`). The replay's own writes (the
+API server's watch, bindings, deletions, pods its controllers create) come through here too.
 """
 
 from __future__ import annotations
@@ -18,15 +16,15 @@ from dataclasses import replace
 from typing import Any
 
 from kaudit.cluster.objects import apply_object, pod_info
-from kaudit.cluster.state import ClusterState, object_key
-from kaudit.errors import UnreplayableEventError
+from kaudit.cluster.state import object_key
 from kaudit.eventlog.records import RecordKind
-from kaudit.eventlog.sink import EventSink
-from kaudit.eventlog.timeline import Timeline
 from kaudit.framework.events import (
+    ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
+    NODE,
     ActionType,
     ClusterEvent,
     node_scheduling_properties_change,
@@ -35,78 +33,115 @@ from kaudit.framework.events import (
 from kaudit.model import dra
 from kaudit.model.kinds import STORED_KINDS
 from kaudit.model.pod import FINISHED_PHASES, PodInfo
-from kaudit.replay.claims import ClaimController, claims_record
-from kaudit.replay.clock import EventLoop
-from kaudit.scheduler.queue import QueuedPod, SchedulingQueue
+from kaudit.replay.api import ApiServer
+from kaudit.replay.claims import claims_record
+from kaudit.replay.context import ReplayContext
+from kaudit.replay.queueing import QueueDriver
+from kaudit.scheduler.nominator import Nominator
+from kaudit.scheduler.queue import QueuedPod
 from kaudit.scheduler.schedule import Scheduler
 from kaudit.store.traces import StoredEvent
 
-# What a value the replay cannot use raises; reported against the trace's file and line (a
-# database or disk failure is not the trace's fault and propagates as it is).
-DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError)
 
+class Informer:
+    """Watch events (the trace's and the replay's own) applied to the cluster, the queue and
+    the event log."""
 
-class TraceApplication:
-    """Trace events applied to the cluster, the queue and the event log."""
+    def __init__(self, context: ReplayContext, *, scheduler: Scheduler, queueing: QueueDriver,
+                 nominator: Nominator, api: ApiServer) -> None:
+        self.cluster = context.cluster
+        self.loop = context.loop
+        self.sink = context.sink
+        self.timeline = context.timeline
+        self.options = context.options
+        self.summary = context.summary
+        self.scheduler = scheduler
+        self.queueing = queueing
+        self.queue = queueing.queue
+        self.nominator = nominator
+        self.api = api
+        self.claims = api.claims
+        #: Pods kaudit schedules (their trace bindings are only recorded placements).
+        self.kaudit_pods: set[str] = set()
+        #: Each such pod's recorded placement.
+        self.recorded: dict[str, str] = {}
+        #: Node slots already named in the event log.
+        self.known_slots = 0
+        #: A node or an assigned pod changed since the flag was last cleared.
+        self.placements_changed = False
+        api.watch(self.move)
 
-    loop: EventLoop
-    sink: EventSink
-    cluster: ClusterState
-    timeline: Timeline
-    queue: SchedulingQueue
-    scheduler: Scheduler
-    options: Any
-    kaudit_pods: set[str]
-    recorded: dict[str, str]
-    claims: ClaimController
-    _origin: dict[str, tuple[int, int]]
+    # ------------------------------------------------------------------ delivering events
 
-    def _move(self, event: ClusterEvent, old: Any, new: Any,
-              pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
-        raise NotImplementedError
+    def move(self, event: ClusterEvent, old: Any, new: Any,
+             pre_check: Callable[[QueuedPod], bool] | None = None) -> None:
+        """``MoveAllToActiveOrBackoffQueue``: the event reaches the pods waiting in
+        unschedulablePods, through their rejecting plugins' queueing hints."""
+        if event.resource in (NODE, ASSIGNED_POD):
+            self.placements_changed = True
+        self.queue.move_for_event(self.loop.now_us, event, old, new, pre_check)
 
-    def _log_new_slots(self) -> None:
-        raise NotImplementedError
+    def nomination_released(self, pod: PodInfo) -> None:
+        """A pod that was nominated left the queue (bound, deleted) or lost its nomination:
+        the space it held may fit pods of equal or lower priority (``AssignedPodDelete`` with
+        upstream's priority pre-check)."""
+        if pod.nominated_node_name:
+            priority = pod.priority
 
-    def _gpu_record(self, uid: str) -> dict[str, Any]:
+            def not_higher(queued: QueuedPod) -> bool:
+                return queued.pod.priority <= priority
+
+            self.move(EVENT_ASSIGNED_POD_DELETE, pod, None, not_higher)
+
+    def pod_created(self, pod: PodInfo) -> None:
+        """A pending pod the replay's controllers created: kaudit schedules it."""
+        self.kaudit_pods.add(pod.uid)
+        self.queue.add(self.loop.now_us, pod)
+
+    def delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
+        """A pod deleted or finished (``deletePodFromSchedulingQueue`` for a pending pod,
+        ``deletePodFromCache`` for a placed one); its claims are released."""
+        now = self.loop.now_us
+        self.nominator.delete(uid)
+        queued = self.queue.delete(now, uid)
+        if self.queueing.given_up.pop(uid, None) is not None:
+            self.summary.pods_deleted_pending += 1
+        if queued is not None:
+            self.nomination_released(queued.pod)
+            self.summary.pods_deleted_pending += 1
+        bound = self.cluster.remove_pod(uid)
+        if bound is not None:
+            self.timeline.release(now, uid)
+            self.sink.record(now, RecordKind.DELETE, bound.key, bound.node_name,
+                             {"reason": reason})
+            self.move(EVENT_ASSIGNED_POD_DELETE, bound, None)
+        self.claims.release(uid)
+
+    def log_new_slots(self) -> None:
+        while self.known_slots < len(self.cluster.nodes):
+            node = self.cluster.nodes[self.known_slots]
+            name = node.name if node is not None else next(
+                n for n, s in self.cluster.slot_of.items() if s == self.known_slots)
+            self.sink.record(self.loop.now_us, RecordKind.NODE, None, name,
+                             {"slot": self.known_slots})
+            self.known_slots += 1
+
+    def gpu_record(self, uid: str) -> dict[str, Any]:
         """The GPU devices the pod holds, for its ``bind`` record (nothing for other pods)."""
         held = self.cluster.gpus.assigned.get(uid)
         if held is None:
             return {}
         return {"gpus": {"devices": list(held.devices), "milli": held.milli}}
 
-    def _record_claim(self, claim: dict[str, Any], event_type: str) -> None:
-        """A ``claim`` record: the claim as kaudit wrote or kept it, with the pod it is
-        reserved for or owned by (the first), for ``kaudit export`` and the event log."""
-        meta = claim.get("metadata") or {}
-        pods = [ref.get("name") for ref in (claim.get("status") or {}).get("reservedFor") or []]
-        pods += [ref.get("name") for ref in meta.get("ownerReferences") or []
-                 if ref.get("kind") == "Pod"]
-        pod = f"{meta.get('namespace')}/{pods[0]}" if pods and meta.get("namespace") else None
-        self.sink.record(self.loop.now_us, RecordKind.CLAIM, pod, None,
-                         {"type": event_type, "object": claim})
-
-    def _claims_record(self, pod: PodInfo) -> dict[str, Any]:
+    def claims_record(self, pod: PodInfo) -> dict[str, Any]:
         """The devices the pod's ResourceClaims hold, for its ``bind`` record."""
         if not (pod.obj.get("spec") or {}).get("resourceClaims"):
             return {}
         return claims_record(self.cluster, pod.obj)
 
-    def _delete_pod(self, uid: str, pod: PodInfo, reason: str) -> None:
-        raise NotImplementedError
+    # ------------------------------------------------------------------ trace events
 
-    def _apply_guarded(self, event: StoredEvent) -> None:
-        """``_apply``, an unexpected failure reported against the event's file and line."""
-        try:
-            self._apply(event)
-        except DATA_ERRORS as exc:
-            raise UnreplayableEventError(
-                event.source, event.line, f"cannot replay this {event.type} {event.kind} "
-                f"event: {type(exc).__name__}: {exc}") from exc
-        if event.kind == "Pod":
-            self._origin[f"{event.namespace}/{event.name}"] = (event.source, event.line)
-
-    def _apply(self, event: StoredEvent) -> None:
+    def apply(self, event: StoredEvent) -> None:
         now = self.loop.now_us
         key = f"{event.namespace}/{event.name}" if event.namespace else event.name
         self.sink.record(now, RecordKind.WATCH, key if event.kind == "Pod" else None,
@@ -126,7 +161,7 @@ class TraceApplication:
                     if kept is None:
                         return  # an update of a claim the replay's controller deleted
                     if kept is not obj:
-                        self._record_claim(kept, event.type)
+                        self.api.record_claim(kept, event.type)
                     obj = kept
                 elif event.kind == "ResourceClaim" and object_key(obj) in self.claims.deleted:
                     return  # deleted already
@@ -134,7 +169,7 @@ class TraceApplication:
             apply_object(self.cluster, obj, deleted)
             action = ActionType.DELETE if deleted else (
                 ActionType.UPDATE if old is not None else ActionType.ADD)
-            self._move(ClusterEvent(event.kind, action), old if old is not None else None,
+            self.move(ClusterEvent(event.kind, action), old if old is not None else None,
                        None if deleted else self.cluster.objects[event.kind].get(
                            object_key(obj), obj))
             if event.kind == "ResourceClaimTemplate" and not deleted:
@@ -147,20 +182,20 @@ class TraceApplication:
         old = self.cluster.node(slot) if slot is not None and self.cluster.live[slot] else None
         if deleted:
             if old is not None:
-                self._move(EVENT_NODE_DELETE, old, None)  # upstream: queue first, then cache
+                self.move(EVENT_NODE_DELETE, old, None)  # upstream: queue first, then cache
             apply_object(self.cluster, event.object, deleted)
             self.timeline.node_removed(now, event.name)
             return
         apply_object(self.cluster, event.object, deleted)
-        self._log_new_slots()
+        self.log_new_slots()
         slot = self.cluster.slot_of[event.name]
         new = self.cluster.node(slot)
         self.timeline.node(now, slot, new)
         if old is None:
-            self._move(EVENT_NODE_ADD, None, new)
+            self.move(EVENT_NODE_ADD, None, new)
         else:
             for cluster_event in node_scheduling_properties_change(new, old):
-                self._move(cluster_event, old, new)
+                self.move(cluster_event, old, new)
 
     def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:
         now = self.loop.now_us
@@ -169,12 +204,12 @@ class TraceApplication:
         relative = self.options.lifetime == "relative" and uid in self.kaudit_pods
         if deleted:
             if not (relative and uid in self.cluster.pods):
-                self._delete_pod(uid, pod, "trace")
+                self.delete_pod(uid, pod, "trace")
             return
         phase = (obj.get("status") or {}).get("phase")
         if phase in FINISHED_PHASES:
             if not (relative and uid in self.cluster.pods):
-                self._delete_pod(uid, pod, "completed")
+                self.delete_pod(uid, pod, "completed")
             return
         if uid in self.kaudit_pods:
             # kaudit schedules this pod: the trace's binding is only its recorded placement,
@@ -196,18 +231,18 @@ class TraceApplication:
             # The trace placed it (created bound, or bound by another scheduler), or updated a
             # pod already placed (``addPodToCache`` / ``updatePodInCache``).
             apply_object(self.cluster, obj)
-            self._log_new_slots()
+            self.log_new_slots()
             placed = self.cluster.pods.get(uid)
             if placed_before is None:
                 self.sink.record(now, RecordKind.BIND, pod.key, pod.node_name,
-                                 {"by": "trace", **self._gpu_record(uid),
-                                  **(self._claims_record(placed) if placed else {})})
+                                 {"by": "trace", **self.gpu_record(uid),
+                                  **(self.claims_record(placed) if placed else {})})
                 if placed is not None:
                     self.timeline.place(now, placed, "trace")
-                self._move(EVENT_ASSIGNED_POD_ADD, None, placed)
+                self.move(EVENT_ASSIGNED_POD_ADD, None, placed)
             elif placed is not None:
                 for cluster_event in pod_scheduling_properties_change(placed, placed_before):
-                    self._move(cluster_event, placed_before, placed)
+                    self.move(cluster_event, placed_before, placed)
             return
         if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
             return  # another scheduler's pod (or no scheduling): wait for the trace's binding

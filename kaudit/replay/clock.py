@@ -9,7 +9,12 @@ same-instant work is part of kaudit's semantics:
 3. other API calls completing (preemption's status patches and deletions);
 4. queue timers (backoff expiries, the periodic flushes), then pod completions (including
    victims that finished terminating);
-5. the scheduler, which drains activeQ once everything else at that instant is done.
+5. the scheduler, which drains activeQ once everything else at that instant is done: the
+   loop arms its end-of-instant action (:meth:`EventLoop.at_instant_end`) after any other
+   work at an instant, so work the drain itself schedules at the same instant runs after it
+   and is followed by another drain.
+
+The loop owns virtual time: ``now_us`` only moves when the loop steps.
 """
 
 from __future__ import annotations
@@ -44,13 +49,30 @@ EFFECTS = frozenset({Priority.BIND, Priority.API, Priority.COMPLETION})
 
 class EventLoop:
     def __init__(self, start_us: int = 0) -> None:
-        self.now_us = start_us
+        self._now_us = start_us
         self._heap: list[_Entry] = []
         self._seq = itertools.count()
         self._effects = 0
+        self._instant_end: Callable[[], None] | None = None
+        self._armed = False
+
+    @property
+    def now_us(self) -> int:
+        """The virtual now: the time of the work being done (read-only)."""
+        return self._now_us
+
+    def at_instant_end(self, action: Callable[[], None]) -> None:
+        """Run ``action`` (the scheduler's drain) at priority ``SCHEDULE`` after any other work
+        at an instant."""
+        self._instant_end = action
+
+    def _end_instant(self) -> None:
+        self._armed = False
+        assert self._instant_end is not None
+        self._instant_end()
 
     def at(self, time_us: int, priority: Priority, action: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, _Entry(max(time_us, self.now_us), priority,
+        heapq.heappush(self._heap, _Entry(max(time_us, self._now_us), priority,
                                           next(self._seq), action))
         if priority in EFFECTS:
             self._effects += 1
@@ -66,16 +88,28 @@ class EventLoop:
     def peek_time(self) -> int | None:
         return self._heap[0].time_us if self._heap else None
 
-    def step(self) -> None:
+    def peek_priority(self) -> int | None:
+        return self._heap[0].priority if self._heap else None
+
+    def step(self) -> int:
+        """Do the next piece of work; returns its priority."""
         entry = heapq.heappop(self._heap)
-        self.now_us = entry.time_us
+        self._now_us = entry.time_us
         if entry.priority in EFFECTS:
             self._effects -= 1
         entry.action()
+        if entry.priority != Priority.SCHEDULE and self._instant_end is not None and \
+                not self._armed:
+            self._armed = True
+            self.at(self._now_us, Priority.SCHEDULE, self._end_instant)
+        return entry.priority
 
-    def run(self, until_us: int | None = None, on_step: Callable[[], None] | None = None
-            ) -> None:
-        while self._heap and (until_us is None or self._heap[0].time_us <= until_us):
-            self.step()
-            if on_step is not None:
-                on_step()
+    def run_instant(self, before_step: Callable[[int, int], None] | None = None) -> None:
+        """Everything due at the next instant, up to its end-of-instant action;
+        ``before_step(time_us, priority)`` is told of each piece of work before it runs."""
+        while self._heap:
+            if before_step is not None:
+                head = self._heap[0]
+                before_step(head.time_us, head.priority)
+            if self.step() == Priority.SCHEDULE:
+                return

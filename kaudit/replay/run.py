@@ -24,15 +24,11 @@ from kaudit.errors import InputError, Interrupted, UnreplayableEventError
 from kaudit.eventlog.runs import RunRemovedError, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
-from kaudit.replay.engine import (
-    Replay,
-    ReplayOptions,
-    ReplaySummary,
-    recorded_lifetimes,
-    workload_shapes,
-)
+from kaudit.replay.engine import Replay
 from kaudit.replay.heartbeat import RunHeartbeat
-from kaudit.scheduler.build import build_scheduler
+from kaudit.replay.options import ReplayOptions, ReplaySummary
+from kaudit.replay.workload import recorded_lifetimes, workload_shapes
+from kaudit.scheduler.build import ports_needed, scheduler_factory
 from kaudit.scheduler.extender.answers import RecordedAnswers
 from kaudit.store.models import Run, Trace
 from kaudit.store.traces import TraceSummary, iter_events
@@ -145,16 +141,14 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
     heartbeat = RunHeartbeat(engine, run_id)
     heartbeat.start()
     try:
-        scheduler = build_scheduler(
+        build = scheduler_factory(
             config, registry, seed=seed, tie_break=tie_break,
             extender_transport=extender_answers.transport if extender_answers else None)
         lifetimes = (recorded_lifetimes(iter_events(engine, trace.id))
                      if lifetime == "relative" else None)
-        wanted = gpu_report or any(plugin.wants_workload()
-                                   for framework in scheduler.frameworks.values()
-                                   for plugin in framework.instances.values())
+        wanted = gpu_report or "workload" in ports_needed(config, registry)
         workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
-        replay = Replay(scheduler, sink or SqlSink(engine, run_id, name=run_name), options,
+        replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
                         lifetimes, workload)
         summary = replay.run(iter_events(engine, trace.id), progress,
                              tick=_stop_check(heartbeat, run_name, check_stop))
@@ -188,7 +182,7 @@ def store_recorded_utilisation(engine: Engine, trace: TraceSummary,
                                     .where(Trace.id == trace.id)).scalar_one_or_none()
     if stored is not None:
         return
-    replay = Replay(build_scheduler(config, registry), NullSink(),
+    replay = Replay(scheduler_factory(config, registry), NullSink(),
                     options_for(config, recorded_only=True))
     summary = replay.run(iter_events(engine, trace.id)).as_json()
     utilisation = {key: summary[key] for key in ("allocation", "imbalance", "fragmentation")}

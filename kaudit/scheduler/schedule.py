@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
 from kaudit.scheduler.extender.cycle import extender_scores, filter_through_extenders
+from kaudit.scheduler.queue import HintTable, QueuedPod, hint_table
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -151,6 +152,19 @@ class Scheduler:
 
     def framework_for(self, pod: PodInfo) -> Framework | None:
         return self.frameworks.get(pod.scheduler_name)
+
+    def hint_tables(self) -> dict[str, HintTable]:
+        """``buildQueueingHintMap`` of each profile, by scheduler name."""
+        return {name: hint_table(framework.instances.values(), extenders=bool(self.extenders))
+                for name, framework in self.frameworks.items()}
+
+    def queue_sort_key(self) -> Callable[[QueuedPod], Any] | None:
+        """The first profile's QueueSort as a sort key (upstream requires every profile to
+        sort alike), or None when it offers none."""
+        sort = next(iter(self.frameworks.values())).queue_sort
+        if sort is None or not hasattr(sort, "key"):
+            return None
+        return lambda queued: sort.key(queued)
 
     def schedule(self, cluster: ClusterState, pod: PodInfo, *, attempt: int = 1,
                  nominator: Nominator | None = None, exhaustive: bool = False,

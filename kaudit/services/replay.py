@@ -21,7 +21,7 @@ from kaudit.config.model import SchedulerConfiguration
 from kaudit.errors import InputError
 from kaudit.framework.plugin import Plugin
 from kaudit.queries.runs import RunSummary, get_run
-from kaudit.replay.engine import ReplaySummary
+from kaudit.replay.options import ReplaySummary
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
 from kaudit.store.traces import TraceSummary

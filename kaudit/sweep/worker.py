@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 from kaudit.errors import KauditError
 from kaudit.queries.diff import aggregates
 from kaudit.queries.outcomes import run_outcomes
-from kaudit.replay.engine import ReplaySummary
+from kaudit.replay.options import ReplaySummary
 from kaudit.services.replay import replay_stored_trace, resolve_config
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace

@@ -18,9 +18,10 @@ from kaudit.eventlog.sink import MemorySink
 from kaudit.fgd.paper import POLICIES, paper_configuration
 from kaudit.model.gpu import GpuDemand, gpu_demand
 from kaudit.readers.ingest import TraceInput, ingest_trace
-from kaudit.replay.engine import Replay, workload_shapes
+from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for
-from kaudit.scheduler.build import build_scheduler, load, load_object_config
+from kaudit.replay.workload import workload_shapes
+from kaudit.scheduler.build import load, load_object_config, scheduler_factory
 from kaudit.store.traces import get_trace, iter_events
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
@@ -151,7 +152,7 @@ def test_a_whole_replay_never_overcommits_a_gpu(engine: Engine, tmp_path: Path,
                               tie_break="shuffled-name")
     sink = MemorySink()
     workload = workload_shapes(iter_events(engine, get_trace(engine, "gpus").id))
-    replay = Replay(build_scheduler(config, registry, tie_break=options.tie_break), sink,
+    replay = Replay(scheduler_factory(config, registry, tie_break=options.tie_break), sink,
                     options, workload=workload)
     checked = 0
     original_add = replay.cluster.add_pod

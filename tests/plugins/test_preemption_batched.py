@@ -14,6 +14,7 @@ import pytest
 from kaudit.cluster.objects import apply_pod, pod_info
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.ports import HandlePorts
 from kaudit.framework.status import Code
 from kaudit.model.pod import PodInfo
 from kaudit.plugins.default_preemption import DefaultPreemption, PreemptionDetails
@@ -106,12 +107,11 @@ def random_cluster(seed: int) -> tuple[ClusterState, list[PodInfo], PodInfo]:
 def _after_pre_filter(cluster: ClusterState, pod: PodInfo, nominator: Nominations
                       ) -> tuple[Any, DefaultPreemption, CycleState]:
     config, registry = load()
-    scheduler = build_scheduler(config, registry, seed=3)
+    scheduler = build_scheduler(config, registry, seed=3, ports=HandlePorts(nominator=nominator))
     framework = scheduler.framework_for(pod)
     assert framework is not None
     plugin = framework.instances["DefaultPreemption"]
     assert isinstance(plugin, DefaultPreemption)
-    plugin.handle.nominator = nominator
     state = CycleState()
     framework.run_pre_filter(state, pod, cluster)
     return framework, plugin, state

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-import kaudit.replay.engine as engine_module
+import kaudit.replay.guard as guard_module
+from kaudit.replay.apply import Informer
 from kaudit.scheduler.queue import QueuedPod, SchedulingQueue
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
@@ -126,8 +127,8 @@ def test_a_replay_that_stops_advancing_in_virtual_time_fails_clearly(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The progress guard: were a bug to send a failed pod straight back to activeQ, the
     replay would retry it at one virtual instant for ever; the guard ends it as failed."""
-    monkeypatch.setattr(engine_module, "INSTANT_WORK_BASE", 50)
-    monkeypatch.setattr(engine_module, "INSTANT_WORK_PER_POD", 0)
+    monkeypatch.setattr(guard_module, "INSTANT_WORK_BASE", 50)
+    monkeypatch.setattr(guard_module, "INSTANT_WORK_PER_POD", 0)
 
     def straight_back(self: SchedulingQueue, now: int, queued: QueuedPod, *_: Any) -> None:
         self._move_to_active(now, queued, "Bug")
@@ -159,7 +160,7 @@ def test_an_event_the_replay_cannot_use_is_named_by_file_and_line(
     def broken(*_: Any) -> None:
         raise ValueError("a value the replay cannot use")
 
-    monkeypatch.setattr(engine_module.Replay, "_apply_pod", broken)
+    monkeypatch.setattr(Informer, "_apply_pod", broken)
     result = run_kaudit("replay", "slipped")
     assert result.exit_code == 2
     assert result.output == (f"kaudit: error: {trace}:2: cannot replay this ADDED Pod event: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -17,7 +18,7 @@ from kaudit.queries.runs import get_run
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.engine import Replay
 from kaudit.replay.run import options_for, replay_trace
-from kaudit.scheduler.build import build_scheduler, load
+from kaudit.scheduler.build import build_scheduler, load, scheduler_factory
 from kaudit.store.traces import get_trace, iter_events
 from tests.conftest import stored_digest
 
@@ -32,7 +33,7 @@ def _memory_digest(engine: Engine, seed: int) -> str:
     config, registry = load()
     sink = MemorySink()
     trace = get_trace(engine, "sample")
-    Replay(build_scheduler(config, registry, seed=seed), sink,
+    Replay(scheduler_factory(config, registry, seed=seed), sink,
            options_for(config, seed=seed)).run(iter_events(engine, trace.id))
     return digest(iter(sink.records))
 
@@ -99,7 +100,7 @@ def test_failed_replays_are_marked_failed(sample: Engine, monkeypatch) -> None: 
     def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("kaudit.replay.engine.Replay._apply", explode)
+    monkeypatch.setattr("kaudit.replay.apply.Informer.apply", explode)
     with pytest.raises(RuntimeError):
         replay_trace(sample, trace, config, registry, name="broken")
     run = get_run(sample, "broken")
@@ -112,9 +113,9 @@ def _run_in_memory(engine: Engine, **options) -> tuple[MemorySink, Replay]:  # t
     trace = get_trace(engine, "sample")
     lifetimes = None
     if options.get("lifetime") == "relative":
-        from kaudit.replay.engine import recorded_lifetimes
+        from kaudit.replay.workload import recorded_lifetimes
         lifetimes = recorded_lifetimes(iter_events(engine, trace.id))
-    replay = Replay(build_scheduler(config, registry), sink, options_for(config, **options),
+    replay = Replay(scheduler_factory(config, registry), sink, options_for(config, **options),
                     lifetimes)
     replay.run(iter_events(engine, trace.id))
     return sink, replay
@@ -140,27 +141,30 @@ def orjson_loads(text: str) -> dict:
     return orjson.loads(text)
 
 
-def test_replayed_attempt_matches_whatif_on_the_same_state(sample: Engine) -> None:
+def test_replayed_attempt_matches_whatif_on_the_same_state(
+        sample: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first attempt of the preemptor, and whatif on the cluster kaudit had then."""
     from kaudit.cluster.objects import cluster_from_objects, pod_info
+    from kaudit.replay.cycle import SchedulingCycles
 
     config, registry = load()
     trace = get_trace(sample, "sample")
     captured: dict = {}
+    schedule = SchedulingCycles._schedule
 
-    class Capturing(Replay):
-        def _schedule(self, queued):  # type: ignore[no-untyped-def]
-            if queued.pod.name == "payments-0" and "objects" not in captured:
-                nodes = [self.cluster.node(s).obj for s in self.cluster.order]
-                pods = [{**p.obj, "spec": {**p.obj["spec"], "nodeName": p.node_name}}
-                        for p in self.cluster.pods.values()]
-                others = [o for kind, objs in self.cluster.objects.items() for o in objs.values()]
-                captured["objects"] = [*others, *nodes, *pods]
-                captured["pod"] = queued.pod.obj
-            super()._schedule(queued)
+    def capturing(self: SchedulingCycles, queued: Any) -> None:
+        if queued.pod.name == "payments-0" and "objects" not in captured:
+            nodes = [self.cluster.node(s).obj for s in self.cluster.order]
+            pods = [{**p.obj, "spec": {**p.obj["spec"], "nodeName": p.node_name}}
+                    for p in self.cluster.pods.values()]
+            others = [o for kind, objs in self.cluster.objects.items() for o in objs.values()]
+            captured["objects"] = [*others, *nodes, *pods]
+            captured["pod"] = queued.pod.obj
+        schedule(self, queued)
 
+    monkeypatch.setattr(SchedulingCycles, "_schedule", capturing)
     sink = MemorySink()
-    Capturing(build_scheduler(config, registry), sink, options_for(config)).run(
+    Replay(scheduler_factory(config, registry), sink, options_for(config)).run(
         iter_events(sample, trace.id))
     replayed = next(r for r in sink.records if r[2] == "attempt" and r[3] == "web/payments-0")
     cluster, _ = cluster_from_objects(captured["objects"])
@@ -205,7 +209,7 @@ def test_the_collector_runs_at_the_replay_pace_only_while_replaying(sample: Engi
     trace = get_trace(sample, "sample")
     seen: list[tuple[int, ...]] = []
     before = gc.get_threshold()
-    Replay(build_scheduler(config, registry), MemorySink(), options_for(config)).run(
+    Replay(scheduler_factory(config, registry), MemorySink(), options_for(config)).run(
         iter_events(sample, trace.id), tick=lambda: seen.append(gc.get_threshold()))
     assert seen and all(t[0] >= REPLAY_THRESHOLDS[0] for t in seen)
     assert gc.get_threshold() == before

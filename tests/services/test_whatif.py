@@ -3,7 +3,6 @@ history page's what-if."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -96,14 +95,6 @@ def test_a_run_at_t_is_evaluated_as_its_objects_with_its_configuration(
     assert answer["pod"] == "web/probe" and answer["nodes"] == 11
     assert answer["evaluation"]["message"].startswith("0/11 nodes are available:")
     assert answer["preemption"]["victims"]
-
-
-def test_the_read_layer_builds_no_scheduler() -> None:
-    """Evaluating a pod is a use case (services); a query module only reads."""
-    for module in QUERIES.glob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                assert not (node.module or "").startswith("kaudit.scheduler"), module.name
 
 
 def test_a_what_if_words_its_causes_as_explain_words_the_replayed_attempt(

@@ -177,7 +177,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         ]
 
     def _cluster(self) -> ClusterState | None:
-        return getattr(self.handle, "cluster", None)
+        return self.handle.ports.cluster if self.handle is not None else None
 
     def _after_claim_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         """``isSchedulableAfterClaimChange``."""
@@ -571,9 +571,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def _write(self, cluster: ClusterState, claim: JSON) -> None:
         """An API write of ``claim``: through the replay (which applies it and delivers the
         watch event), else straight into the cluster state."""
-        api_update = getattr(self.handle, "api_update", None)
-        if api_update is not None:
-            api_update(claim)
+        api = self.handle.ports.api if self.handle is not None else None
+        if api is not None:
+            api.update(claim)
         else:
             cluster.set_object(CLAIM, claim)
 

@@ -27,6 +27,7 @@ from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import Handle
+from kaudit.framework.ports import HandlePorts
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import parse_pod
 from kaudit.plugins.dynamic_resources import DynamicResources
@@ -108,8 +109,7 @@ def test_upstream_plugin_case(case: JSON) -> None:
         pytest.skip(reason)
     overrides = {GATES[k]: bool(v) for k, v in case["features"].items() if k in GATES}
     cluster = ClusterState()
-    handle = Handle(feature_gates=FeatureGates(overrides))
-    handle.cluster = cluster
+    handle = Handle(feature_gates=FeatureGates(overrides), ports=HandlePorts(cluster=cluster))
     plugin = DynamicResources({}, handle)
     for node in case["nodes"]:
         cluster.add_node(node)

@@ -1,0 +1,64 @@
+"""The trace feed: a trace's events enter the event loop one at a time, at their timestamps.
+
+Only the next event is in the loop: when it has been applied, the one after it is scheduled
+(at priority ``TRACE``, so a trace's events at one instant come before everything else then).
+An event the replay cannot use is reported against the trace's file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from kaudit.errors import UnreplayableEventError
+from kaudit.replay.clock import EventLoop, Priority
+from kaudit.replay.options import ReplaySummary
+from kaudit.store.traces import StoredEvent
+
+# What a value the replay cannot use raises; reported against the trace's file and line (a
+# database or disk failure is not the trace's fault and propagates as it is).
+DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError)
+
+
+class TraceFeed:
+    """Feeds ``events`` into ``loop``, handing each to ``apply`` at its time."""
+
+    def __init__(self, loop: EventLoop, apply: Callable[[StoredEvent], None],
+                 summary: ReplaySummary) -> None:
+        self.loop = loop
+        self.apply = apply
+        self.summary = summary
+        self._events: Iterator[StoredEvent] = iter(())
+        self._progress: Callable[[int], None] | None = None
+        #: Every event has been applied.
+        self.done = True
+        #: The time of the last event applied.
+        self.last_us: int | None = None
+        #: Where each pod's last event came from (source, line), for errors found later.
+        self.origin: dict[str, tuple[int, int]] = {}
+
+    def start(self, events: Iterable[StoredEvent],
+              progress: Callable[[int], None] | None = None) -> None:
+        self._events = iter(events)
+        self._progress = progress
+        self._next()
+
+    def _next(self) -> None:
+        event = next(self._events, None)
+        self.done = event is None
+        if event is not None:
+            self.loop.at(event.ts_us, Priority.TRACE, lambda: self._deliver(event))
+
+    def _deliver(self, event: StoredEvent) -> None:
+        try:
+            self.apply(event)
+        except DATA_ERRORS as exc:
+            raise UnreplayableEventError(
+                event.source, event.line, f"cannot replay this {event.type} {event.kind} "
+                f"event: {type(exc).__name__}: {exc}") from exc
+        if event.kind == "Pod":
+            self.origin[f"{event.namespace}/{event.name}"] = (event.source, event.line)
+        self.last_us = self.loop.now_us
+        self.summary.trace_events += 1
+        if self._progress is not None:
+            self._progress(1)
+        self._next()
