@@ -392,12 +392,31 @@ class Framework:
             view = self._nominated_view(load, cluster, pod)
             if view is not None:
                 return self.run_filter(state, pod, view, slots, exhaustive=exhaustive)
-        run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
+        passes = self._nominated_passes(pod, cluster, slots, nominator)
+        try:
+            run = self.run_filter(state, pod, cluster, slots, exhaustive=exhaustive)
+        except PluginError:
+            if not passes:
+                raise
+            # Upstream runs pass 2 only where pass 1 passed: an Error pass 2 would meet on a
+            # node pass 1 rejected is never met.
+            return self._pass_two_where_pass_one_passed(state, pod, cluster, slots, passes,
+                                                        exhaustive)
+        if not passes:
+            return run
+        positions, failed = self._run_pass_one(state, pod, cluster, passes, exhaustive)
+        return _replace_positions(run, positions, failed) if failed is not None else run
+
+    def _nominated_passes(self, pod: PodInfo, cluster: ClusterState, slots: np.ndarray,
+                          nominator: Nominator) -> list[tuple[int, int, str, list[PodInfo]]]:
+        """(position, slot, node, nominated pods) of each node of ``slots`` with nominated
+        pods of equal or higher priority than ``pod`` (other than itself): where pass 1
+        runs."""
         nominated_nodes = getattr(nominator, "nodes", None)
         if nominated_nodes is not None:  # only nodes that have nominated pods need pass 1
             with_nominations = nominated_nodes()
             if not with_nominations:
-                return run
+                return []
             if len(with_nominations) < len(slots):
                 wanted = [cluster.slot_of[n] for n in with_nominations if n in cluster.slot_of]
                 positions = np.flatnonzero(np.isin(slots, wanted)).tolist() if wanted else []
@@ -415,8 +434,13 @@ class Framework:
                          if p.uid != uid and p.priority >= priority]
             if nominated:
                 passes.append((position, int(slots[position]), node_name, nominated))
-        if not passes:
-            return run
+        return passes
+
+    def _run_pass_one(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                      passes: list[tuple[int, int, str, list[PodInfo]]], exhaustive: bool
+                      ) -> tuple[list[int], FilterRun | None]:
+        """Pass 1 (the nominated pods added) on each node of ``passes``: the positions where
+        it failed, in order, and their verdicts (None when it failed nowhere)."""
         if self.judges_nodes_independently(state):
             # One fork holds every node's nominated pods: each node sees only its own.
             forked = cluster.fork([slot for _, slot, _, _ in passes], nodes_only=True)
@@ -426,10 +450,11 @@ class Framework:
                 state.clone(), pod, forked, np.asarray([slot for _, slot, _, _ in passes]),
                 exhaustive=exhaustive)
             failed = np.flatnonzero(~with_nominated.feasible)
-            if len(failed):
-                run = _replace_positions(run, [passes[i][0] for i in failed.tolist()],
-                                         with_nominated.select(failed))
-            return run
+            if not len(failed):
+                return [], None
+            return [passes[i][0] for i in failed.tolist()], with_nominated.select(failed)
+        positions: list[int] = []
+        runs: list[FilterRun] = []
         for position, slot, node_name, nominated in passes:
             forked = cluster.fork(slot)
             forked_state = state.clone()
@@ -440,8 +465,25 @@ class Framework:
             with_nominated = self.run_filter(forked_state, pod, forked, np.asarray([slot]),
                                              exhaustive=exhaustive)
             if not with_nominated.feasible.all():
-                run = _replace_positions(run, [position], with_nominated)
-        return run
+                positions.append(position)
+                runs.append(with_nominated)
+        return positions, (concat_runs(runs) if runs else None)
+
+    def _pass_two_where_pass_one_passed(
+            self, state: CycleState, pod: PodInfo, cluster: ClusterState, slots: np.ndarray,
+            passes: list[tuple[int, int, str, list[PodInfo]]], exhaustive: bool) -> FilterRun:
+        """Pass 1 first; pass 2 only on the nodes it did not reject."""
+        positions, failed = self._run_pass_one(state, pod, cluster, passes, exhaustive)
+        rejected = set(positions)
+        kept = [i for i in range(len(slots)) if i not in rejected]
+        ordinary = self.run_filter(state, pod, cluster, slots[kept], exhaustive=exhaustive)
+        merged = concat_runs([ordinary, failed]) if failed is not None else ordinary
+        order = np.empty(len(slots), np.int64)
+        order[kept] = np.arange(len(kept))
+        order[positions] = len(kept) + np.arange(len(positions))
+        return FilterRun(slots, merged.plugins, merged.codes[:, order],
+                         merged.reason_ids[:, order], merged.reason_tables,
+                         merged.first_failure[order])
 
     def nominated_pods_settle_verdicts(self, state: CycleState) -> bool:
         """Whether a node's verdict with its nominated pods added is its final verdict: the

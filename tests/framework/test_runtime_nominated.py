@@ -218,11 +218,6 @@ def _error_alone(name: str) -> type[Plugin]:
     return ErrorAlone
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "run_filter_with_nominated runs pass 2 (without the nominated pods) on every node before "
-    "pass 1; upstream's RunFilterPluginsWithNominatedPods never runs pass 2 on a node whose "
-    "pass 1 failed (`else if !podsAdded || !status.IsSuccess() { break }`), so an Error only "
-    "pass 2 would meet fails kaudit's cycle and not upstream's"))
 def test_an_error_of_a_pass_two_upstream_never_runs() -> None:
     """n1 has a higher-priority nominated pod: pass 1 rejects it (Unschedulable) and
     upstream returns that status without pass 2; the filter's Error on an empty n1 is never
