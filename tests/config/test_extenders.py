@@ -33,7 +33,8 @@ from kaudit.scheduler.build import build_scheduler, load
      'config.yaml: extenders[0].managedResources[0].name: Invalid value: "kubernetes.io/foo": '
      "is an invalid extended resource name"),
     ("extenders: [{urlPrefix: 'http://a', managedResources: [{name: a/b/c}]}]\n",
-     "config.yaml: extenders[0].managedResources[0].name: Invalid value: a/b/c: a qualified "
+     'config.yaml: extenders[0].managedResources[0].name: Invalid value: "a/b/c": a qualified '
+
      "name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
      "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
      "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS "

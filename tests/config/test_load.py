@@ -144,7 +144,7 @@ def test_syntax_errors_name_the_file_and_line(text: str, line: int, problem: str
     ("parallelism: 3000000000\n",
      "config.yaml: parallelism: Invalid value: 3000000000: number out of range for int32"),
     ("profiles: {schedulerName: a}\n",
-     'config.yaml: profiles: Invalid value: {"schedulerName": "a"}: expected array, got object'),
+     'config.yaml: profiles: Invalid value: {"schedulerName":"a"}: expected array, got object'),
     ("profiles: [{plugins: {score: {enabled: [{name: ImageLocality, weight: high}]}}}]\n",
      'config.yaml: profiles[0].plugins.score.enabled[0].weight: Invalid value: "high": '
      "expected int32, got string"),

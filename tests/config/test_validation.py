@@ -14,6 +14,12 @@ from kaudit.config import PluginSpec, SchedulerConfiguration
 
 CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}))}
 
+#: Upstream's bad value is an internal configuration struct, which field.Error prints with
+#: json.Marshal: Go field names in declaration order. The validation still passes the decoded
+#: YAML (a map, printed with sorted lower-case keys) instead of a fielderrors.GoStruct.
+STRUCT_VALUES = ("the validation passes the decoded YAML, not a GoStruct with the internal "
+                 "type's fields")
+
 
 @pytest.mark.parametrize(("text", "message"), [
     # plugin args, validated after defaulting (so weight 0 would be valid: it becomes 1)
@@ -42,14 +48,17 @@ CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}))}
      """, 'config.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.type: Unsupported '
          'value: "Random": supported values: "LeastAllocated", "MostAllocated", '
          '"RequestedToCapacityRatio"'),
-    ("""
+    # args.Shape is a []config.UtilizationShapePoint: json.Marshal writes the internal
+    # struct's Go field names in declaration order
+    pytest.param("""
      profiles:
      - pluginConfig:
        - name: VolumeBinding
          args: {shape: [{utilization: 0, score: 0}]}
      """, "config.yaml: profiles[0].pluginConfig[0].args.shape: Invalid value: "
-         '[{"utilization": 0, "score": 0}]: unexpected field `shape`, remove it or turn on '
-         "the feature gate StorageCapacityScoring"),
+         '[{"Utilization":0,"Score":0}]: unexpected field `shape`, remove it or turn on '
+         "the feature gate StorageCapacityScoring",
+         marks=pytest.mark.xfail(strict=True, reason=STRUCT_VALUES)),
     # repeated or removed names
     ("""
      profiles:
@@ -157,6 +166,7 @@ def test_two_queue_sort_plugins_in_one_profile(config_error: Callable[..., str])
                        '"default-scheduler", but got 2')
 
 
+@pytest.mark.xfail(strict=True, reason=STRUCT_VALUES)
 def test_profiles_must_share_the_queue_sort_point(config_error: Callable[..., str]) -> None:
     message = config_error("""
         profiles:
@@ -167,10 +177,12 @@ def test_profiles_must_share_the_queue_sort_point(config_error: Callable[..., st
               enabled: [{name: CustomSort}]
               disabled: [{name: "*"}]
         """, extra_plugins=CUSTOM_SORT)
+    # curr is the internal config.PluginSet after defaulting: Go field names, an unset
+    # weight 0 and the disabled list as mergePluginSet leaves it
     assert message == (
-        'config.yaml: profiles[1].plugins.queueSort: Invalid value: {"enabled": [{"name": '
-        '"CustomSort", "weight": null}], "disabled": [{"name": "*"}]}: must be the same for '
-        "all profiles")
+        'config.yaml: profiles[1].plugins.queueSort: Invalid value: {"Enabled":[{"Name":'
+        '"CustomSort","Weight":0}],"Disabled":[{"Name":"*","Weight":0}]}: must be the same '
+        "for all profiles")
 
 
 def test_profiles_must_share_the_expanded_queue_sort(config_error: Callable[..., str]) -> None:
