@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from kaudit.errors import ConfigError
+from kaudit.gostrings import aggregate
 from kaudit.versions import ALPHA, BETA, DEFAULT, DEPRECATED, GA, GateSpec, KubernetesVersion
 
 __all__ = ["ALL_ALPHA", "ALL_BETA", "ALPHA", "BETA", "DEPRECATED", "GA", "GATE_SPECS",
@@ -27,10 +28,6 @@ GATE_SPECS: Mapping[str, GateSpec] = DEFAULT.gates
 _BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
           "0": False, "f": False, "F": False, "FALSE": False, "false": False,
           "False": False}
-
-
-def _aggregate(errors: list[str]) -> str:
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
 def _resolve(overrides: Mapping[str, bool], specs: Mapping[str, GateSpec]) -> dict[str, bool]:
@@ -48,7 +45,7 @@ def _resolve(overrides: Mapping[str, bool], specs: Mapping[str, GateSpec]) -> di
             errors.append(f"cannot set feature gate {name} to {str(value).lower()}, "
                           f"feature is locked to {str(spec.default).lower()}")
     if errors:
-        raise ConfigError(_aggregate(errors))
+        raise ConfigError(aggregate(errors))
     values = {name: spec.default for name, spec in specs.items()}
     for special, stage in ((ALL_ALPHA, ALPHA), (ALL_BETA, BETA)):
         if special in overrides:
