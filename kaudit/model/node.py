@@ -12,15 +12,30 @@ from typing import Any
 
 from kaudit.model.pod import Taint
 from kaudit.model.resources import node_resources
+from kaudit.model.well_known import (
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+)
 
-ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
-REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+#: The zone labels ``GetZoneKey`` reads, the deprecated one first.
+ZONE_LABELS = (LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE)
+#: The region labels ``GetZoneKey`` reads, the deprecated one first.
+REGION_LABELS = (LABEL_FAILURE_DOMAIN_BETA_REGION, LABEL_TOPOLOGY_REGION)
+
+
+def _first_present(labels: dict[str, str], keys: tuple[str, str]) -> str:
+    """The value of the first of ``keys`` the labels have, even empty (Go's ``v, ok :=``)."""
+    return next((labels[k] for k in keys if k in labels), "")
 
 
 def zone_key(labels: dict[str, str]) -> str:
-    """``utilnode.GetZoneKey``: region and zone (legacy labels first); "" without either."""
-    zone = next((labels[k] for k in ZONE_LABELS if labels.get(k)), "")
-    region = next((labels[k] for k in REGION_LABELS if labels.get(k)), "")
+    """``GetZoneKey`` (``k8s.io/component-helpers/node/topology/helpers.go``): region and
+    zone, each from the deprecated label when the node has it (even empty) and from the
+    ``topology.kubernetes.io`` one otherwise; "" when both are empty."""
+    zone = _first_present(labels, ZONE_LABELS)
+    region = _first_present(labels, REGION_LABELS)
     if not zone and not region:
         return ""
     return f"{region}:\x00:{zone}"

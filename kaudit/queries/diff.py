@@ -28,11 +28,12 @@ from sqlalchemy import Engine, select
 
 from kaudit.errors import InputError
 from kaudit.eventlog.codec import rejects, unpack_attempt
+from kaudit.plugins import names as plugin_names
 from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id_of
 from kaudit.queries.outcomes import RECORDED, Outcomes, PodOutcome, run_outcomes
 from kaudit.queries.runs import get_run, node_names
 from kaudit.queries.summary_rows import diff_rows
-from kaudit.queries.verdict_text import CauseWords, cause_words
+from kaudit.queries.verdict_text import INSUFFICIENT, CauseWords, cause_words
 from kaudit.store.models import RunEvent
 
 #: A pending-time difference smaller than this is not a change.
@@ -149,9 +150,6 @@ def change_cause(change: PodChange) -> str:
     return "waited longer or shorter"
 
 
-_INSUFFICIENT = "Insufficient "
-
-
 def rejecting_filter(attempt: Mapping[str, Any], node: str
                      ) -> tuple[str, tuple[str, ...]] | None:
     """The first filter plugin that rejected ``node`` in ``attempt`` and its reasons (upstream's
@@ -168,9 +166,10 @@ def rejecting_filter(attempt: Mapping[str, Any], node: str
 
 def lacking_resources(plugin: str, reasons: Sequence[str]) -> list[str]:
     """The resources of ``Insufficient …`` reasons (empty for any other rejection)."""
-    if plugin != "NodeResourcesFit" or not all(r.startswith(_INSUFFICIENT) for r in reasons):
+    if plugin != plugin_names.NODE_RESOURCES_FIT or not all(
+            r.startswith(INSUFFICIENT) for r in reasons):
         return []
-    return [r[len(_INSUFFICIENT):] for r in reasons]
+    return [r[len(INSUFFICIENT):] for r in reasons]
 
 
 def resource_facts(engine: Engine, run_id: int, trace_id: int, pod: str, ts_us: int,

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from kaudit.model.well_known import LABEL_TOPOLOGY_ZONE
 from kaudit.quantity import parse_quantity
 from kaudit.store.traces import iter_events
 
@@ -62,7 +63,7 @@ def _node(obj: dict[str, Any], ts_us: int) -> NodeOverview:
     spec = obj.get("spec") or {}
     return NodeOverview(
         name=obj["metadata"]["name"],
-        zone=labels.get("topology.kubernetes.io/zone", ""),
+        zone=labels.get(LABEL_TOPOLOGY_ZONE, ""),
         cpu_milli=_amount(allocatable, "cpu", milli=True),
         memory_bytes=_amount(allocatable, "memory"),
         extended={k: _amount(allocatable, k) for k in allocatable if "/" in k},

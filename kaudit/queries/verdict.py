@@ -36,6 +36,8 @@ from kaudit.eventlog.codec import preemption_json, rejects, unpack_attempt
 from kaudit.model.pod import Taint, Toleration
 from kaudit.model.taints import untolerated_taint
 from kaudit.model.timestamps import format_timestamp
+from kaudit.plugins import names as plugin_names
+from kaudit.plugins.node_resources_fit import TOO_MANY_PODS
 from kaudit.queries import record_text, units, verdict_text
 from kaudit.queries.decision_inputs import (
     PodInputs,
@@ -50,13 +52,14 @@ from kaudit.queries.decision_inputs import (
 from kaudit.queries.diff import explain_move
 from kaudit.queries.runs import RunSummary, get_run, node_names, pod_key
 from kaudit.queries.timeline import Span, run_span
+from kaudit.queries.verdict_text import INSUFFICIENT
 from kaudit.store.models import RunEvent, RunPlacement
 
 #: Nodes named per cause group (the rest are counted).
 NAMED_NODES = 8
-_INSUFFICIENT = "Insufficient "
-#: NodeResourcesFit's reason for a node without a free pod slot.
-TOO_MANY_PODS = "Too many pods"
+#: The plugins whose cause groups split by a fact read from the nodes' objects (the
+#: untolerated taint, the unmatched selector).
+_NEED_NODE_OBJECTS = (plugin_names.TAINT_TOLERATION, plugin_names.NODE_AFFINITY)
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,8 @@ def _fit_facts(group: _Group, inputs: PodInputs, free: dict[str, dict[str, int]]
     for reason in group.reasons:
         if reason == TOO_MANY_PODS:
             facts.append(_pod_slot_facts(group.nodes, free, objects))
-        elif reason.startswith(_INSUFFICIENT):
-            facts.append(_resource_facts(reason[len(_INSUFFICIENT):], group.nodes, inputs,
+        elif reason.startswith(INSUFFICIENT):
+            facts.append(_resource_facts(reason[len(INSUFFICIENT):], group.nodes, inputs,
                                          free))
     return facts
 
@@ -230,14 +233,14 @@ def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
     their free capacity."""
     nodes = attempt["nodes"]
     base_groups = group_rejections(nodes)
-    needs_objects = [n for g in base_groups if g.plugin in ("TaintToleration", "NodeAffinity")
-                     or (g.plugin == "NodeResourcesFit" and TOO_MANY_PODS in g.reasons)
+    needs_objects = [n for g in base_groups if g.plugin in _NEED_NODE_OBJECTS
+                     or (g.plugin == plugin_names.NODE_RESOURCES_FIT and TOO_MANY_PODS in g.reasons)
                      for n in g.nodes]
     objects = node_objects(needs_objects) if needs_objects else {}
     tolerations = inputs.tolerations
     groups: list[_Group] = []
     for group in base_groups:
-        if group.plugin not in ("TaintToleration", "NodeAffinity"):
+        if group.plugin not in _NEED_NODE_OBJECTS:
             groups.append(group)
             continue
         split: dict[str | None, list[str]] = {}
@@ -245,7 +248,8 @@ def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
             obj = objects.get(name)
             fact = None
             if obj is not None:
-                fact = (_untolerated(obj, tolerations) if group.plugin == "TaintToleration"
+                fact = (_untolerated(obj, tolerations)
+                        if group.plugin == plugin_names.TAINT_TOLERATION
                         else _selector_miss(obj, inputs))
             split.setdefault(fact, []).append(name)
         groups += [_Group(group.plugin, group.reasons, fact, names)
@@ -256,12 +260,12 @@ def grouped_causes(attempt: dict[str, Any], inputs: PodInputs,
     if left_out is not None:
         groups.append(left_out)
     devices = record_text.claim_summaries(
-        (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)
+        (attempt.get("pluginNotes") or {}).get(plugin_names.DYNAMIC_RESOURCES), claims)
     out = []
     for group in sorted(groups, key=lambda g: (-len(g.nodes), g.plugin, g.reasons)):
         facts: dict[str, Any] = {}
-        if group.plugin == "NodeResourcesFit" and all(
-                r.startswith(_INSUFFICIENT) or r == TOO_MANY_PODS for r in group.reasons):
+        if group.plugin == plugin_names.NODE_RESOURCES_FIT and all(
+                r.startswith(INSUFFICIENT) or r == TOO_MANY_PODS for r in group.reasons):
             facts["resources"] = _fit_facts(group, inputs, free, objects)
         if group is left_out:
             words = verdict_text.left_out_words(group.plugin.split(), group.reasons)
@@ -511,7 +515,7 @@ def _add_summary(verdict: dict[str, Any], index: int | None, attempt: dict[str, 
         chance = verdict_text.nomination_chance(preemption["nominatedNode"], nomination)
         if chance:
             summary.append(chance)
-    notes = ((attempt or {}).get("pluginNotes") or {}).get("DynamicResources")
+    notes = ((attempt or {}).get("pluginNotes") or {}).get(plugin_names.DYNAMIC_RESOURCES)
     supply = record_text.claim_summaries(notes, claims)
     if supply:
         summary.append("ResourceClaims: " + "; ".join(supply) + ".")
@@ -630,7 +634,7 @@ def attempt_sentences(attempt: dict[str, Any], claims: dict[str, dict[str, Any]]
             "preemptionText": (verdict_text.preemption_text(preemption)
                                if preemption.get("nominatedNode") else None),
             "deviceLines": record_text.device_lines(
-                (attempt.get("pluginNotes") or {}).get("DynamicResources"), claims)}
+                (attempt.get("pluginNotes") or {}).get(plugin_names.DYNAMIC_RESOURCES), claims)}
 
 
 def pod_records(engine: Engine, run_ref: str, pod_ref: str

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kaudit.plugins import names as plugin_names
+from kaudit.plugins.node_resources_fit import TOO_MANY_PODS
 from kaudit.queries import units
 
 #: Nodes shown as examples in a cause line (the rest are counted).
@@ -79,8 +81,9 @@ def resource_words(resource: str, requested: int | None, free: Sequence[int]
     return phrase, detail
 
 
-_INSUFFICIENT = "Insufficient "
-_TOO_MANY_PODS = "Too many pods"
+#: The start of NodeResourcesFit's reason for a resource the node lacks (``fit.go`` writes
+#: ``"Insufficient %v"``; :mod:`kaudit.plugins.node_resources_fit` has no constant for it).
+INSUFFICIENT = "Insufficient "
 
 
 def pod_slot_words(facts: Mapping[str, Any]) -> tuple[str, str]:
@@ -105,12 +108,12 @@ def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
     ``resources`` the free-against-requested facts of ``Insufficient …`` reasons,
     ``devices`` the claims' supply (DynamicResources); without them the words are generic."""
     reasons = tuple(reasons)
-    if plugin == "NodeResourcesFit" and reasons and all(
-            r.startswith(_INSUFFICIENT) or r == _TOO_MANY_PODS for r in reasons):
+    if plugin == plugin_names.NODE_RESOURCES_FIT and reasons and all(
+            r.startswith(INSUFFICIENT) or r == TOO_MANY_PODS for r in reasons):
         by_name = {str(f["resource"]): f for f in resources}
         names, phrases, details = [], [], []
         for reason in reasons:
-            name = "pods" if reason == _TOO_MANY_PODS else reason[len(_INSUFFICIENT):]
+            name = "pods" if reason == TOO_MANY_PODS else reason[len(INSUFFICIENT):]
             facts = by_name.get(name, {})
             free = [facts["freeMin"], facts["freeMax"]] if "freeMin" in facts else []
             if "free" in facts:
@@ -126,19 +129,19 @@ def cause_words(plugin: str, reasons: Sequence[str], fact: str | None = None,
                 details.append(f"{names[-1]} {detail}" if len(reasons) > 1 else detail)
         return CauseWords("lack " + " and ".join(names), "; ".join(details),
                           " and ".join(phrases))
-    if plugin == "NodeUnschedulable":
+    if plugin == plugin_names.NODE_UNSCHEDULABLE:
         return CauseWords("cordoned", "spec.unschedulable is true", "cordoned")
-    if plugin == "TaintToleration":
+    if plugin == plugin_names.TAINT_TOLERATION:
         cause = f"tainted {fact}" if fact else "have an untolerated taint"
         return CauseWords(cause, "the pod has no toleration for it", cause)
-    if plugin == "NodeAffinity":
+    if plugin == plugin_names.NODE_AFFINITY:
         cause = (f"don't match {fact.split(' (node has')[0]}" if fact
                  else "don't match the pod's node selector/affinity")
         return CauseWords(cause, fact or "", cause)
-    if plugin == "NodePorts":
+    if plugin == plugin_names.NODE_PORTS:
         cause = f"already use host port {', '.join(host_ports) or 'its host ports'}"
         return CauseWords(cause, "", cause)
-    if plugin == "DynamicResources":
+    if plugin == plugin_names.DYNAMIC_RESOURCES:
         cause = "; ".join(reasons)
         detail = "; ".join(devices)
         return CauseWords(cause, detail, f"{cause} ({detail})" if detail else cause)

@@ -79,6 +79,7 @@ from typing import Any
 from kaudit.errors import InputError, TraceError
 from kaudit.input_limits import integer_from_text
 from kaudit.model.timestamps import MAX_SECONDS as LATEST_SECONDS
+from kaudit.model.well_known import LABEL_HOSTNAME, LABEL_OS_STABLE
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines
 from kaudit.tracegen.builders import stable_uid
@@ -391,7 +392,7 @@ def _parse_pod(number: int, row: dict[str, str]) -> _Pod:
 # ----------------------------------------------------------------------------- objects
 
 def node_object(node: _Node, gpu_sharing: str) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux"}
+    labels = {LABEL_HOSTNAME: node.name, LABEL_OS_STABLE: "linux"}
     if node.model:
         labels[GPU_MODEL] = node.model
     resources = {"cpu": f"{node.cpu_milli}m", "memory": f"{node.memory_mib}Mi",
