@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaudit.gostrings import go_quote
 from kaudit.model.dra import ALLOCATION_RESULTS_MAX_SIZE
 from kaudit.model.node import NodeInfo
 from kaudit.plugins.dynamic_resources.cel_budget import CostBudget
@@ -322,10 +323,11 @@ class _Allocation:
                                   "device class name (unsupported request type?)")
         claim_class = self.owner.classes.get(request.class_name)
         if claim_class is None:
+            # the lister's apierrors.NewNotFound: "%s %q not found"
             raise AllocationError(
                 f"claim {_claim_ref(claim)}, request {request.name}: could not retrieve device "
-                f'class {request.class_name}: deviceclass.resource.k8s.io '
-                f'"{request.class_name}" not found')
+                f"class {request.class_name}: deviceclass.resource.k8s.io "
+                f"{go_quote(request.class_name)} not found")
         data.claim_class = claim_class
         if request.mode == EXACT_COUNT:
             data.num_devices = request.count
