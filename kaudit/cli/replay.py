@@ -156,6 +156,11 @@ def _terminate_as_interrupt(
               metavar="SECONDS",
               help="How long a preempted pod takes to terminate once deleted; the scheduler "
                    "counts it on its node until it is gone.")
+@click.option("--cycle-duration", type=float, default=0.0, show_default=True,
+              metavar="SECONDS",
+              help="Virtual time one scheduling cycle takes: the next pod is tried when it "
+                   "ends, after the API calls, trace events and timers due meanwhile (0: "
+                   "every pod in activeQ is tried at one instant).")
 @click.option("--one-try", is_flag=True,
               help="Try each pod once: a pod that fails stays pending and is never retried "
                    "(the FGD paper's protocol, with --gpu-report).")
@@ -180,7 +185,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
            feature_gates: str | None,
            plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
            recreate_preempted: bool, bind_latency: float, api_latency: float,
-           victim_termination: float, one_try: bool, gpu_report: bool, tie_break: str,
+           victim_termination: float, cycle_duration: float, one_try: bool,
+           gpu_report: bool, tie_break: str,
            summary_out: Path | None, extender_answers: str | None,
            db: str | None, as_json: bool) -> None:
     """Replay a stored TRACE through the scheduler and log every decision.
@@ -189,7 +195,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
     kube-scheduler-simulator export), else kube-scheduler's defaults.
     """
     for flag, value in (("--bind-latency", bind_latency), ("--api-latency", api_latency),
-                        ("--victim-termination", victim_termination)):
+                        ("--victim-termination", victim_termination),
+                        ("--cycle-duration", cycle_duration)):
         if not 0 <= value <= 3600:
             raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")
     if use_defaults and config_path is not None:
@@ -224,6 +231,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 bind_latency_us=round(bind_latency * 1_000_000),
                 api_latency_us=round(api_latency * 1_000_000),
                 victim_termination_us=round(victim_termination * 1_000_000),
+                cycle_duration_us=round(cycle_duration * 1_000_000),
                 one_try=one_try, gpu_report=gpu_report, tie_break=tie_break,
                 extender_answers=answers,
                 progress=progress.update if progress is not None else None,

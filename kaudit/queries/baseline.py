@@ -36,7 +36,8 @@ FORMAT_VERSION = 1
 REPLAY_OPTIONS: dict[str, tuple[str, type]] = {
     "lifetime": ("lifetime", str), "recreatePreempted": ("recreate_preempted", bool),
     "bindLatencyUs": ("bind_latency_us", int), "apiLatencyUs": ("api_latency_us", int),
-    "victimTerminationUs": ("victim_termination_us", int), "oneTry": ("one_try", bool),
+    "victimTerminationUs": ("victim_termination_us", int),
+    "cycleDurationUs": ("cycle_duration_us", int), "oneTry": ("one_try", bool),
     "gpuReport": ("gpu_report", bool), "tieBreak": ("tie_break", str),
 }
 

@@ -35,6 +35,10 @@ from kaudit.scheduler.queue import QueuedPod
 from kaudit.scheduler.schedule import Attempt, Scheduler
 
 
+def _cycle_over() -> None:
+    """A scheduling cycle ends: nothing to do but let the loop drain again."""
+
+
 class SchedulingCycles:
     def __init__(self, context: ReplayContext, *, scheduler: Scheduler, queueing: QueueDriver,
                  nominator: Nominator, informer: Informer, preemption: PreemptionCalls,
@@ -46,6 +50,8 @@ class SchedulingCycles:
         self.timeline = context.timeline
         self.options = context.options
         self.summary = context.summary
+        #: With a cycle duration: when the cycle running now ends.
+        self._busy_until = 0
         self.scheduler = scheduler
         self.queueing = queueing
         self.queue = queueing.queue
@@ -62,11 +68,21 @@ class SchedulingCycles:
         return self.cluster.generation, self.nominator.version
 
     def drain(self) -> None:
+        """Pop and schedule pods until activeQ is empty; with a cycle duration, one pod, and
+        the next when its cycle is over."""
+        now = self.loop.now_us
+        if now < self._busy_until:
+            return  # a cycle is still running: the loop drains again when it ends
+        duration = self.options.cycle_duration_us
         while True:
-            queued = self.queue.pop(self.loop.now_us)
+            queued = self.queue.pop(now)
             if queued is None:
                 return
             self._schedule(queued)
+            if duration > 0:
+                self._busy_until = now + duration
+                self.loop.at(self._busy_until, Priority.TIMER, _cycle_over)
+                return
 
     def _schedule(self, queued: QueuedPod) -> None:
         now = self.loop.now_us

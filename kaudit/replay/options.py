@@ -22,6 +22,10 @@ class ReplayOptions:
     #: How long a victim takes to terminate once its deletion is accepted (the kubelet
     #: stopping its containers); the scheduler counts it on its node until then.
     victim_termination_us: int = 1_000_000
+    #: How long one scheduling cycle takes: the next pod is popped when it ends, and what
+    #: falls due meanwhile (API calls such as preemption's deletions, trace events, timers)
+    #: happens first. 0: cycles take no virtual time, activeQ is drained at one instant.
+    cycle_duration_us: int = 0
     initial_backoff_us: int = 1 * SECOND
     max_backoff_us: int = 10 * SECOND
     max_in_unschedulable_us: int = 300 * SECOND

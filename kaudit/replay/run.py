@@ -106,7 +106,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  seed: int = 0, lifetime: str = "recorded", recreate_preempted: bool = True,
                  bind_latency_us: int = 0, api_latency_us: int | None = None,
                  one_try: bool = False, gpu_report: bool = False, tie_break: str = "random",
-                 victim_termination_us: int | None = None, sink: EventSink | None = None,
+                 victim_termination_us: int | None = None, cycle_duration_us: int | None = None,
+                 sink: EventSink | None = None,
                  labels: dict[str, Any] | None = None,
                  extender_answers: RecordedAnswers | None = None,
                  progress: Callable[[int], None] | None = None,
@@ -117,7 +118,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
     answers the extenders' calls instead of the extenders."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
-                                             ("victim_termination_us", victim_termination_us))
+                                             ("victim_termination_us", victim_termination_us),
+                                             ("cycle_duration_us", cycle_duration_us))
               if value is not None}
     options = options_for(config, seed=seed, lifetime=lifetime,
                           recreate_preempted=recreate_preempted,

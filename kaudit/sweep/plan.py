@@ -32,7 +32,8 @@ from kaudit.sweep.spec import SEED_TOKEN, ConfigSpec, SweepSpec, TraceSpec
 #: Replay options of a cell, as ``replay_trace`` takes them, with kaudit replay's defaults.
 DEFAULT_REPLAY: dict[str, Any] = {
     "lifetime": "recorded", "recreatePreempted": True, "bindLatency": 0.0,
-    "apiLatency": 0.02, "victimTermination": 1.0, "oneTry": False, "gpuReport": False,
+    "apiLatency": 0.02, "victimTermination": 1.0, "cycleDuration": 0.0, "oneTry": False,
+    "gpuReport": False,
     "tieBreak": "random",
 }
 
@@ -69,6 +70,7 @@ class CellTask:
                 "bind_latency_us": round(r["bindLatency"] * 1_000_000),
                 "api_latency_us": round(r["apiLatency"] * 1_000_000),
                 "victim_termination_us": round(r["victimTermination"] * 1_000_000),
+                "cycle_duration_us": round(r["cycleDuration"] * 1_000_000),
                 "one_try": r["oneTry"], "gpu_report": r["gpuReport"],
                 "tie_break": r["tieBreak"]}
 

@@ -31,7 +31,8 @@ _VAR = re.compile(r"\$(\w+|\{[^}]*\})")
 #: Replay options a spec may set (``replay:`` and per-configuration), with their types.
 REPLAY_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "lifetime": str, "recreatePreempted": bool, "bindLatency": (int, float),
-    "apiLatency": (int, float), "victimTermination": (int, float), "oneTry": bool,
+    "apiLatency": (int, float), "victimTermination": (int, float),
+    "cycleDuration": (int, float), "oneTry": bool,
     "gpuReport": bool, "tieBreak": str,
 }
 _CHOICES = {"lifetime": ("recorded", "relative"),
