@@ -16,7 +16,8 @@
 // order (so the queue sees them in that order) before Run. A reactor binds pods (pods/binding
 // sets spec.nodeName; the PodScheduled condition is left as the scheduler last wrote it, so
 // "message" is the last PodScheduled=False message). The run stops after quietSeconds without
-// a binding, deletion or pod update.
+// a binding, deletion or pod update, once no pod waits in the queue's activeQ or backoffQ (the
+// pods left are unschedulable until some event), or after maxSeconds (default 600).
 //
 // prefer: every Score weight of every profile is doubled and an out-of-tree Score plugin of
 // weight 1 (raw score 1 on the preferred node, 0 elsewhere, no normalisation) is added, so
@@ -302,7 +303,10 @@ func run(req request) (map[string]podResult, error) {
 		close(done)
 	}()
 	started := time.Now()
-	for tr.idle() < quiet && time.Since(started) < maxRun {
+	for time.Since(started) < maxRun {
+		if tr.idle() >= quiet && !retrying(sched.SchedulingQueue.PendingPods()) {
+			break
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
@@ -335,6 +339,17 @@ func run(req request) (map[string]podResult, error) {
 		result[key] = r
 	}
 	return result, nil
+}
+
+// retrying tells, from PendingPods' summary, whether pods wait in activeQ or backoffQ (a pod
+// backing off after several failures may wait longer than the quiet period).
+func retrying(_ []*v1.Pod, summary string) bool {
+	var active, backoff, unschedulable int
+	if _, err := fmt.Sscanf(summary, "activeQ:%d; backoffQ:%d; unschedulablePods:%d",
+		&active, &backoff, &unschedulable); err != nil {
+		return false
+	}
+	return active+backoff > 0
 }
 
 // missingFromQueue counts the unbound pending pods the scheduling queue does not hold yet.
