@@ -188,3 +188,39 @@ def test_sequence_prefer_breaks_only_ties(programs: dict[str, Path]) -> None:
     large = [_node("n1", "64", "256Gi"), _node("n2", "64", "256Gi"), busy]
     for _ in range(3):
         assert place("n1", large) == "n2"
+
+
+def test_cycle_prefilter_fields(programs: dict[str, Path]) -> None:
+    # A PreFilter rejection (a missing PVC, VolumeRestrictions) and a PreFilter result keeping
+    # one node (NodeAffinity on metadata.name).
+    nodes = [_node("n1"), _node("n2"), _node("n3")]
+    missing_claim = _pod("in", "100m", 0)
+    missing_claim["spec"]["volumes"] = [
+        {"name": "v", "persistentVolumeClaim": {"claimName": "missing"}}]
+    only_n3 = _pod("in", "100m", 0)
+    only_n3["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n3"]}]}]}}}
+    requests = [{"id": "reject", "objects": nodes, "pod": missing_claim, "config": None},
+                {"id": "restrict", "objects": nodes, "pod": only_n3, "config": None}]
+    done = subprocess.run([str(programs["cycle"])], capture_output=True, text=True, check=True,
+                          input="".join(json.dumps(r) + "\n" for r in requests), timeout=120)
+    reject, restrict = (json.loads(line)["expect"] for line in done.stdout.splitlines())
+
+    reason = 'persistentvolumeclaim "missing" not found'
+    verdict = {"feasible": False, "plugin": "VolumeRestrictions",
+               "code": "UnschedulableAndUnresolvable", "reasons": [reason]}
+    assert reject["preFilter"] == {k: v for k, v in verdict.items() if k != "feasible"}
+    assert reject["nodes"] == {"n1": verdict, "n2": verdict, "n3": verdict}
+    # Upstream v1.34.2: DynamicResources' PostFilter finds no cycle state of its own (its
+    # PreFilter never ran) and errs, so DefaultPreemption does not run.
+    assert reject["message"] == f"0/3 nodes are available: {reason}. not found"
+    assert reject["postFilterCode"] == "Error"
+    assert "preemption" not in reject
+
+    assert restrict["preFilter"] == {"nodes": ["n3"], "plugins": ["NodeAffinity"]}
+    assert restrict["nodes"]["n1"] == {
+        "feasible": False, "plugin": "<PreFilterResult>", "code": "UnschedulableAndUnresolvable",
+        "reasons": ["node(s) didn't satisfy plugin(s) [NodeAffinity]"]}
+    assert restrict["nodes"]["n3"]["feasible"] and restrict["maxNodes"] == ["n3"]
+    assert restrict["message"] is None

@@ -325,6 +325,9 @@ func cycle(ctx context.Context, cluster *oracle.Cluster, pod *v1.Pod) (*expect, 
 	if nominated != "" {
 		exp.NominatedNode = &nominated
 	}
+	if pre != nil && !preemptionRan(schedFwk, status, nominated) {
+		pre = nil
+	}
 	if pre != nil {
 		if nominated != "" {
 			pre.NominatedNode = &nominated
@@ -438,6 +441,30 @@ func preemptionDetail(ctx context.Context, cluster *oracle.Cluster, schedFwk fra
 	victimsMap := pl.CandidatesToVictimsMap(candidates)
 	res.TiedNodes = tiedNodes(victimsMap, pl.OrderedScoreFuncs(ctx, victimsMap))
 	return res, nil
+}
+
+// preemptionRan tells whether RunPostFilterPlugins reached DefaultPreemption: it returns at
+// the first plugin that succeeds, errs or says UnschedulableAndUnresolvable (e.g.
+// DynamicResources' PostFilter errs when a PreFilter plugin before it rejected the pod, as its
+// cycle state was never written).
+func preemptionRan(schedFwk framework.Framework, status *fwk.Status, nominated string) bool {
+	switch status.Code() {
+	case fwk.Success:
+		return nominated != "" // DefaultPreemption succeeds only with a nominated node
+	case fwk.Error, fwk.UnschedulableAndUnresolvable:
+		if status.Plugin() == defaultpreemption.Name {
+			return true
+		}
+		for _, p := range schedFwk.ListPlugins().PostFilter.Enabled {
+			switch p.Name {
+			case defaultpreemption.Name:
+				return true // the status came from a plugin after it
+			case status.Plugin():
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // preemptionArgs returns the profile's DefaultPreemptionArgs (defaulted when absent).
