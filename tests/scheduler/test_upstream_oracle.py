@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from kaudit.cli import cli
 from tests.conftest import SHARED
+from tests.oracle.compare import node_verdict
 
 ORACLE = SHARED / "conformance" / "upstream-oracle"
 #: The README's sets: name → (generator kind, seed, count).
@@ -58,31 +59,6 @@ def whatif(scenario: Path, config: str | None) -> dict[str, Any]:
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
-
-
-def node_verdict(report: dict[str, Any], name: str) -> dict[str, Any]:
-    """kaudit's answer for one node in the oracle's shape: the first failing filter in the
-    profile's order, or the scores of a feasible node."""
-    node = report["nodes"].get(name)
-    if node is None:
-        for plugin, status in report["preFilter"].items():
-            if status["code"] not in ("Success", "Skip"):
-                return {"feasible": False, "plugin": plugin, "code": status["code"],
-                        "reasons": status["reasons"]}
-        restricting = sorted(p for p, s in report["preFilter"].items() if "nodeNames" in s)
-        return {"feasible": False, "plugin": "<PreFilterResult>",
-                "code": "UnschedulableAndUnresolvable",
-                "reasons": [f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]"]}
-    if not node["feasible"]:
-        plugin, status = next((p, s) for p, s in node["filter"].items()
-                              if s["code"] not in ("Success", "Skip"))
-        return {"feasible": False, "plugin": plugin, "code": status["code"],
-                "reasons": status["reasons"]}
-    verdict: dict[str, Any] = {"feasible": True}
-    if "total" in node:
-        verdict["scores"] = {p: v["weighted"] for p, v in node["score"].items()}
-        verdict["total"] = node["total"]
-    return verdict
 
 
 @pytest.mark.parametrize("case", _cases())
