@@ -21,8 +21,8 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 #: Bottom up. A package may import its own modules and those of lower layers only.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
-    {"(root)", "errors", "datadirs"},
-    {"quantity", "input_limits", "gostrings", "versions"},
+    {"(root)", "errors", "datadirs", "gostrings"},
+    {"quantity", "input_limits", "versions", "k8s"},
     {"config", "model", "tracegen"},
     {"cluster"},
     {"framework"},

@@ -21,6 +21,7 @@ from kaudit.config.duration import parse_duration
 from kaudit.config.feature_gates import FeatureGates
 from kaudit.config.fielderrors import (
     FieldError,
+    GoStruct,
     child,
     duplicate,
     forbidden,
@@ -97,6 +98,13 @@ def validate_pod_topology_spread_args(a: Args, _: FeatureGates) -> list[FieldErr
     return errors
 
 
+def _shape_value(shape: list[dict[str, Any]]) -> list[GoStruct]:
+    """``[]config.UtilizationShapePoint`` as ``field.Error`` prints it: each point's Go fields,
+    ``Utilization`` then ``Score`` (0 when unset)."""
+    return [GoStruct(Utilization=_int(point, "utilization"), Score=_int(point, "score"))
+            for point in shape]
+
+
 def validate_function_shape(shape: list[dict[str, Any]], path: str) -> list[FieldError]:
     if not shape:
         return [required(path, "at least one point must be specified")]
@@ -167,8 +175,8 @@ def validate_volume_binding_args(a: Args, gates: FeatureGates) -> list[FieldErro
     if gates.enabled("StorageCapacityScoring"):
         errors += validate_function_shape(a.get("shape") or [], "shape")
     elif a.get("shape") is not None:
-        errors.append(invalid("shape", a["shape"], "unexpected field `shape`, remove it or "
-                              "turn on the feature gate StorageCapacityScoring"))
+        errors.append(invalid("shape", _shape_value(a["shape"]), "unexpected field `shape`, "
+                              "remove it or turn on the feature gate StorageCapacityScoring"))
     return errors
 
 

@@ -26,15 +26,15 @@ from kaudit.config.duration import format_duration, parse_duration
 from kaudit.config.extender_tls import TLSSettingError, build_tls_context
 from kaudit.config.fielderrors import (
     NO_VALUE,
-    Bare,
     FieldError,
+    GoNamedString,
     child,
     index,
     invalid,
     required,
 )
-from kaudit.config.labels import is_qualified_name
 from kaudit.config.schema import ListOf, Obj
+from kaudit.k8s.labels import is_qualified_name
 
 #: ``DefaultExtenderTimeout``: the timeout of an extender whose ``httpTimeout`` is zero.
 DEFAULT_TIMEOUT_NS = 5_000_000_000
@@ -248,8 +248,8 @@ def validate_extenders(extenders: tuple[ExtenderConfig, ...],
         for j, resource in enumerate(extender.managed_resources):
             name_path = child(index(child(at, "managedResources"), j), "name")
             qualified = is_qualified_name(resource.name)
-            if qualified:  # a v1.ResourceName prints unquoted (it is a fmt.Stringer)
-                errors.extend(invalid(name_path, Bare(resource.name), message)
+            if qualified:  # a v1.ResourceName prints as json.Marshal writes it
+                errors.extend(invalid(name_path, GoNamedString(resource.name), message)
                               for message in qualified)
             elif not is_extended_resource_name(resource.name):
                 errors.append(invalid(name_path, resource.name,

@@ -18,11 +18,10 @@ configurations through this one function.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kaudit.config.extenders import validate_extenders
 from kaudit.config.fielderrors import (
     FieldError,
+    GoStruct,
     child,
     duplicate,
     index,
@@ -66,9 +65,14 @@ def _plugin_config(profile: ProfileV1, registry: Registry) -> list[FieldError]:
     return errors
 
 
-def _set_value(plugin_set: PluginSet) -> dict[str, Any]:
-    return {"enabled": [{"name": p.name, "weight": p.weight} for p in plugin_set.enabled],
-            "disabled": [{"name": p.name} for p in plugin_set.disabled]}
+def _set_value(plugin_set: PluginSet) -> GoStruct:
+    """The internal ``config.PluginSet`` as ``field.Error`` prints it and as
+    ``apiequality.Semantic.DeepEqual`` compares it: ``Enabled`` then ``Disabled``, each a list
+    of ``{Name, Weight}`` (an unset weight is 0 after conversion; ``mergePluginSet`` keeps a
+    disabled plugin's name only) or nil when empty, as ``mergePluginSet`` leaves it."""
+    enabled = [GoStruct(Name=p.name, Weight=p.weight or 0) for p in plugin_set.enabled]
+    disabled = [GoStruct(Name=p.name, Weight=0) for p in plugin_set.disabled]
+    return GoStruct(Enabled=enabled or None, Disabled=disabled or None)
 
 
 def _common_queue_sort(profiles: tuple[ProfileV1, ...]) -> list[FieldError]:

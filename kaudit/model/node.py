@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kaudit.model.pod import Taint
-from kaudit.model.resources import node_resources
-from kaudit.model.well_known import (
+from kaudit.k8s.well_known import (
     LABEL_FAILURE_DOMAIN_BETA_REGION,
     LABEL_FAILURE_DOMAIN_BETA_ZONE,
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
 )
+from kaudit.model.pod import Taint
+from kaudit.model.resources import node_resources
 
 #: The zone labels ``GetZoneKey`` reads, the deprecated one first.
 ZONE_LABELS = (LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE)

@@ -9,53 +9,34 @@ helpers.go``) and ``component-helpers/scheduling/corev1/nodeaffinity`` (Kubernet
 * a node selector's terms are ORed; within a term, ``matchExpressions`` (also ``Gt`` and
   ``Lt``, comparing integers) and ``matchFields`` (``metadata.name`` only) are ANDed; a term
   with neither matches nothing, and so does an empty list of terms.
+
+A malformed selector raises :class:`SelectorError` with upstream's words
+(:mod:`kaudit.k8s.labels`: ``LabelSelectorAsSelector`` and ``NewRequirement``); a node selector
+term keeps its error and matches nothing (``LazyErrorNodeSelector``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Labels = Mapping[str, str]
+from kaudit.gostrings import go_quote
+from kaudit.k8s.labels import (
+    LABEL_SELECTOR_OPERATORS,
+    NODE_SELECTOR_OPERATORS,
+    requirement_error,
+    selector_error,
+)
+from kaudit.k8s.labels import valid_label_key as valid_label_key
+from kaudit.k8s.labels import valid_label_value as valid_label_value
+from kaudit.k8s.values import GoNamedString, render_value
 
-_LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-_NODE_OPERATORS = _LABEL_OPERATORS | {"Gt", "Lt"}
+Labels = Mapping[str, str]
 
 
 class SelectorError(ValueError):
     """A selector is malformed (unknown operator, missing values, bad integer)."""
-
-
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def valid_label_value(value: str) -> bool:
-    """``validation.IsValidLabelValue``: at most 63 characters, alphanumeric at both ends."""
-    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
-
-
-def valid_label_key(key: str) -> bool:
-    """``validation.IsQualifiedName``: an optional DNS-subdomain prefix, then a name."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and (not prefix or len(prefix) > 253
-                       or _DNS_SUBDOMAIN.fullmatch(prefix) is None):
-        return False
-    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
-
-
-def _check_labels(requirement: Requirement, where: str) -> None:
-    if not valid_label_key(requirement.key):
-        raise SelectorError(f"{where}.key: Invalid value: {requirement.key!r}: name part must "
-                            "consist of alphanumeric characters, '-', '_' or '.'")
-    if requirement.operator in ("In", "NotIn"):
-        for value in sorted(requirement.values):
-            if not valid_label_value(value):
-                raise SelectorError(f"{where}.values: Invalid value: {value!r}: a valid label "
-                                    "must be an empty string or consist of alphanumeric "
-                                    "characters, '-', '_' or '.'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,33 +66,30 @@ class Requirement:
         return number > int(bound) if op == "Gt" else number < int(bound)
 
 
-def _requirement(raw: Any, operators: frozenset[str], where: str) -> Requirement:
+def _requirement(raw: Any, operators: Mapping[str, str], where: str) -> Requirement:
+    """One ``matchExpressions`` entry. The shape is checked here; what ``NewRequirement``
+    checks (key, values, their count and integers for ``Gt``/``Lt``) is
+    :func:`~kaudit.k8s.labels.requirement_error`'s, with its messages under ``where``. An
+    operator outside ``operators`` is ``field.NotSupported`` (node selectors; a label
+    selector's operator was checked by :func:`~kaudit.k8s.labels.selector_error`)."""
     if not isinstance(raw, dict):
         raise SelectorError(f"{where}: must be an object")
     key = raw.get("key")
     operator = raw.get("operator")
-    values = raw.get("values") or []
-    if not isinstance(key, str) or not key:
-        raise SelectorError(f"{where}.key: must be a non-empty string")
-    if operator not in operators:
-        raise SelectorError(f"{where}.operator: {operator!r} is not a valid selector operator")
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+    values = raw.get("values")
+    if not isinstance(key, str):
+        raise SelectorError(f"{where}.key: must be a string")
+    if not isinstance(values, list | None) or not all(isinstance(v, str) for v in values or []):
         raise SelectorError(f"{where}.values: must be a list of strings")
-    if operator in ("In", "NotIn") and not values:
-        raise SelectorError(f"{where}.values: must be specified when `operator` is 'In' or "
-                            "'NotIn'")
-    if operator in ("Exists", "DoesNotExist") and values:
-        raise SelectorError(f"{where}.values: may not be specified when `operator` is "
-                            "'Exists' or 'DoesNotExist'")
-    if operator in ("Gt", "Lt"):
-        if len(values) != 1:
-            raise SelectorError(f"{where}.values: must be specified single value when "
-                                "`operator` is 'Lt' or 'Gt'")
-        try:
-            int(values[0])
-        except ValueError:
-            raise SelectorError(f"{where}.values[0]: must be an integer") from None
-    return Requirement(key, operator, frozenset(values))
+    if not isinstance(operator, str) or operator not in operators:
+        supported = ", ".join(go_quote(op) for op in operators)
+        shown = render_value(GoNamedString(str(operator or "")))  # a v1.NodeSelectorOperator
+        raise SelectorError(f"{where}.operator: Unsupported value: {shown}: "
+                            f"supported values: {supported}")
+    error = requirement_error(key, operators[operator], values, where)
+    if error is not None:
+        raise SelectorError(error)
+    return Requirement(key, operator, frozenset(values or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +105,14 @@ class LabelSelector:
             return cls(nothing=True)
         if not isinstance(raw, dict):
             raise SelectorError(f"{where}: must be an object")
+        error = selector_error(raw)  # LabelSelectorAsSelector's error, as upstream words it
+        if error is not None:
+            raise SelectorError(error)
         requirements = [Requirement(k, "In", frozenset([v]))
                         for k, v in sorted((raw.get("matchLabels") or {}).items())]
         for i, expression in enumerate(raw.get("matchExpressions") or []):
-            requirements.append(_requirement(expression, _LABEL_OPERATORS,
+            requirements.append(_requirement(expression, LABEL_SELECTOR_OPERATORS,
                                              f"{where}.matchExpressions[{i}]"))
-        for requirement in requirements:
-            _check_labels(requirement, where)
         return cls(tuple(requirements))
 
     @property
@@ -201,15 +180,14 @@ def parse_term(raw: Any, where: str) -> NodeSelectorTerm:
     try:
         expressions = []
         for i, e in enumerate(raw.get("matchExpressions") or []):
-            requirement = _requirement(e, _NODE_OPERATORS, f"{where}.matchExpressions[{i}]")
-            _check_labels(requirement, f"{where}.matchExpressions[{i}]")
-            expressions.append(requirement)
+            expressions.append(_requirement(e, NODE_SELECTOR_OPERATORS,
+                                            f"{where}.matchExpressions[{i}]"))
         fields = []
         for i, f in enumerate(raw.get("matchFields") or []):
-            requirement = _requirement(f, _NODE_OPERATORS, f"{where}.matchFields[{i}]")
+            requirement = _requirement(f, NODE_SELECTOR_OPERATORS, f"{where}.matchFields[{i}]")
             if requirement.key != "metadata.name":
                 raise SelectorError(f"{where}.matchFields[{i}].key: not a valid field selector "
-                                    f"key {requirement.key!r}")
+                                    f"key {go_quote(requirement.key)}")
             fields.append(requirement)
     except SelectorError as exc:
         return NodeSelectorTerm((), (), str(exc))

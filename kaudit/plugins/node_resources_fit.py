@@ -40,6 +40,9 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
 TOO_MANY_PODS = "Too many pods"
+#: The start of the reason for a resource the node lacks (``fit.go`` writes
+#: ``fmt.Sprintf("Insufficient %v", rName)``).
+INSUFFICIENT = "Insufficient "
 
 DEFAULT_RESOURCES = ({"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1})
 
@@ -222,7 +225,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 column = cluster.column(resource)
                 allocatable = cluster.allocatable[slots, column]
                 short = amount > allocatable - cluster.requested[slots, column]
-                failures.append((f"Insufficient {resource}", short))
+                failures.append((INSUFFICIENT + resource, short))
                 unresolvable |= short & (amount > allocatable)
         verdicts = combine_failures(failures, len(slots), Code.UNSCHEDULABLE)
         if unresolvable.any():

@@ -42,8 +42,8 @@ from kaudit.framework.events import (
 )
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
+from kaudit.k8s.well_known import LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE
 from kaudit.model.pod import PodInfo
-from kaudit.model.well_known import LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import (
     typed,

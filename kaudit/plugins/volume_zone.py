@@ -37,7 +37,7 @@ from kaudit.framework.events import (
 )
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
 from kaudit.framework.status import Code, Status
-from kaudit.model import well_known
+from kaudit.k8s import well_known
 from kaudit.model.pod import PodInfo
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import (

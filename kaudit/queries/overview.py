@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from kaudit.model.well_known import LABEL_TOPOLOGY_ZONE
+from kaudit.k8s.well_known import LABEL_TOPOLOGY_ZONE
 from kaudit.quantity import parse_quantity
 from kaudit.store.traces import iter_events
 

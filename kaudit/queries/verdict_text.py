@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.plugins import names as plugin_names
+from kaudit.plugins.node_resources_fit import INSUFFICIENT as INSUFFICIENT
 from kaudit.plugins.node_resources_fit import TOO_MANY_PODS
 from kaudit.queries import units
 
@@ -79,11 +80,6 @@ def resource_words(resource: str, requested: int | None, free: Sequence[int]
     phrase = f"lack {resource} ({need + ', ' if need else ''}{largest})"
     detail = f"{need + ', ' if need else ''}free {units.quantity_range(resource, free)}"
     return phrase, detail
-
-
-#: The start of NodeResourcesFit's reason for a resource the node lacks (``fit.go`` writes
-#: ``"Insufficient %v"``; :mod:`kaudit.plugins.node_resources_fit` has no constant for it).
-INSUFFICIENT = "Insufficient "
 
 
 def pod_slot_words(facts: Mapping[str, Any]) -> tuple[str, str]:

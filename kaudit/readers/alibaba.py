@@ -78,8 +78,8 @@ from typing import Any
 
 from kaudit.errors import InputError, TraceError
 from kaudit.input_limits import integer_from_text
+from kaudit.k8s.well_known import LABEL_HOSTNAME, LABEL_OS_STABLE
 from kaudit.model.timestamps import MAX_SECONDS as LATEST_SECONDS
-from kaudit.model.well_known import LABEL_HOSTNAME, LABEL_OS_STABLE
 from kaudit.readers.events import Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines
 from kaudit.tracegen.builders import stable_uid

@@ -10,6 +10,15 @@ import copy
 import hashlib
 from typing import Any, Self
 
+from kaudit.k8s.well_known import (
+    LABEL_ARCH_STABLE,
+    LABEL_HOSTNAME,
+    LABEL_OS_STABLE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    TAINT_NODE_UNSCHEDULABLE,
+)
+
 JSON = dict[str, Any]
 
 
@@ -53,8 +62,8 @@ class NodeBuilder(_Builder):
         super().__init__({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": stable_uid("node", name),
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                    "kubernetes.io/arch": "amd64"}},
+                         "labels": {LABEL_HOSTNAME: name, LABEL_OS_STABLE: "linux",
+                                    LABEL_ARCH_STABLE: "amd64"}},
             "spec": {},
             "status": {"capacity": {}, "allocatable": {},
                        "conditions": [{"type": "Ready", "status": "True"}]},
@@ -78,9 +87,9 @@ class NodeBuilder(_Builder):
         return self
 
     def zone(self, zone: str, region: str | None = None) -> Self:
-        self.label("topology.kubernetes.io/zone", zone)
+        self.label(LABEL_TOPOLOGY_ZONE, zone)
         if region is not None:
-            self.label("topology.kubernetes.io/region", region)
+            self.label(LABEL_TOPOLOGY_REGION, region)
         return self
 
     def taint(self, key: str, value: str | None, effect: str) -> Self:
@@ -92,7 +101,7 @@ class NodeBuilder(_Builder):
 
     def unschedulable(self) -> Self:
         self._body["spec"]["unschedulable"] = True
-        return self.taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
+        return self.taint(TAINT_NODE_UNSCHEDULABLE, None, "NoSchedule")
 
     def image(self, size_bytes: int, *names: str) -> Self:
         self._body["status"].setdefault("images", []).append(

@@ -29,6 +29,13 @@ from typing import Any
 
 import orjson
 
+from kaudit.k8s.well_known import (
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE_STABLE,
+    LABEL_METADATA_NAME,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+)
 from kaudit.quantity import parse_quantity
 from kaudit.tracegen.builders import JSON, make_node, make_pod, stable_uid
 
@@ -74,7 +81,7 @@ def namespaces() -> list[JSON]:
     result = []
     for name, extra in labels.items():
         obj = _meta("Namespace", name)
-        obj["metadata"]["labels"] = {"kubernetes.io/metadata.name": name, **extra}
+        obj["metadata"]["labels"] = {LABEL_METADATA_NAME: name, **extra}
         obj["status"] = {"phase": "Active"}
         result.append(obj)
     return result
@@ -110,14 +117,14 @@ def storage() -> list[JSON]:
             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "local-wffc",
             "local": {"path": "/mnt/disks/ssd0"},
             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+                {"key": LABEL_HOSTNAME, "operator": "In", "values": [node]}]}]}},
         }
         pv["status"] = {"phase": "Available"}
         return pv
 
     zonal = _meta("PersistentVolume", "pvc-4f1c2a9e-ebs")
-    zonal["metadata"]["labels"] = {"topology.kubernetes.io/zone": "us-east-1b",
-                                   "topology.kubernetes.io/region": REGION}
+    zonal["metadata"]["labels"] = {LABEL_TOPOLOGY_ZONE: "us-east-1b",
+                                   LABEL_TOPOLOGY_REGION: REGION}
     zonal["spec"] = {
         "capacity": {"storage": "200Gi"}, "accessModes": ["ReadWriteOnce"],
         "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "ebs-immediate",
@@ -125,7 +132,7 @@ def storage() -> list[JSON]:
         "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "data",
                      "name": "pgdata-postgres-0"},
         "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "topology.kubernetes.io/zone", "operator": "In",
+            {"key": LABEL_TOPOLOGY_ZONE, "operator": "In",
              "values": ["us-east-1b"]}]}]}},
     }
     zonal["status"] = {"phase": "Bound"}
@@ -179,7 +186,7 @@ LATE_NODE = NodeSpec("node-a5", "us-east-1a", "m5.2xlarge", "7910m", "30Gi")
 def build_node(spec: NodeSpec) -> JSON:
     builder = (make_node(spec.name).zone(spec.zone, REGION)
                .capacity(cpu=spec.cpu, memory=spec.memory, ephemeral_storage="95Gi", pods="58")
-               .labels(**{"node.kubernetes.io/instance-type": spec.instance,
+               .labels(**{LABEL_INSTANCE_TYPE_STABLE: spec.instance,
                           "workload-class": "memory" if spec.instance.startswith("r5")
                           else "gpu" if spec.extra else "general"})
                .image(120_000_000, f"{PROXY_IMAGE}", "registry.k8s.io/kube-proxy@sha256:9c1e")
@@ -203,7 +210,7 @@ def csi_node(name: str) -> JSON:
     obj = _meta("CSINode", name, api="storage.k8s.io/v1")
     obj["spec"] = {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": f"i-{suffix(name, length=8)}",
                                 "allocatable": {"count": 25},
-                                "topologyKeys": ["topology.kubernetes.io/zone"]}]}
+                                "topologyKeys": [LABEL_TOPOLOGY_ZONE]}]}
     return obj
 
 
@@ -447,9 +454,9 @@ def _frontend(index: int) -> JSON:
     return (make_pod(name, "web").image(FRONTEND_IMAGE).req(cpu="250m", memory="256Mi")
             .labels(app="frontend", **{"pod-template-hash": "6d4cf56db6"})
             .priority(1000, "standard").owner("ReplicaSet", "frontend-6d4cf56db6")
-            .spread("topology.kubernetes.io/zone", 1, "DoNotSchedule", {"app": "frontend"},
+            .spread(LABEL_TOPOLOGY_ZONE, 1, "DoNotSchedule", {"app": "frontend"},
                     matchLabelKeys=["pod-template-hash"])
-            .pod_affinity("podAntiAffinity", "kubernetes.io/hostname", {"app": "frontend"},
+            .pod_affinity("podAntiAffinity", LABEL_HOSTNAME, {"app": "frontend"},
                           weight=100)
             .obj())
 
@@ -459,9 +466,9 @@ def _api(index: int) -> JSON:
     return (make_pod(name, "web").image(API_IMAGE).req(cpu="1", memory="2Gi")
             .labels(app="api", **{"pod-template-hash": "7c9b8d5f4"})
             .priority(1000, "standard").owner("ReplicaSet", "api-7c9b8d5f4")
-            .pod_affinity("podAntiAffinity", "kubernetes.io/hostname", {"app": "api"})
+            .pod_affinity("podAntiAffinity", LABEL_HOSTNAME, {"app": "api"})
             .required_node_affinity("workload-class", "In", ["general", "memory"])
-            .preferred_node_affinity(50, "topology.kubernetes.io/zone", "In", ["us-east-1a"])
+            .preferred_node_affinity(50, LABEL_TOPOLOGY_ZONE, "In", ["us-east-1a"])
             .obj())
 
 

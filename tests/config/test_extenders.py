@@ -39,6 +39,14 @@ from kaudit.scheduler.build import build_scheduler, load
      "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
      "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS "
      "subdomain prefix and '/' (e.g. 'example.com/MyName')"),
+    # a v1.ResourceName is a named string type: field.Error prints it with json.Marshal
+    # (checked against apimachinery v0.34.2: "a/b/c\u003c"), not with %q
+    ("extenders: [{urlPrefix: 'http://a', managedResources: [{name: 'a/b/c<'}]}]\n",
+     'config.yaml: extenders[0].managedResources[0].name: Invalid value: "a/b/c\\u003c": a '
+     "qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
+     "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+     "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
+     "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"),
     ("extenders: [{urlPrefix: 'http://a', httpTimeout: 5 seconds}]\n",
      'config.yaml: extenders[0].httpTimeout: Invalid value: "5 seconds": time: unknown unit '
      '" seconds" in duration "5 seconds"'),

@@ -14,12 +14,6 @@ from kaudit.config import PluginSpec, SchedulerConfiguration
 
 CUSTOM_SORT = {"CustomSort": PluginSpec("CustomSort", frozenset({"QueueSort"}))}
 
-#: Upstream's bad value is an internal configuration struct, which field.Error prints with
-#: json.Marshal: Go field names in declaration order. The validation still passes the decoded
-#: YAML (a map, printed with sorted lower-case keys) instead of a fielderrors.GoStruct.
-STRUCT_VALUES = ("the validation passes the decoded YAML, not a GoStruct with the internal "
-                 "type's fields")
-
 
 @pytest.mark.parametrize(("text", "message"), [
     # plugin args, validated after defaulting (so weight 0 would be valid: it becomes 1)
@@ -57,8 +51,7 @@ STRUCT_VALUES = ("the validation passes the decoded YAML, not a GoStruct with th
          args: {shape: [{utilization: 0, score: 0}]}
      """, "config.yaml: profiles[0].pluginConfig[0].args.shape: Invalid value: "
          '[{"Utilization":0,"Score":0}]: unexpected field `shape`, remove it or turn on '
-         "the feature gate StorageCapacityScoring",
-         marks=pytest.mark.xfail(strict=True, reason=STRUCT_VALUES)),
+         "the feature gate StorageCapacityScoring"),
     # repeated or removed names
     ("""
      profiles:
@@ -166,7 +159,6 @@ def test_two_queue_sort_plugins_in_one_profile(config_error: Callable[..., str])
                        '"default-scheduler", but got 2')
 
 
-@pytest.mark.xfail(strict=True, reason=STRUCT_VALUES)
 def test_profiles_must_share_the_queue_sort_point(config_error: Callable[..., str]) -> None:
     message = config_error("""
         profiles:
@@ -183,6 +175,35 @@ def test_profiles_must_share_the_queue_sort_point(config_error: Callable[..., st
         'config.yaml: profiles[1].plugins.queueSort: Invalid value: {"Enabled":[{"Name":'
         '"CustomSort","Weight":0}],"Disabled":[{"Name":"*","Weight":0}]}: must be the same '
         "for all profiles")
+
+
+def test_an_unset_queue_sort_weight_equals_zero(
+        load_yaml: Callable[..., SchedulerConfiguration]) -> None:
+    # the internal Plugin.Weight is an int32: an unset v1 weight converts to 0, so the two
+    # queueSort sets are Semantic.DeepEqual
+    config = load_yaml("""
+        profiles:
+        - schedulerName: a
+          plugins: {queueSort: {enabled: [{name: CustomSort}], disabled: [{name: "*"}]}}
+        - schedulerName: b
+          plugins: {queueSort: {enabled: [{name: CustomSort, weight: 0}],
+                                disabled: [{name: "*"}]}}
+        """, extra_plugins=CUSTOM_SORT)
+    assert set(config.profiles) == {"a", "b"}
+
+
+def test_a_queue_sort_without_disabled_plugins_prints_null(
+        config_error: Callable[..., str]) -> None:
+    message = config_error("""
+        profiles:
+        - schedulerName: a
+          plugins: {queueSort: {enabled: [{name: CustomSort}], disabled: [{name: "*"}]}}
+        - schedulerName: b
+        """, extra_plugins=CUSTOM_SORT)
+    # the defaults enable PrioritySort at multiPoint: b's queueSort set is empty, and
+    # mergePluginSet leaves its lists nil, which json.Marshal writes as null
+    assert message == ('config.yaml: profiles[1].plugins.queueSort: Invalid value: '
+                       '{"Enabled":null,"Disabled":null}: must be the same for all profiles')
 
 
 def test_profiles_must_share_the_expanded_queue_sort(config_error: Callable[..., str]) -> None:

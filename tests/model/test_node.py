@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kaudit.model.node import zone_key
-from kaudit.model.well_known import (
+from kaudit.k8s.well_known import (
     LABEL_FAILURE_DOMAIN_BETA_REGION,
     LABEL_FAILURE_DOMAIN_BETA_ZONE,
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
 )
+from kaudit.model.node import zone_key
 
 
 @pytest.mark.parametrize(("labels", "key"), [

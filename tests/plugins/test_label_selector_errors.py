@@ -1,11 +1,14 @@
 """InterPodAffinity's label-selector errors (``metav1.LabelSelectorAsSelector`` →
-``labels.NewRequirement``) quote values as Go's ``%q`` does and measure lengths as Go's
-``len`` does, in bytes (``apimachinery/pkg/util/validation/validation.go``)."""
+``labels.NewRequirement``) quote values as Go's ``%q`` does, print the values list as
+``json.Marshal`` does (``field.Error.ErrorBody``) and measure lengths as Go's ``len`` does, in
+bytes (``apimachinery/pkg/util/validation/validation.go``); the texts were printed by
+apimachinery v0.34.2."""
 
 from __future__ import annotations
 
-from kaudit.config.labels import is_qualified_name, is_valid_label_value
-from kaudit.plugins.inter_pod_affinity.common import selector_error
+from kaudit.k8s.labels import is_qualified_name, is_valid_label_value, selector_error
+from kaudit.model.pod import parse_pod
+from kaudit.plugins.inter_pod_affinity.common import affinity_parse_error
 
 _VALUE_REGEX = ("a valid label must be an empty string or consist of alphanumeric characters, "
                 "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
@@ -44,3 +47,29 @@ def test_a_key_name_and_prefix_are_measured_in_bytes() -> None:
         "prefix part must be no more than 253 characters"
     assert is_qualified_name("a" * 63) == []
     assert is_qualified_name("a" * 64) == ["name part must be no more than 63 characters"]
+
+
+def test_the_values_list_prints_as_json() -> None:
+    error = selector_error({"matchExpressions": [
+        {"key": "k", "operator": "Exists", "values": ["a", "<b>"]}]})
+    assert error == (
+        '[values: Invalid value: ["a","\\u003cb\\u003e"]: values set must be empty for exists '
+        'and does not exist, values[1][k]: Invalid value: "<b>": ' + _VALUE_REGEX + "]")
+
+
+def test_missing_values_print_as_null() -> None:
+    error = selector_error({"matchExpressions": [{"key": "k", "operator": "In"}]})
+    assert error == ("values: Invalid value: null: for 'in', 'notin' operators, values set "
+                     "can't be empty")
+
+
+def test_the_pods_affinity_error_names_the_terms_and_prints_json() -> None:
+    pod = parse_pod({"metadata": {"name": "p", "namespace": "default"}, "spec": {
+        "containers": [{"name": "c"}],
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchExpressions": [
+                {"key": "app", "operator": "NotIn", "values": []}]}}]}}}})
+    assert affinity_parse_error(pod) == (
+        "requiredAntiAffinityTerms: values: Invalid value: null: for 'in', 'notin' operators, "
+        "values set can't be empty")

@@ -1,11 +1,10 @@
 """What InterPodAffinity's filtering and scoring share: terms, the pod index, topology-pair
-counting and label-selector errors.
+counting and the terms' parse errors.
 
 Mirrors, for Kubernetes v1.34, the helpers of ``interpodaffinity/plugin.go``
 (``mergeAffinityTermNamespacesIfNotEmpty``, ``GetNamespaceLabelsSnapshot``),
-``AffinityTerm.Matches`` and ``NewPodInfo`` from ``pkg/scheduler/framework/types.go`` and the
-label-selector error texts of ``apimachinery/pkg/labels/selector.go`` and
-``util/validation/validation.go``.
+``AffinityTerm.Matches`` and ``NewPodInfo`` from ``pkg/scheduler/framework/types.go``; the
+label-selector errors ``NewPodInfo`` reports are :func:`kaudit.k8s.labels.selector_error`'s.
 
 Counters are kept as upstream keeps them, ``{(topologyKey, value): count}``, so that the
 PreFilter extensions and ``clone()`` behave the same. They are *built* per topology key: the
@@ -28,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState, TopologyCodes
-from kaudit.config.labels import is_qualified_name, is_valid_label_value
-from kaudit.gostrings import aggregate, go_quote
+from kaudit.gostrings import aggregate
+from kaudit.k8s.labels import selector_error
 from kaudit.model.pod import AffinityTerm, PodInfo
 from kaudit.model.selectors import LabelSelector
 from kaudit.plugins import names
@@ -265,60 +264,6 @@ def incoming_counts(affinity: tuple[IncomingTerm, ...], anti: tuple[IncomingTerm
 
 # --------------------------------------------------------------------------- parse errors
 # ``NewPodInfo`` rejects label selectors that ``metav1.LabelSelectorAsSelector`` cannot build.
-
-_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-
-
-def _invalid(path: str, value: str | list[str], detail: str) -> str:
-    """``field.Invalid(...).Error()``: a string is quoted, a list printed as ``%#v``."""
-    shown = (go_quote(value) if isinstance(value, str)
-             else "[]string{" + ", ".join(go_quote(v) for v in value) + "}")
-    return f"{path}: Invalid value: {shown}: {detail}"
-
-
-def _requirement_error(key: str, operator: str, values: list[str]) -> str | None:
-    """``labels.NewRequirement``'s aggregated validation errors."""
-    errors = []
-    key_errors = is_qualified_name(key)
-    if key_errors:
-        errors.append(_invalid("key", key, "; ".join(key_errors)))
-    if operator in ("in", "notin") and not values:
-        errors.append(_invalid("values", values,
-                               "for 'in', 'notin' operators, values set can't be empty"))
-    elif operator == "=" and len(values) != 1:
-        errors.append(_invalid("values", values,
-                               "exact-match compatibility requires one single value"))
-    elif operator in ("exists", "!") and values:
-        errors.append(_invalid("values", values,
-                               "values set must be empty for exists and does not exist"))
-    for i, value in enumerate(values):
-        value_errors = is_valid_label_value(value)
-        if value_errors:
-            errors.append(_invalid(f"values[{i}][{key}]", value, "; ".join(value_errors)))
-    return aggregate(errors) if errors else None
-
-
-def selector_error(raw: Any) -> str | None:
-    """Why ``metav1.LabelSelectorAsSelector`` rejects ``raw``, or None."""
-    if not isinstance(raw, dict):
-        return None
-    for key, value in sorted((raw.get("matchLabels") or {}).items()):
-        error = _requirement_error(str(key), "=", [str(value)])
-        if error:
-            return error
-    for expression in raw.get("matchExpressions") or []:
-        if not isinstance(expression, dict):
-            continue
-        operator = _OPERATORS.get(str(expression.get("operator")))
-        if operator is None:
-            return f"{go_quote(str(expression.get('operator') or ''))} is not a valid label " \
-                   "selector operator"
-        values = [str(v) for v in expression.get("values") or []]
-        error = _requirement_error(str(expression.get("key") or ""), operator, values)
-        if error:
-            return error
-    return None
-
 
 def _terms_error(terms: Iterable[Any]) -> str | None:
     for term in terms:

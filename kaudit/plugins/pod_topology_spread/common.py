@@ -36,7 +36,7 @@ from kaudit.framework.plugin import (
     NodeVerdicts,
 )
 from kaudit.framework.status import Code
-from kaudit.model import well_known
+from kaudit.k8s import well_known
 from kaudit.model.pod import PodInfo, SpreadConstraint, parse_spread_constraint
 from kaudit.model.selectors import LabelSelector, Requirement, SelectorError
 from kaudit.model.taints import untolerated_taint

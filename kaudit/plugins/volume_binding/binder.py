@@ -36,12 +36,12 @@ from kaudit.framework.plugin import (
 )
 from kaudit.framework.status import Code, Status
 from kaudit.gostrings import go_quote
+from kaudit.k8s.well_known import LABEL_HOSTNAME
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import (
     LabelSelector,
     SelectorError,
 )
-from kaudit.model.well_known import LABEL_HOSTNAME
 from kaudit.plugins import names
 from kaudit.plugins.storage_objects import (
     JSON,
