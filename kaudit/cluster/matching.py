@@ -10,18 +10,19 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.k8s.labels import parse_int64
 from kaudit.model.selectors import NodeSelector, NodeSelectorTerm, Requirement
 
 
 def _numbers(values: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each label value as ``strconv.ParseInt(v, 10, 64)`` reads it, and whether it can."""
     numbers = np.zeros(len(values) + 1, dtype=np.int64)
     valid = np.zeros(len(values) + 1, dtype=bool)
     for i, value in enumerate(values):
-        try:
-            numbers[i] = int(value)
+        number = parse_int64(value)
+        if number is not None:
+            numbers[i] = number
             valid[i] = True
-        except ValueError:
-            pass
     return numbers, valid
 
 
@@ -41,7 +42,9 @@ def requirement_mask(cluster: ClusterState, slots: np.ndarray, requirement: Requ
         absent: np.ndarray = codes < 0
         return absent
     numbers, valid = _numbers(topology.values)
-    bound = int(next(iter(requirement.values)))
+    bound = parse_int64(next(iter(requirement.values), ""))
+    if bound is None:
+        return np.zeros(len(codes), dtype=bool)
     present = codes >= 0
     value = numbers[codes]  # -1 picks the padding slot, masked out below
     compare = value > bound if op == "Gt" else value < bound

@@ -172,9 +172,17 @@ def requirement_error(key: str, operator: str, values: Sequence[str] | None,
 _INT64 = re.compile(r"[+-]?[0-9]+")
 
 
+def parse_int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: the number, or None where Go fails (not an optional
+    sign and ASCII digits only, or out of int64's range)."""
+    if _INT64.fullmatch(text) is None:
+        return None
+    number = int(text)
+    return number if -(1 << 63) <= number < (1 << 63) else None
+
+
 def _is_int64(text: str) -> bool:
-    """``strconv.ParseInt(text, 10, 64)`` succeeds."""
-    return _INT64.fullmatch(text) is not None and -(1 << 63) <= int(text) < (1 << 63)
+    return parse_int64(text) is not None
 
 
 def selector_error(raw: Any) -> str | None:

@@ -25,6 +25,7 @@ from kaudit.gostrings import go_quote
 from kaudit.k8s.labels import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
+    parse_int64,
     requirement_error,
     selector_error,
 )
@@ -56,14 +57,11 @@ class Requirement:
         if op == "DoesNotExist":
             return self.key not in labels
         value = labels.get(self.key)
-        if value is None:
-            return False
-        try:
-            number = int(value)
-        except ValueError:
-            return False
-        bound = next(iter(self.values))
-        return number > int(bound) if op == "Gt" else number < int(bound)
+        number = parse_int64(value) if value is not None else None
+        bound = parse_int64(next(iter(self.values), ""))
+        if number is None or bound is None:
+            return False  # ``Requirement.Matches``: a label or bound ParseInt refuses
+        return number > bound if op == "Gt" else number < bound
 
 
 def _requirement(raw: Any, operators: Mapping[str, str], where: str) -> Requirement:

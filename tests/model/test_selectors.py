@@ -87,3 +87,19 @@ def test_a_valid_gt_term_compares_integers() -> None:
                       "t")
     assert term.error is None
     assert term.matches({"k": "6"}, "n") and not term.matches({"k": "5"}, "n")
+
+
+@pytest.mark.parametrize("label", ["1_0", " 7", "7 ", "٣", "9223372036854775808", "0x10", ""])
+def test_gt_reads_a_node_label_as_parse_int_does(label: str) -> None:
+    """``Requirement.Matches``: a label value ``strconv.ParseInt(v, 10, 64)`` refuses (an
+    underscore, a space, a non-ASCII digit, beyond int64) matches neither Gt nor Lt."""
+    for operator in ("Gt", "Lt"):
+        term = parse_term({"matchExpressions": [
+            {"key": "k", "operator": operator, "values": ["5"]}]}, "t")
+        assert not term.matches({"k": label}, "n1"), (operator, label)
+
+
+def test_gt_accepts_a_signed_label() -> None:
+    term = parse_term({"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["5"]}]},
+                      "t")
+    assert term.matches({"k": "+6"}, "n1") and not term.matches({"k": "-6"}, "n1")
