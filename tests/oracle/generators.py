@@ -636,7 +636,8 @@ def _full_cluster(g: Gen, nmin: int, nmax: int, fill: tuple[float, float] = (0.7
     free cpu/memory and capacity by node)."""
     r = g.r
     zones = ZONES[:r.choice([2, 3])]
-    nodes, pods = [], []
+    nodes: list[JSON] = []
+    pods: list[JSON] = []
     free: dict[str, tuple[int, int, int, int]] = {}
     for i in range(r.randint(nmin, nmax)):
         node = g.node(i, zones, gpu=0.15, taint=0.08, cordon=0.05, images=0.3, small=True)
@@ -811,11 +812,13 @@ def dra(g: Gen, nodes: list[JSON], pods: list[JSON]) -> tuple[list[JSON], list[J
         name = node["metadata"]["name"]
         model = r.choice(["A100", "L4"])
         count = r.choice([1, 2, 4])
-        devices = [{"name": f"gpu-{i}",
-                    "attributes": {"model": {"string": model}, "index": {"int": i},
-                                   "pcieRoot": {"string": f"pci-{i // 2}"}},
-                    "capacity": {"memory": {"value": "80Gi" if model == "A100" else "24Gi"}}}
-                   for i in range(count)]
+        devices: list[JSON] = [{"name": f"gpu-{i}",
+                                 "attributes": {"model": {"string": model},
+                                                "index": {"int": i},
+                                                "pcieRoot": {"string": f"pci-{i // 2}"}},
+                                 "capacity": {"memory": {
+                                     "value": "80Gi" if model == "A100" else "24Gi"}}}
+                                for i in range(count)]
         devices_of[name] = [d["name"] for d in devices]
         objects.append({"apiVersion": DRA_API, "kind": "ResourceSlice",
                         "metadata": {"name": f"{name}-gpus", "uid": g.uid()},
