@@ -93,6 +93,10 @@ class Informer:
 
             self.move(EVENT_ASSIGNED_POD_DELETE, pod, None, not_higher)
 
+    def serves(self, pod: PodInfo) -> bool:
+        """Whether kaudit schedules ``pod`` (its ``schedulerName`` has a profile)."""
+        return not self.options.recorded_only and self.scheduler.framework_for(pod) is not None
+
     def pod_created(self, pod: PodInfo) -> None:
         """A pending pod the replay's controllers created: kaudit schedules it."""
         self.kaudit_pods.add(pod.uid)
@@ -244,7 +248,7 @@ class Informer:
                 for cluster_event in pod_scheduling_properties_change(placed, placed_before):
                     self.move(cluster_event, placed_before, placed)
             return
-        if self.options.recorded_only or self.scheduler.framework_for(pod) is None:
+        if not self.serves(pod):
             return  # another scheduler's pod (or no scheduling): wait for the trace's binding
         self.kaudit_pods.add(uid)
         with_claims = self.claims.generate(obj)

@@ -37,9 +37,11 @@ class Controllers:
         self.lifetimes = lifetimes or {}
 
     def victim_deleted(self, victim: PodInfo) -> None:
-        """A preemption victim's deletion was accepted: its owner replaces it."""
+        """A preemption victim's deletion was accepted: its owner replaces it. A pod of a
+        scheduler kaudit does not serve is not replaced: where that scheduler would put its
+        replacement is in no trace."""
         if self.options.recreate_preempted and victim.owner is not None and \
-                victim.owner[0] in RECREATED_OWNERS:
+                victim.owner[0] in RECREATED_OWNERS and self.informer.serves(victim):
             self._recreate(victim)
 
     def _recreate(self, victim: PodInfo) -> None:

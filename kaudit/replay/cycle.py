@@ -170,9 +170,11 @@ class SchedulingCycles:
         self.nominator.delete(pod.uid)
         self.queue.done(now, queued)
         self.summary.pods_scheduled += 1
-        if self.options.bind_latency_us > 0:
-            # Assumed now (its resources are taken); bound when the API call would complete.
-            self.loop.at(now + self.options.bind_latency_us, Priority.BIND,
+        delay = self.options.cycle_duration_us + self.options.bind_latency_us
+        if delay > 0:
+            # Assumed now (its resources are taken); bound when its scheduling cycle is over
+            # and the binding's API call would complete.
+            self.loop.at(now + delay, Priority.BIND,
                          lambda: self._finish_binding(framework, state, placed, pod,
                                                       extender_record))
         else:

@@ -30,6 +30,9 @@ from kaudit.store.traces import TraceSummary, get_trace
 from kaudit.sweep.spec import SEED_TOKEN, ConfigSpec, SweepSpec, TraceSpec
 
 #: Replay options of a cell, as ``replay_trace`` takes them, with kaudit replay's defaults.
+#: Replay options added after sweeps were first keyed: in a cell's key only when set to other
+#: than their default, so that cells finished before they existed keep their keys.
+KEYED_WHEN_SET = frozenset({"cycleDuration"})
 DEFAULT_REPLAY: dict[str, Any] = {
     "lifetime": "recorded", "recreatePreempted": True, "bindLatency": 0.0,
     "apiLatency": 0.02, "victimTermination": 1.0, "cycleDuration": 0.0, "oneTry": False,
@@ -205,8 +208,9 @@ def plan_cells(engine: Engine, spec: SweepSpec,
                                     f"{cell.trace}") from None
         replay = {key: _number(value) for key, value in
                   {**DEFAULT_REPLAY, **spec.replay, **config.replay}.items()}
-        key = _digest({"trace": content, "config": digest,
-                       "seed": cell.seed, "replay": replay})
+        key = _digest({"trace": content, "config": digest, "seed": cell.seed,
+                       "replay": {k: v for k, v in replay.items()
+                                  if not (k in KEYED_WHEN_SET and v == DEFAULT_REPLAY[k])}})
         tasks.append(CellTask(
             position=position, key=key, trace=cell.trace, config=cell.config, seed=cell.seed,
             run_name=_run_name(spec, cell.trace, cell.config, cell.seed), trace_id=stored.id,

@@ -62,3 +62,12 @@ def test_a_victim_deleted_during_a_cycle_is_gone_for_the_next_pod() -> None:
     # victim's deletion lands; with one, the deletion comes first.
     assert order(at_once)[:2] == [("attempt", "default/next"), ("delete", "default/low")]
     assert order(later)[:2] == [("delete", "default/low"), ("attempt", "default/next")]
+
+
+def test_a_pod_is_bound_when_its_cycle_is_over() -> None:
+    """Upstream binds after the scheduling cycle: the bind lands at the cycle's end plus the
+    bind latency, after the next cycle has started only when the latency says so."""
+    events = _events((0, make_node("n1").capacity(cpu="8", memory="8Gi").obj()),
+                     *((SECOND, make_pod(f"p{i}").req(cpu="1").obj()) for i in range(2)))
+    binds = _times(_replay(events, cycle_duration_us=100_000, bind_latency_us=10_000), "bind")
+    assert binds == [(SECOND + 110_000, "default/p0"), (SECOND + 210_000, "default/p1")]

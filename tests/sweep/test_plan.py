@@ -150,3 +150,14 @@ configs: [{{name: stored, fromTrace: true}}, {{name: default}}]
     assert {k: p.node for k, p in by_sweep.pods.items()} == \
         {k: p.node for k, p in by_replay.pods.items()}
     assert by_sweep.config != run_outcomes(engine, default.run_name).config
+
+
+def test_a_cell_keeps_the_key_it_had_before_newer_replay_options(engine: Engine,
+                                                                  tmp_path: Path) -> None:
+    """A sweep finished before an option existed is recognised when run again: the sample
+    trace under the defaults, seed 0, keys as it did (options added later enter the key only
+    when set)."""
+    (task,) = plan_cells(engine, read_spec(_spec(tmp_path, "")))
+    assert task.key == "4422ab9b3aef312dcb007a57410b76d9cbf1868309308dfec5ab5e4b14b404f7"
+    (timed,) = plan_cells(engine, read_spec(_spec(tmp_path, "replay: {cycleDuration: 0.005}\n")))
+    assert timed.key != task.key
