@@ -97,9 +97,16 @@ def whatif_report(scenario: JSON, *, seed: int = 0) -> JSON:
                  and not (o.get("spec") or {}).get("nodeName")
                  and (o.get("status") or {}).get("nominatedNodeName")]
     if not nominated:
-        return evaluate_pod(objects, pod, config, registry, pod_source="pod",
-                            seed=seed).evaluation
-    return _evaluate_with_nominations(objects, pod, config, registry, seed)
+        report = evaluate_pod(objects, pod, config, registry, pod_source="pod",
+                              seed=seed).evaluation
+    else:
+        report = _evaluate_with_nominations(objects, pod, config, registry, seed)
+    own = (pod.get("status") or {}).get("nominatedNodeName")
+    if own:
+        # ``whatif`` filters and scores every node; a cycle would try this node first and,
+        # when it passes, take it without scoring (``evaluateNominatedNode``).
+        report["incomingNominatedNode"] = own
+    return report
 
 
 def _evaluate_with_nominations(objects: list[JSON], pod: JSON, config: SchedulerConfiguration,
@@ -187,6 +194,9 @@ def expect_of(report: JSON, node_names: Iterable[str]) -> JSON:
     expect: JSON = {"nodes": nodes,
                     "maxNodes": sorted(n for n, t in feasible.items() if t == top),
                     "maxScore": top, "message": report["message"]}
+    own = report.get("incomingNominatedNode")
+    if own in feasible:
+        expect.update(nominatedNodeFits=own, maxNodes=[own], maxScore=feasible[own])
     pre_filter = pre_filter_of(report)
     if pre_filter is not None:
         expect["preFilter"] = pre_filter
@@ -256,7 +266,11 @@ def compare_cycle(want: JSON, report: JSON) -> dict[str, list[str]]:
                                 f"kaudit={got['maxNodes']}")
     if (want.get("maxScore") if want.get("maxNodes") else None) != got["maxScore"]:
         diff["maxScore"].append(f"upstream={want.get('maxScore')} kaudit={got['maxScore']}")
-    selected = report.get("selectedNode")
+    selected = got.get("nominatedNodeFits") or report.get("selectedNode")
+    if want.get("nominatedNodeFits") != got.get("nominatedNodeFits"):
+        diff["selectedNode"].append(f"nominated node passing first: upstream="
+                                    f"{want.get('nominatedNodeFits')} kaudit="
+                                    f"{got.get('nominatedNodeFits')}")
     if want.get("maxNodes"):
         if selected not in want["maxNodes"]:
             diff["selectedNode"].append(f"kaudit selected {selected}, not among upstream's "

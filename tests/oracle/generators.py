@@ -984,6 +984,8 @@ def _nominated_cycle(g: Gen) -> JSON:
                               host_port=r.choice([80, 443]) if g.chance(0.1) else None)
         waiting["status"]["nominatedNodeName"] = r.choice(nodes)["metadata"]["name"]
         scenario["objects"].append(waiting)
+    if g.chance(0.4):  # the incoming pod is a preemptor back for its nominated node
+        scenario["pod"]["status"]["nominatedNodeName"] = r.choice(nodes)["metadata"]["name"]
     return scenario
 
 
