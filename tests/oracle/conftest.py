@@ -7,7 +7,8 @@ without the module cache), :func:`build.skip_reason` says why and the suites ski
 holding both programs already built.
 
 Scenario ids carry their seed (``cycle-17-preempt``, ``fresh-cycle-1234567-dra``); a case is
-reproduced with ``KAUDIT_ORACLE_SEED=1234567`` (the fresh cases are then that seed only). The
+reproduced with ``KAUDIT_ORACLE_SEED=1234567`` (the fresh cases are then that seed only; a
+cycle takes ``SEED:FLAVOUR``, as its failure message says). The
 session writes ``artifacts/oracle-summary.json``: per version, per field, how many cases agree.
 """
 
@@ -39,7 +40,7 @@ def fresh_seeds(count: int) -> list[int]:
     """Seeds new on every run (``KAUDIT_ORACLE_SEED`` forces one)."""
     forced = os.environ.get(SEED_ENV)
     if forced:
-        return [int(forced)]
+        return [int(forced.partition(":")[0])]
     rng = random.Random()
     return [rng.randrange(1, 2**31) for _ in range(count)]
 

@@ -84,8 +84,9 @@ def _plan() -> list[tuple[str, int, str]]:
     cases = [(f"cycle-{seed}-{flavours[seed % len(flavours)]}", seed,
               flavours[seed % len(flavours)]) for seed in range(1, FIXED + 1)]
     forced = SEED_ENV in os.environ
+    wanted = os.environ.get(SEED_ENV, "").partition(":")[2]
     for seed in fresh_seeds(FRESH):
-        flavour = pick_flavour(random.Random(seed))
+        flavour = wanted or pick_flavour(random.Random(seed))
         cases.append((f"fresh-cycle-{seed}-{flavour}", seed, flavour))
     if forced:
         cases = cases[-1:]
@@ -137,7 +138,7 @@ def test_cycle_agrees_with_upstream(case_id: str, seed: int, flavour: str,
     answer = answers[case_id]
     assert "error" not in answer, (
         f"{case_id}: the oracle refused the scenario: {answer['error']}\n"
-        f"reproduce: {SEED_ENV}={seed} (flavour {flavour})")
+        f"reproduce: {SEED_ENV}={seed}:{flavour}")
     report = whatif_report(scen)
     diff = compare_cycle(answer["expect"], report)
     summary.record("cycle", diff)
@@ -146,8 +147,8 @@ def test_cycle_agrees_with_upstream(case_id: str, seed: int, flavour: str,
         folder = _keep(case_id, scen, answer["expect"])
         pytest.fail(f"{case_id}: kaudit differs from upstream in "
                     f"{', '.join(f for f, lines in diff.items() if lines)}\n"
-                    f"{differences(diff)}\nscenario: {folder}; reproduce: {SEED_ENV}={seed} "
-                    f"(flavour {flavour})", pytrace=False)
+                    f"{differences(diff)}\nscenario: {folder}; reproduce: "
+                    f"{SEED_ENV}={seed}:{flavour}", pytrace=False)
 
 
 # ----------------------------------------------------------------------------- without Go
