@@ -369,7 +369,7 @@ def sequence_events(scenario: JSON, spacing_us: int = 0) -> list[StoredEvent]:
 #: the next pod's cycle, so its events reach the queue while that pod is in flight; API calls
 #: and victims' termination take no time (nothing runs the victims).
 CYCLE_DURATION_US = 1000
-BIND_LATENCY_US = 1500
+BIND_LATENCY_US = 500
 
 
 def replay_sequence(scenario: JSON, *, sync_preemption: bool = False, seed: int = 0,
