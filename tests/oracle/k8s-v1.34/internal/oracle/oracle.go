@@ -18,7 +18,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -172,6 +174,39 @@ func LoadConfig(text string) (*schedconfig.KubeSchedulerConfiguration, error) {
 	return cfg, nil
 }
 
+// rvTracker gives every write a new resourceVersion, as the API server does: upstream's
+// queue ignores a pod update whose resourceVersion did not change (updatePodInSchedulingQueue),
+// so without it the scheduler's own status patches (nominations) would never reach the queue.
+type rvTracker struct {
+	clienttesting.ObjectTracker
+	mu sync.Mutex
+	n  int64
+}
+
+func (t *rvTracker) bump(obj runtime.Object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n++
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetResourceVersion(fmt.Sprint(t.n))
+	}
+}
+
+func (t *rvTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	t.bump(obj)
+	return t.ObjectTracker.Create(gvr, obj, ns, opts...)
+}
+
+func (t *rvTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	t.bump(obj)
+	return t.ObjectTracker.Update(gvr, obj, ns, opts...)
+}
+
+func (t *rvTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	t.bump(obj)
+	return t.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}
+
 // Cluster is upstream's scheduler built over a fake clientset.
 type Cluster struct {
 	Client          *fake.Clientset
@@ -188,6 +223,7 @@ type Cluster struct {
 func NewCluster(ctx context.Context, objects []runtime.Object, cfg *schedconfig.KubeSchedulerConfiguration,
 	outOfTree frameworkruntime.Registry) (*Cluster, error) {
 	client := fake.NewSimpleClientset(objects...)
+	client.PrependReactor("*", "*", clienttesting.ObjectReaction(&rvTracker{ObjectTracker: client.Tracker()}))
 	c := &Cluster{Client: client, Config: cfg, podWatchStarted: make(chan struct{})}
 	// The fake clientset misses objects created between an informer's List and its Watch;
 	// callers creating pods after the informers start wait for the pod watch first.
