@@ -12,6 +12,8 @@ from typing import Any
 #: The state entry holding the seed of this decision (run seed, pod UID, attempt): ties among
 #: top-scoring nodes and preemption's random choices are drawn from it, so a replay repeats.
 DECISION_SEED_KEY = "kaudit/decision-seed"
+#: ``framework.ErrNotFound``'s text: what ``CycleState.Read`` fails with for a key never written.
+NOT_FOUND = "not found"
 
 
 class CycleState:

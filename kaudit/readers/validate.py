@@ -137,7 +137,8 @@ POD_SPEC = {
         "nodeTaintsPolicy": str, "matchLabelKeys": STRINGS}),
     "containers": _list_of(CONTAINER), "initContainers": _list_of(CONTAINER),
     "volumes": _list_of({"name": str, "persistentVolumeClaim": {"claimName": str},
-                         "ephemeral": dict}),
+                         "ephemeral": {"volumeClaimTemplate": {
+                             "spec": {"storageClassName": str, "accessModes": STRINGS}}}}),
     "schedulingGates": _list_of({"name": str}), "hostNetwork": bool,
 }
 POD_STATUS = {"phase": str, "nominatedNodeName": str}

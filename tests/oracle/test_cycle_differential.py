@@ -61,22 +61,7 @@ def _kaudit_says(text: str) -> Any:
 
 #: Understood kaudit bugs, by what a scenario holds: (predicate, reason). Predicates that
 #: evaluate kaudit run only for the flavours named.
-KNOWN: list[tuple[tuple[str, ...], Any, str]] = [
-    (("volumes",), lambda s: any("ephemeral" in v for v in _volumes(s)),
-     "kaudit refuses a pod with a generic ephemeral volume: the object check's schema has "
-     "`\"ephemeral\": dict` and crashes with TypeError (kaudit/readers/validate.py)"),
-    (("volumes",), lambda s: any(v.get("persistentVolumeClaim", {}).get("claimName")
-                                 not in _claims(s) for v in _volumes(s)
-                                 if "persistentVolumeClaim" in v),
-     "upstream v1.34.2: a PreFilter that rejects with UnschedulableAndUnresolvable before "
-     "DynamicResources' PreFilter runs leaves DynamicResources without cycle state, so its "
-     "PostFilter fails with Error `not found` (postFilterCode Error, message `... not "
-     "found`); kaudit runs DefaultPreemption instead"),
-    (("volumes",), _kaudit_says("node(s) had volume node affinity conflict"),
-     "VolumeBinding's ErrReasonNodeConflict reads `node(s) didn't match PersistentVolume's "
-     "node affinity` in v1.34.2; kaudit says `node(s) had volume node affinity conflict` "
-     "(kaudit/plugins/volume_binding/binder.py REASON_NODE_CONFLICT)"),
-]
+KNOWN: list[tuple[tuple[str, ...], Any, str]] = []
 
 
 def _plan() -> list[tuple[str, int, str]]:

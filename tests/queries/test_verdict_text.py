@@ -29,8 +29,8 @@ DOCUMENTS: dict[str, dict[str, Any]] = {
                          "podClaim": "gpu", "request": "gpu"}],
              "binder": "fake", "extenders": [{"step": "bind", "extender": "fake",
                                               "nodes": ["n1"], "latencyUs": 1200}]},
-    "bindfail": {"code": "Unschedulable", "reasons": ["node(s) had volume node affinity "
-                                                      "conflict"]},
+    "bindfail": {"code": "Unschedulable",
+                 "reasons": ["node(s) didn't match PersistentVolume's node affinity"]},
     "recorded": {},
     "nominate": {"tiedNodes": ["n1", "n2", "n3"], "tiedVictims": ["a/v1", "a/v2", "a/v3",
                                                                   "a/v4"],

@@ -229,3 +229,17 @@ def test_node_allocatable_and_capacity_must_fit_int64_once_converted() -> None:
     with pytest.raises(ObjectError, match=r"object.status.capacity.cpu: quantity '1e18' is too "
                                           r"large \(beyond int64\) once converted to millicores"):
         validate_object(node, "ADDED")
+
+
+def test_a_generic_ephemeral_volume_is_accepted_and_its_shape_checked() -> None:
+    """``spec.volumes[].ephemeral`` is an object (a claim template): accepted, and a value of
+    the wrong type named by its path (the schema used to crash on any ephemeral volume)."""
+    pod = make_pod("p").req(cpu="1").obj()
+    pod["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}}}}]
+    validate_object(pod, "ADDED")
+    pod["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]["accessModes"] = "RWO"
+    with pytest.raises(ObjectError, match=r"volumes\[0\]\.ephemeral\.volumeClaimTemplate\.spec"
+                                          r"\.accessModes: must be a list"):
+        validate_object(pod, "ADDED")

@@ -42,7 +42,7 @@ from kaudit.cluster.matching import node_selector_mask
 from kaudit.cluster.state import ClusterState, object_key
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.config.duration import parse_duration
-from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.cycle_state import NOT_FOUND, CycleState
 from kaudit.framework.events import (
     DEVICE_CLASS,
     NODE,
@@ -461,6 +461,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         found = state.read(STATE_KEY)
         if not self.enabled:
             return None, Status.of(Code.UNSCHEDULABLE, "plugin disabled")
+        if found is None:
+            # Its PreFilter never ran (an earlier PreFilter rejected the pod as unresolvable):
+            # upstream's getStateData fails with the cycle state's ErrNotFound, and the Error
+            # ends PostFilter before DefaultPreemption runs.
+            return None, Status.of(Code.ERROR, NOT_FOUND)
         if not isinstance(found, ClaimsState) or not found.claims:
             return None, Status.of(Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)
         # Upstream picks one of the claims at random (map order); kaudit takes the first.
