@@ -21,11 +21,11 @@ it counts. The others are counted in ``artifacts/oracle-summary.json``. Compared
 its node (a deleted pod's last), the message of its last failed attempt, its
 ``status.nominatedNodeName`` at the end, whether preemption deleted it.
 
-The oracle harness's fake clientset keeps every ``resourceVersion`` empty, and upstream's
-scheduler drops any update of a pending pod whose ``resourceVersion`` did not change, so the
-queue never sees the status patches the scheduler itself makes (nominations set and cleared).
-:func:`test_harness_delivers_pending_pod_updates` detects that on a known scenario; while it
-holds, a disagreement skips (naming the cause) instead of failing.
+The oracle harness's fake API server gives every write a new ``resourceVersion``, as the API
+server does (upstream's scheduler drops an update of a pending pod whose ``resourceVersion`` did
+not change, so the status patches the scheduler itself makes would never reach its queue).
+:func:`test_harness_delivers_pending_pod_updates` checks that on a known scenario; should it
+break, a disagreement skips (naming the cause) instead of failing.
 """
 
 from __future__ import annotations
