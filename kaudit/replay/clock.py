@@ -22,7 +22,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import IntEnum
 
 
@@ -35,16 +34,13 @@ class Priority(IntEnum):
     SCHEDULE = 5
 
 
-@dataclass(order=True)
-class _Entry:
-    time_us: int
-    priority: int
-    seq: int
-    action: Callable[[], None] = field(compare=False)
-
+#: (time, priority, sequence, action): tuples compare in C, and the sequence is unique, so
+#: actions are never compared.
+_Entry = tuple[int, int, int, Callable[[], None]]
+_SCHEDULE = int(Priority.SCHEDULE)
 
 #: Work that changes the cluster when it runs (as opposed to the queue's own timers).
-EFFECTS = frozenset({Priority.BIND, Priority.API, Priority.COMPLETION})
+EFFECTS = frozenset({int(Priority.BIND), int(Priority.API), int(Priority.COMPLETION)})
 
 
 class EventLoop:
@@ -72,8 +68,8 @@ class EventLoop:
         self._instant_end()
 
     def at(self, time_us: int, priority: Priority, action: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, _Entry(max(time_us, self._now_us), priority,
-                                          next(self._seq), action))
+        heapq.heappush(self._heap, (max(time_us, self._now_us), int(priority),
+                                    next(self._seq), action))
         if priority in EFFECTS:
             self._effects += 1
 
@@ -86,23 +82,22 @@ class EventLoop:
         return bool(self._heap)
 
     def peek_time(self) -> int | None:
-        return self._heap[0].time_us if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def peek_priority(self) -> int | None:
-        return self._heap[0].priority if self._heap else None
+        return self._heap[0][1] if self._heap else None
 
     def step(self) -> int:
         """Do the next piece of work; returns its priority."""
-        entry = heapq.heappop(self._heap)
-        self._now_us = entry.time_us
-        if entry.priority in EFFECTS:
+        time_us, priority, _, action = heapq.heappop(self._heap)
+        self._now_us = time_us
+        if priority in EFFECTS:
             self._effects -= 1
-        entry.action()
-        if entry.priority != Priority.SCHEDULE and self._instant_end is not None and \
-                not self._armed:
+        action()
+        if priority != _SCHEDULE and self._instant_end is not None and not self._armed:
             self._armed = True
-            self.at(self._now_us, Priority.SCHEDULE, self._end_instant)
-        return entry.priority
+            self.at(time_us, Priority.SCHEDULE, self._end_instant)
+        return priority
 
     def run_instant(self, before_step: Callable[[int, int], None] | None = None) -> None:
         """Everything due at the next instant, up to its end-of-instant action;
@@ -110,6 +105,6 @@ class EventLoop:
         while self._heap:
             if before_step is not None:
                 head = self._heap[0]
-                before_step(head.time_us, head.priority)
-            if self.step() == Priority.SCHEDULE:
+                before_step(head[0], head[1])
+            if self.step() == _SCHEDULE:
                 return

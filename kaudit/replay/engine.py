@@ -90,7 +90,7 @@ class Replay:
             controllers=self.controllers, in_flight=in_flight,
             asynchronous=scheduler.feature_gates.enabled("SchedulerAsyncPreemption"))
         self.guard = ProgressGuard(self.queue, self.cluster)
-        self.feed = TraceFeed(self.loop, self.informer.apply, self.summary)
+        self.feed = TraceFeed(self.loop, self.informer.apply, self.summary, self.guard.count)
         self.cycles = SchedulingCycles(
             context, scheduler=scheduler, queueing=self.queueing, nominator=self.nominator,
             informer=self.informer, preemption=self.preemption, controllers=self.controllers,
@@ -122,10 +122,8 @@ class Replay:
         return self.summary
 
     def _before_step(self, at_us: int, priority: int) -> None:
-        if priority == Priority.TRACE:
-            self.guard.count()
-        elif priority != Priority.SCHEDULE:
-            self.guard.spend(at_us)
+        if priority != Priority.TRACE and priority != Priority.SCHEDULE:
+            self.guard.spend(at_us)  # the feed counts trace events one by one
 
     def _end_instant(self) -> None:
         """The scheduler drains activeQ; what the instant changed is sampled."""

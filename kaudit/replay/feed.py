@@ -1,7 +1,8 @@
 """The trace feed: a trace's events enter the event loop one at a time, at their timestamps.
 
-Only the next event is in the loop: when it has been applied, the one after it is scheduled
-(at priority ``TRACE``, so a trace's events at one instant come before everything else then).
+Only the next instant's events are in the loop, as one piece of work at priority ``TRACE``: a
+trace's events at one instant are applied together, in trace order, before everything else
+then; the next instant's are scheduled when they are done.
 An event the replay cannot use is reported against the trace's file and line.
 """
 
@@ -20,14 +21,17 @@ DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, Over
 
 
 class TraceFeed:
-    """Feeds ``events`` into ``loop``, handing each to ``apply`` at its time."""
+    """Feeds ``events`` into ``loop``, handing each to ``apply`` at its time; ``count`` is told
+    of each event applied (the progress guard's unit of work)."""
 
     def __init__(self, loop: EventLoop, apply: Callable[[StoredEvent], None],
-                 summary: ReplaySummary) -> None:
+                 summary: ReplaySummary, count: Callable[[], None]) -> None:
         self.loop = loop
         self.apply = apply
         self.summary = summary
+        self.count = count
         self._events: Iterator[StoredEvent] = iter(())
+        self._next_event: StoredEvent | None = None
         self._progress: Callable[[int], None] | None = None
         #: Every event has been applied.
         self.done = True
@@ -40,15 +44,29 @@ class TraceFeed:
               progress: Callable[[int], None] | None = None) -> None:
         self._events = iter(events)
         self._progress = progress
-        self._next()
+        self._advance()
+        self._schedule()
 
-    def _next(self) -> None:
-        event = next(self._events, None)
-        self.done = event is None
-        if event is not None:
-            self.loop.at(event.ts_us, Priority.TRACE, lambda: self._deliver(event))
+    def _advance(self) -> None:
+        self._next_event = next(self._events, None)
+        self.done = self._next_event is None
 
-    def _deliver(self, event: StoredEvent) -> None:
+    def _schedule(self) -> None:
+        if self._next_event is not None:
+            self.loop.at(self._next_event.ts_us, Priority.TRACE, self._deliver)
+
+    def _deliver(self) -> None:
+        """Every event due now, in trace order (one piece of loop work: nothing else runs
+        between a trace's events at one instant)."""
+        now = self.loop.now_us
+        while self._next_event is not None and self._next_event.ts_us <= now:
+            event = self._next_event
+            self._apply(event)
+            self._advance()
+        self._schedule()
+
+    def _apply(self, event: StoredEvent) -> None:
+        self.count()
         try:
             self.apply(event)
         except DATA_ERRORS as exc:
@@ -61,4 +79,3 @@ class TraceFeed:
         self.summary.trace_events += 1
         if self._progress is not None:
             self._progress(1)
-        self._next()
