@@ -9,19 +9,14 @@ preferred terms are skipped; a preferred term's errors are reported under
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kaudit.config.fielderrors import FieldError, child, index, invalid, key, not_supported
 from kaudit.config.labels import is_qualified_name, is_valid_label_value
+from kaudit.k8s.labels import parse_int64
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
-_INT64 = re.compile(r"[+-]?[0-9]+")
-
-
-def _is_int64(text: str) -> bool:
-    return bool(_INT64.fullmatch(text)) and -(2**63) <= int(text) < 2**63
 
 
 def _requirement(expr: dict[str, Any], path: str) -> list[FieldError]:
@@ -45,7 +40,7 @@ def _requirement(expr: dict[str, Any], path: str) -> list[FieldError]:
                                   "for 'Gt', 'Lt' operators, exactly one value is required"))
         errors.extend(invalid(index(values_path, i), v,
                               "for 'Gt', 'Lt' operators, the value must be an integer")
-                      for i, v in enumerate(values) if not _is_int64(v))
+                      for i, v in enumerate(values) if parse_int64(v) is None)
     for i, v in enumerate(values):
         msgs = is_valid_label_value(v)
         if msgs:

@@ -159,7 +159,7 @@ def requirement_error(key: str, operator: str, values: Sequence[str] | None,
             errors.append(_invalid(value_path, shown,
                                    "for 'Gt', 'Lt' operators, exactly one value is required"))
         for i, value in enumerate(values):
-            if not _is_int64(value):
+            if parse_int64(value) is None:
                 errors.append(_invalid(f"{value_path}[{i}]", value,
                                        "for 'Gt', 'Lt' operators, the value must be an integer"))
     for i, value in enumerate(values):
@@ -180,9 +180,6 @@ def parse_int64(text: str) -> int | None:
     number = int(text)
     return number if -(1 << 63) <= number < (1 << 63) else None
 
-
-def _is_int64(text: str) -> bool:
-    return parse_int64(text) is not None
 
 
 def selector_error(raw: Any) -> str | None:

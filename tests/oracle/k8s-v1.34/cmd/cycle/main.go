@@ -174,11 +174,7 @@ func runScenario(req request) (result *expect, err error) {
 	if !found {
 		objects = append(objects, pod)
 	}
-	text := ""
-	if req.Config != nil {
-		text = *req.Config
-	}
-	cfg, err := oracle.LoadConfig(text)
+	cfg, err := oracle.LoadConfig(req.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -178,11 +178,7 @@ func run(req request) (map[string]podResult, error) {
 		}
 		pending = append(pending, p)
 	}
-	text := ""
-	if req.Config != nil {
-		text = *req.Config
-	}
-	cfg, err := oracle.LoadConfig(text)
+	cfg, err := oracle.LoadConfig(req.Config)
 	if err != nil {
 		return nil, err
 	}

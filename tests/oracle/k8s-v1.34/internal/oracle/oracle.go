@@ -143,8 +143,13 @@ func DecodePod(raw []byte) (*v1.Pod, error) {
 
 // LoadConfig decodes a KubeSchedulerConfiguration as kube-scheduler does (the universal
 // decoder applies the v1 defaults; cmd/kube-scheduler/app/options/configfile.go loadConfig)
-// and validates it. An empty text gives the defaults (scheduler.New's applyDefaultProfile).
-func LoadConfig(text string) (*schedconfig.KubeSchedulerConfiguration, error) {
+// and validates it. No config (nil) or an empty text gives the defaults (scheduler.New's
+// applyDefaultProfile).
+func LoadConfig(config *string) (*schedconfig.KubeSchedulerConfiguration, error) {
+	text := ""
+	if config != nil {
+		text = *config
+	}
 	cfg := &schedconfig.KubeSchedulerConfiguration{}
 	if strings.TrimSpace(text) == "" {
 		var versioned configv1.KubeSchedulerConfiguration
