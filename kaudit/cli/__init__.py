@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "diff": "kaudit.cli.diff:diff",
     "compare": "kaudit.cli.check:compare",
     "check": "kaudit.cli.check:check",
+    "audit": "kaudit.cli.audit:audit",
     "export": "kaudit.cli.export:export",
     "sweep": "kaudit.cli.sweep:sweep",
     "serve": "kaudit.cli.serve:serve",

@@ -25,6 +25,7 @@ class RecordKind(StrEnum):
     CREATE = "create"
     EXTENDER = "extender"
     CLAIM = "claim"
+    AUDIT = "audit"
 
 
 Record = tuple[int, int, str, str | None, str | None, str, bytes | None]

@@ -28,7 +28,11 @@ Record kinds and their ``data``:
 * ``claim`` — a ResourceClaim as kaudit wrote it (a claim generated from a template, an
   allocation and reservation, a release, a deallocation) or kept it (a trace's version with
   kaudit's status): ``{"type": ADDED|MODIFIED|DELETED, "object"}``, the pod it concerns when
-  there is one.
+  there is one;
+* ``audit`` — ``kaudit audit`` judged a recorded decision of the pod (``node``: the recorded
+  node): ``{"class", "reason", "recorded": {"kind", "node", "message", "victims", "tUs",
+  "traceSeq"}, "kaudit", "momentSeq", ...}`` (see :mod:`kaudit.replay.audit_verdict`), after
+  the ``attempt`` record of kaudit's evaluation at that moment.
 
 At the end of the run the sink also receives the run's :class:`~kaudit.eventlog.timeline.Timeline`
 (node and placement intervals, queue spans, series), which :class:`SqlSink` writes to the

@@ -216,9 +216,13 @@ def exported_events(engine: Engine, source: RunSource) -> Iterator[ExportedEvent
                 if pod in last:  # shown with the pod's next event (its binding)
                     last[pod] = _with_claim_statuses(last[pod], generated_for[pod])
             yield ExportedEvent(ts_us, document["type"], claim)
-        elif kind == "create" and document.get("replaces") in victims and pod:
-            obj = _with_claim_statuses(_replacement(victims[document["replaces"]], pod),
-                                       generated_for.get(pod))
+        elif kind == "create" and pod and (document.get("replaces") in victims
+                                           or document.get("replaces") in last):
+            # The controller creates the replacement once the victim's deletion is accepted,
+            # which may be before the victim is gone (or the trace deletes it first).
+            replaced = document["replaces"]
+            victim = victims[replaced] if replaced in victims else last[replaced]
+            obj = _with_claim_statuses(_replacement(victim, pod), generated_for.get(pod))
             last[pod] = obj
             yield ExportedEvent(ts_us, "ADDED", obj)
 

@@ -41,6 +41,8 @@ from kaudit.framework.ports import HandlePorts
 from kaudit.replay.allocation import AllocationTracker, fragmentation
 from kaudit.replay.api import ApiServer
 from kaudit.replay.apply import Informer
+from kaudit.replay.audit import DecisionAudit
+from kaudit.replay.audit_plan import AuditPlan
 from kaudit.replay.clock import EventLoop, Priority
 from kaudit.replay.collector import replay_pace
 from kaudit.replay.context import ReplayContext
@@ -60,9 +62,11 @@ from kaudit.store.traces import StoredEvent
 class Replay:
     def __init__(self, build: SchedulerFactory, sink: EventSink, options: ReplayOptions,
                  lifetimes: dict[str, tuple[int | None, int | None]] | None = None,
-                 workload: list[PodShape] | None = None) -> None:
+                 workload: list[PodShape] | None = None,
+                 audit: AuditPlan | None = None) -> None:
         """``build`` makes the scheduler over the replay's ports
-        (:func:`kaudit.scheduler.build.scheduler_factory`)."""
+        (:func:`kaudit.scheduler.build.scheduler_factory`); with ``audit`` the replay follows
+        the recording (``recorded_only``) and judges the plan's decisions."""
         self.sink = sink
         self.options = options
         self.summary = ReplaySummary()
@@ -90,7 +94,10 @@ class Replay:
             controllers=self.controllers, in_flight=in_flight,
             asynchronous=scheduler.feature_gates.enabled("SchedulerAsyncPreemption"))
         self.guard = ProgressGuard(self.queue, self.cluster)
-        self.feed = TraceFeed(self.loop, self.informer.apply, self.summary, self.guard.count)
+        self.audit = (None if audit is None else DecisionAudit(
+            context, scheduler=scheduler, nominator=self.nominator, plan=audit))
+        self.feed = TraceFeed(self.loop, self.informer.apply, self.summary, self.guard.count,
+                              before=self.audit.before if self.audit is not None else None)
         self.cycles = SchedulingCycles(
             context, scheduler=scheduler, queueing=self.queueing, nominator=self.nominator,
             informer=self.informer, preemption=self.preemption, controllers=self.controllers,

@@ -25,9 +25,12 @@ class TraceFeed:
     of each event applied (the progress guard's unit of work)."""
 
     def __init__(self, loop: EventLoop, apply: Callable[[StoredEvent], None],
-                 summary: ReplaySummary, count: Callable[[], None]) -> None:
+                 summary: ReplaySummary, count: Callable[[], None],
+                 before: Callable[[StoredEvent], None] | None = None) -> None:
         self.loop = loop
         self.apply = apply
+        #: Told of each event just before it is applied (the audit judges decisions there).
+        self.before = before
         self.summary = summary
         self.count = count
         self._events: Iterator[StoredEvent] = iter(())
@@ -68,6 +71,8 @@ class TraceFeed:
     def _apply(self, event: StoredEvent) -> None:
         self.count()
         try:
+            if self.before is not None:
+                self.before(event)
             self.apply(event)
         except DATA_ERRORS as exc:
             raise UnreplayableEventError(

@@ -71,6 +71,8 @@ class ReplaySummary:
     extender_errors: int = 0
     #: With recorded answers: how many questions had none (see ``RecordedAnswers``).
     extender_answers: dict[str, Any] | None = None
+    #: An audit's counts: decisions judged, by class (``kaudit.replay.audit``).
+    audit: dict[str, Any] | None = None
 
     def count_extender_calls(self, calls: Iterable[Any]) -> None:
         for call in calls:
@@ -103,4 +105,5 @@ class ReplaySummary:
                if self.extender_calls else {}),
             **({"extenderAnswers": self.extender_answers}
                if self.extender_answers is not None else {}),
+            **({"audit": self.audit} if self.audit is not None else {}),
         }

@@ -24,6 +24,7 @@ from kaudit.errors import InputError, Interrupted, UnreplayableEventError
 from kaudit.eventlog.runs import RunRemovedError, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
+from kaudit.replay.audit_plan import plan_decisions
 from kaudit.replay.engine import Replay
 from kaudit.replay.heartbeat import RunHeartbeat
 from kaudit.replay.options import ReplayOptions, ReplaySummary
@@ -110,12 +111,15 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  sink: EventSink | None = None,
                  labels: dict[str, Any] | None = None,
                  extender_answers: RecordedAnswers | None = None,
+                 audit_latency_us: int | None = None,
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
     steps of the replay and raises to stop it (a signal received meanwhile). ``labels`` are
     stored with the run's options (a sweep's cell names itself there). ``extender_answers``
-    answers the extenders' calls instead of the extenders."""
+    answers the extenders' calls instead of the extenders. With ``audit_latency_us`` the run
+    is an audit (``kaudit audit``): the recording is followed and each recorded decision
+    judged at its moment, that long before its recording event."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us),
@@ -124,7 +128,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
     options = options_for(config, seed=seed, lifetime=lifetime,
                           recreate_preempted=recreate_preempted,
                           bind_latency_us=bind_latency_us, one_try=one_try,
-                          gpu_report=gpu_report, tie_break=tie_break, **timing)
+                          gpu_report=gpu_report, tie_break=tie_break,
+                          recorded_only=audit_latency_us is not None, **timing)
     with transaction(engine) as connection:
         run_id = connection.execute(insert(Run).values(
             name=run_name, trace_id=trace.id, status=RunStatus.RUNNING, seed=seed,
@@ -133,6 +138,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             options=orjson.dumps({**asdict(options),
                                   "featureGates": dict(config.feature_gates),
                                   **({"labels": labels} if labels else {}),
+                                  **({"audit": {"latencyUs": audit_latency_us}}
+                                     if audit_latency_us is not None else {}),
                                   **({"extenderAnswers": extender_answers.source}
                                      if extender_answers is not None else {})}).decode(),
             created_at=datetime.now(UTC),
@@ -150,8 +157,10 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                      if lifetime == "relative" else None)
         wanted = gpu_report or "workload" in ports_needed(config, registry)
         workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
+        plan = (plan_decisions(iter_events(engine, trace.id), audit_latency_us)
+                if audit_latency_us is not None else None)
         replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
-                        lifetimes, workload)
+                        lifetimes, workload, plan)
         summary = replay.run(iter_events(engine, trace.id), progress,
                              tick=_stop_check(heartbeat, run_name, check_stop))
         if extender_answers is not None:

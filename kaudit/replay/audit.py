@@ -1,0 +1,177 @@
+"""The audit: each recorded scheduling decision judged at its moment (``kaudit audit``).
+
+The replay follows the recording exactly (``recorded_only``: every binding, deletion and status
+applied as it happened, nothing scheduled by kaudit). Before each trace event, the decisions
+whose moment it is (:mod:`kaudit.replay.audit_plan`) are judged: the pending pod as last
+recorded, with the nominations recorded for the other pending pods of this scheduler in the
+nominator (upstream's ``addNominatedPods`` reads them; the pod's own is skipped), evaluated by
+the configured scheduler exhaustively (``schedulePod`` in ``pkg/scheduler/schedule_one.go``,
+Kubernetes v1.34, PostFilter included) and classified by :mod:`kaudit.replay.audit_verdict`.
+Each judgment is an ``attempt`` record (kaudit's ranking at that moment, so ``explain`` and the
+pod page show it) followed by an ``audit`` record (the class, the recorded and kaudit's answers,
+the reason, and the trace events just before the moment, a possible cause).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from kaudit.cluster.objects import pod_info
+from kaudit.eventlog.codec import pack_attempt
+from kaudit.eventlog.records import RecordKind
+from kaudit.replay.audit_plan import NODE_NAME, AuditPlan, RecordedDecision
+from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
+from kaudit.replay.context import ReplayContext
+from kaudit.scheduler.nominator import Nominator
+from kaudit.scheduler.schedule import Scheduler
+from kaudit.store.traces import StoredEvent
+
+#: How far before a decision's moment trace events are reported beside a disagreement.
+WINDOW_US = 1_000_000
+#: At most this many of those events are reported.
+WINDOW_EVENTS = 10
+
+
+class DecisionAudit:
+    """Judges the plan's decisions as the trace feed reaches their moments."""
+
+    def __init__(self, context: ReplayContext, *, scheduler: Scheduler, nominator: Nominator,
+                 plan: AuditPlan) -> None:
+        self.cluster = context.cluster
+        self.loop = context.loop
+        self.sink = context.sink
+        self.summary = context.summary
+        self.scheduler = scheduler
+        self.nominator = nominator
+        self.plan = plan
+        #: Pending pods as last recorded, by ``namespace/name``.
+        self.pending: dict[str, dict[str, Any]] = {}
+        #: Recent pod and node events (time, description), for disagreements' context.
+        self.recent: deque[tuple[int, str]] = deque()
+        self.counts = dict.fromkeys(CLASSES, 0)
+        self.judged = 0
+        self.report: dict[str, Any] = {"decisions": 0, "classes": self.counts,
+                                       "latencySeconds": plan.latency_us / 1e6}
+        self.summary.audit = self.report
+
+    # ------------------------------------------------------------------ the feed's hook
+
+    def before(self, event: StoredEvent) -> None:
+        """Judge the decisions due before ``event``, then note what it changes."""
+        for decision in self.plan.due(event.seq):
+            self._judge(decision, event)
+        self._note(event)
+
+    def _note(self, event: StoredEvent) -> None:
+        now = event.ts_us
+        if event.kind in ("Pod", "Node"):
+            self.recent.append((now, f"{event.type} {event.kind} "
+                                     f"{event.namespace + '/' if event.namespace else ''}"
+                                     f"{event.name}"))
+            while self.recent and self.recent[0][0] < now - WINDOW_US:
+                self.recent.popleft()
+        if event.kind != "Pod":
+            return
+        key = f"{event.namespace}/{event.name}"
+        obj = event.object
+        node = (obj.get("spec") or {}).get("nodeName")
+        uid = (obj.get("metadata") or {}).get("uid") or key
+        if event.type == "DELETED" or node:
+            self.pending.pop(key, None)
+            self.nominator.delete(uid)
+            return
+        self.pending[key] = obj
+        nominated = (obj.get("status") or {}).get("nominatedNodeName")
+        info = pod_info(self.cluster, obj)
+        if nominated and self.scheduler.framework_for(info) is not None:
+            self.nominator.add(info, nominated, self.cluster)
+        else:
+            self.nominator.delete(uid)
+
+    # ------------------------------------------------------------------ judging
+
+    def _judge(self, decision: RecordedDecision, event: StoredEvent) -> None:
+        now = event.ts_us
+        obj = self.pending.get(decision.pod)
+        if obj is None and decision.first_seen_bound and decision.seq == event.seq:
+            # First seen bound: judged from the bound object, as it was before the binding.
+            obj = {**event.object, "spec": {key: value for key, value in
+                                            (event.object.get("spec") or {}).items()
+                                            if key != "nodeName"}}
+        judgment, attempt_record = self._evaluate(decision, obj)
+        self.judged += 1
+        self.counts[judgment["class"]] += 1
+        self.report["decisions"] = self.judged
+        if attempt_record is not None:
+            document, blob, selected = attempt_record
+            self.sink.record(now, RecordKind.ATTEMPT, decision.pod, selected, document, blob)
+        recorded: dict[str, Any] = {"kind": decision.kind, "node": decision.node,
+                                    "tUs": decision.ts_us, "traceSeq": decision.seq}
+        if decision.message is not None:
+            recorded["message"] = decision.message
+        if decision.kind == "preemption":
+            recorded["victims"] = decision.victims
+        if decision.first_seen_bound:
+            recorded["firstSeenBound"] = True
+        data: dict[str, Any] = {**judgment, "recorded": recorded,
+                                "momentSeq": decision.moment_seq}
+        if judgment["class"] not in AGREEING and judgment["class"] != "notJudged":
+            data["nearby"] = [text for ts, text in self.recent
+                              if ts >= now - WINDOW_US][-WINDOW_EVENTS:]
+        self.sink.record(now, RecordKind.AUDIT, decision.pod, decision.node, data)
+
+    def _evaluate(self, decision: RecordedDecision, obj: dict[str, Any] | None
+                  ) -> tuple[Judgment, tuple[dict[str, Any], bytes, str | None] | None]:
+        if decision.kind == NODE_NAME:
+            return not_judged("created with spec.nodeName: no scheduler decided it",
+                              cause="spec.nodeName"), None
+        if obj is None:
+            return not_judged("the recording does not show the pod pending before this "
+                              "decision", [f"Pod {decision.pod} (pending)"],
+                              cause="pod never seen pending"), None
+        info = pod_info(self.cluster, obj)
+        framework = self.scheduler.framework_for(info)
+        if framework is None:
+            return not_judged(f"decided by another scheduler: schedulerName "
+                              f"{info.scheduler_name!r} has no profile in this "
+                              "configuration", cause=f"scheduler {info.scheduler_name}"), None
+        missing = self._missing(decision, obj)
+        if missing:
+            return not_judged("the recording lacks what this decision needs: "
+                              + ", ".join(missing), missing,
+                              cause="missing " + ", ".join(sorted({m.split()[0]
+                                                                   for m in missing}))), None
+        started = time.perf_counter()
+        attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                          exhaustive=True)
+        self.summary.scheduling_seconds += time.perf_counter() - started
+        self.summary.attempts += 1
+        document, blob = pack_attempt(attempt, framework, self.cluster, cycle=self.judged + 1,
+                                      number=1)
+        judgment = judge(decision, attempt, self.cluster, self.scheduler,
+                         info.nominated_node_name)
+        return judgment, (document, blob, attempt.selected)
+
+    def _missing(self, decision: RecordedDecision, obj: dict[str, Any]) -> list[str]:
+        """What the decision needs and the recording lacks: the recorded node, the pod's
+        PersistentVolumeClaims and named ResourceClaims."""
+        missing = []
+        node = decision.node
+        if node and decision.kind != "unschedulable":
+            slot = self.cluster.slot_of.get(node)
+            if slot is None or not self.cluster.live[slot]:
+                missing.append(f"Node {node}")
+        spec = obj.get("spec") or {}
+        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        for volume in spec.get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and self.cluster.get_object("PersistentVolumeClaim", namespace,
+                                                 claim) is None:
+                missing.append(f"PersistentVolumeClaim {namespace}/{claim}")
+        for claim in spec.get("resourceClaims") or []:
+            name = claim.get("resourceClaimName")
+            if name and self.cluster.get_object("ResourceClaim", namespace, name) is None:
+                missing.append(f"ResourceClaim {namespace}/{name}")
+        return missing

@@ -1,0 +1,257 @@
+"""The recorded scheduling decisions of a trace, found before the audit replays it.
+
+``kaudit audit`` judges each decision a recorded cluster's scheduler made against the state
+just before it, so it must know, while the state is still "before", that a decision is coming.
+This module reads the whole trace once and lists the decisions with the trace position at which
+each is judged (its *moment*):
+
+* **bind**: a pod's ``spec.nodeName`` set by an update (upstream's binding,
+  ``pkg/registry/core/pod/storage/storage.go``); the recorded node;
+* **unschedulable**: a pending pod's ``PodScheduled`` condition set to ``False`` with a new
+  message (``handleSchedulingFailure`` → ``updatePod`` in
+  ``pkg/scheduler/schedule_one.go``, Kubernetes v1.34: the status is written only when the
+  condition or the nomination changes), or a ``FailedScheduling`` Event about a pod whose
+  status the recording never shows;
+* **preemption**: the same update setting a new ``status.nominatedNodeName``; its victims are the
+  pods on that node given the ``DisruptionTarget`` condition with reason
+  ``PreemptionByScheduler`` (``pkg/scheduler/framework/preemption/preemption.go``) nearest in
+  time;
+* **nodeName**: a pod created with ``spec.nodeName`` after the recording began (no scheduler
+  decided it; reported as not judged). Pods bound in the recording's first instant are its
+  initial state, not decisions.
+
+The moment rule: kube-scheduler decides, then binds asynchronously, so the last state it could
+have seen is *before* the event that records the decision. A decision is judged just before its
+recording event, or ``latency_us`` earlier when a latency is given (just after the last event
+at or before ``time - latency``), but never before the pod's own previous event; a preemption
+is judged before the first of its nomination and its victims' conditions.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaudit.store.traces import StoredEvent
+
+BIND, UNSCHEDULABLE, PREEMPTION, NODE_NAME = "bind", "unschedulable", "preemption", "nodeName"
+#: How far apart a victim's DisruptionTarget condition and the preemptor's nomination may be
+#: to be linked (the scheduler writes both within one preemption, milliseconds apart).
+LINK_WINDOW_US = 10_000_000
+PREEMPTION_REASON = "PreemptionByScheduler"
+
+
+@dataclass
+class RecordedDecision:
+    """One decision the recorded scheduler made."""
+
+    kind: str
+    pod: str
+    uid: str
+    #: The trace event that records it, and its time.
+    seq: int
+    ts_us: int
+    #: Judged just before the trace event of this sequence number.
+    moment_seq: int
+    #: The node bound to (bind), nominated (preemption), or None.
+    node: str | None = None
+    #: The recorded PodScheduled=False (or FailedScheduling) message, when there is one.
+    message: str | None = None
+    #: The recorded victims (preemption), as ``namespace/name``.
+    victims: list[str] = field(default_factory=list)
+    #: The pod was first seen already bound (its pending state is not in the recording).
+    first_seen_bound: bool = False
+    #: Where the message came from: ``condition`` or ``event``.
+    source: str = "condition"
+    #: The earliest moment: just after the pod's previous event.
+    floor_seq: int = 0
+    #: The trace events of the victims' DisruptionTarget conditions.
+    victim_seqs: list[int] = field(default_factory=list)
+
+
+@dataclass
+class AuditPlan:
+    """The decisions in judging order (by moment, then by their recording event)."""
+
+    decisions: list[RecordedDecision]
+    latency_us: int
+    _next: int = 0
+
+    def due(self, seq: int) -> list[RecordedDecision]:
+        """The decisions judged before the trace event ``seq`` not yet handed out."""
+        start = self._next
+        while self._next < len(self.decisions) and self.decisions[self._next].moment_seq <= seq:
+            self._next += 1
+        return self.decisions[start:self._next]
+
+
+def _key(event: StoredEvent) -> str:
+    return f"{event.namespace}/{event.name}"
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def _failure(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of a PodScheduled=False condition the scheduler wrote."""
+    condition = _condition(obj, "PodScheduled")
+    if condition is None or condition.get("status") != "False":
+        return None
+    return str(condition.get("reason") or ""), str(condition.get("message") or "")
+
+
+def _preempted(obj: dict[str, Any]) -> bool:
+    condition = _condition(obj, "DisruptionTarget")
+    return (condition is not None and condition.get("status") == "True"
+            and condition.get("reason") == PREEMPTION_REASON)
+
+
+def _event_about_pod(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(pod key, message) of a FailedScheduling Event (core/v1 or events.k8s.io/v1)."""
+    if obj.get("reason") != "FailedScheduling":
+        return None
+    regarding = obj.get("regarding") or obj.get("involvedObject") or {}
+    if not isinstance(regarding, dict) or regarding.get("kind") != "Pod":
+        return None
+    message = obj.get("note") if "note" in obj else obj.get("message")
+    return f"{regarding.get('namespace') or ''}/{regarding.get('name')}", str(message or "")
+
+
+@dataclass
+class _PodSeen:
+    uid: str
+    node: str = ""
+    failure: tuple[str, str] | None = None
+    nominated: str = ""
+    last_seq: int = -1
+    preempted: bool = False
+
+
+class _Planner:
+    def __init__(self) -> None:
+        self.decisions: list[RecordedDecision] = []
+        self.pods: dict[str, _PodSeen] = {}
+        #: Every event's time and sequence number, in trace order.
+        self.times: list[int] = []
+        self.seqs: list[int] = []
+        self.first_ts: int | None = None
+        #: (node, ts, seq, pod key) of each victim's DisruptionTarget condition.
+        self.victims: list[tuple[str, int, int, str]] = []
+        #: FailedScheduling Events by pod, for pods whose status never shows a failure.
+        self.events: dict[str, list[RecordedDecision]] = {}
+        self.status_failures: set[str] = set()
+
+    def see(self, event: StoredEvent) -> None:
+        self.times.append(event.ts_us)
+        self.seqs.append(event.seq)
+        if self.first_ts is None:
+            self.first_ts = event.ts_us
+        if event.kind == "Pod":
+            self._pod(event)
+        elif event.kind == "Event" and event.type != "DELETED":
+            about = _event_about_pod(event.object)
+            if about is not None:
+                key, message = about
+                self.events.setdefault(key, []).append(RecordedDecision(
+                    UNSCHEDULABLE, key, "", event.seq, event.ts_us, event.seq,
+                    message=message, source="event", floor_seq=event.seq))
+
+    def _pod(self, event: StoredEvent) -> None:
+        obj, key = event.object, _key(event)
+        metadata = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        seen = self.pods.get(key)
+        if event.type == "DELETED":
+            if seen is not None and seen.node and not seen.preempted and _preempted(obj):
+                self.victims.append((seen.node, event.ts_us, event.seq, key))
+            self.pods.pop(key, None)
+            return
+        node = str(spec.get("nodeName") or "")
+        uid = str(metadata.get("uid") or key)
+        if seen is None:
+            seen = self.pods[key] = _PodSeen(uid)
+            if node:
+                seen.node = node
+                seen.last_seq = event.seq
+                if event.ts_us == self.first_ts:
+                    return  # the recording's initial state
+                kind = NODE_NAME if event.type == "ADDED" else BIND
+                self._decide(kind, key, seen, event, node=node,
+                             first_seen_bound=kind == BIND)
+                return
+        if node and not seen.node:
+            seen.node = node
+            self._decide(BIND, key, seen, event, node=node)
+        elif node:
+            if _preempted(obj) and not seen.preempted:
+                seen.preempted = True
+                self.victims.append((node, event.ts_us, event.seq, key))
+        else:
+            failure = _failure(obj)
+            nominated = str(status.get("nominatedNodeName") or "")
+            if nominated and nominated != seen.nominated:
+                self.status_failures.add(key)
+                self._decide(PREEMPTION, key, seen, event, node=nominated,
+                             message=failure[1] if failure else None)
+            elif failure is not None and failure != seen.failure \
+                    and failure[0] != "SchedulingGated":
+                self.status_failures.add(key)
+                self._decide(UNSCHEDULABLE, key, seen, event, message=failure[1])
+            seen.failure = failure
+            seen.nominated = nominated
+        seen.last_seq = event.seq
+
+    def _decide(self, kind: str, key: str, seen: _PodSeen, event: StoredEvent,
+                **fields: Any) -> None:
+        self.decisions.append(RecordedDecision(kind, key, seen.uid, event.seq, event.ts_us,
+                                               event.seq, floor_seq=seen.last_seq + 1,
+                                               **fields))
+
+    def finish(self, latency_us: int) -> AuditPlan:
+        for key, events in self.events.items():
+            if key not in self.status_failures:
+                self.decisions.extend(events)
+        self._link_victims()
+        for decision in self.decisions:
+            moment = decision.seq
+            if latency_us > 0:
+                index = bisect_right(self.times, decision.ts_us - latency_us)
+                if index < len(self.seqs):
+                    moment = min(moment, self.seqs[index])
+            if decision.kind == PREEMPTION:
+                moment = min([moment, *decision.victim_seqs])
+            decision.moment_seq = min(max(moment, decision.floor_seq), decision.seq)
+        self.decisions.sort(key=lambda d: (d.moment_seq, d.seq))
+        return AuditPlan(self.decisions, latency_us)
+
+    def _link_victims(self) -> None:
+        """Each victim to the nomination of its node nearest in time (the latest at or before
+        it, else the earliest after it), within :data:`LINK_WINDOW_US`."""
+        by_node: dict[str, list[RecordedDecision]] = {}
+        for decision in self.decisions:
+            if decision.kind == PREEMPTION and decision.node:
+                by_node.setdefault(decision.node, []).append(decision)
+        for node, ts, seq, key in self.victims:
+            nominations = by_node.get(node) or []
+            before = [d for d in nominations if ts - LINK_WINDOW_US <= d.ts_us <= ts]
+            after = [d for d in nominations if ts < d.ts_us <= ts + LINK_WINDOW_US]
+            chosen = (max(before, key=lambda d: d.ts_us) if before
+                      else min(after, key=lambda d: d.ts_us) if after else None)
+            if chosen is not None and key not in chosen.victims:
+                chosen.victims.append(key)
+                chosen.victim_seqs.append(seq)
+
+
+def plan_decisions(events: Iterable[StoredEvent], latency_us: int = 0) -> AuditPlan:
+    """The recorded decisions of ``events`` (a whole trace, in replay order)."""
+    planner = _Planner()
+    for event in events:
+        planner.see(event)
+    return planner.finish(latency_us)

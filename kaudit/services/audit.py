@@ -1,0 +1,28 @@
+"""Auditing a stored trace: its recorded decisions judged by kaudit's scheduler, stored as a run.
+
+``kaudit audit`` and the tests call this one function: the configuration is resolved by the one
+rule of :mod:`kaudit.services.replay` (``--config``, else the trace's stored configuration,
+else kube-scheduler's defaults), the trace is replayed following its recording
+(:mod:`kaudit.replay.audit`), and the stored run's report is read back through
+:mod:`kaudit.queries.audit`, so what the command prints is what the dashboard shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+
+from kaudit.queries.audit import audit_report
+from kaudit.services.replay import ResolvedConfig, replay_stored_trace
+from kaudit.store.traces import TraceSummary
+
+
+def audit_stored_trace(engine: Engine, trace: TraceSummary, resolved: ResolvedConfig, *,
+                       latency_us: int = 0, **options: Any) -> dict[str, Any]:
+    """Audit ``trace`` under ``resolved``; ``options`` are
+    :func:`kaudit.replay.run.replay_trace`'s (name, seed, progress, check_stop, labels).
+    Returns the run's audit report."""
+    result = replay_stored_trace(engine, trace, resolved, audit_latency_us=latency_us,
+                                 **options)
+    return audit_report(engine, result.run.name)
