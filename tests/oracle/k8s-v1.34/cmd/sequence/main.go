@@ -5,19 +5,28 @@
 // Input: one JSON document on stdin,
 //
 //	{"objects": [...], "pending": [pods in creation order], "config": yaml|null,
-//	 "quietSeconds": 2, "prefer": {"ns/name": "node"}|null, "syncPreemption": false}
+//	 "quietSeconds": 2, "prefer": {"ns/name": "node"}|null, "syncPreemption": false,
+//	 "history": false}
 //
 // Output: one JSON document,
 //
-//	{"pods": {"ns/name": {"node": str|null, "message": str|null, "nominated": str|null, "deleted": bool}}}
+//	{"pods": {"ns/name": {"node": str|null, "message": str|null, "nominated": str|null, "deleted": bool}},
+//	 "history": [{"us": int, "type": "ADDED"|"MODIFIED"|"DELETED", "object": Pod}, ...]}
 //
-// for every pod of the input (the bound ones of "objects" too). The cluster objects are put in
-// the clientset first, the informers started and synced, then the pending pods created in
-// order (so the queue sees them in that order) before Run. A reactor binds pods (pods/binding
-// sets spec.nodeName; the PodScheduled condition is left as the scheduler last wrote it, so
-// "message" is the last PodScheduled=False message). The run stops after quietSeconds without
-// a binding, deletion or pod update, once no pod waits in the queue's activeQ or backoffQ (the
-// pods left are unschedulable until some event), or after maxSeconds (default 600).
+// "pods" has every pod of the input (the bound ones of "objects" too); "message" is the last
+// PodScheduled=False message the pod carried (a binding replaces the condition with
+// PodScheduled=True). "history" (only when the request asks for it) is every change to every
+// Pod in the fake API server, in the order it made them: the pending pods' creations,
+// bindings, the scheduler's status patches, deletions; each with the full pod after the change
+// (a deletion: its last state) and when it was made, in microseconds since the informers were
+// synced (history.go).
+//
+// The cluster objects are put in the clientset first, the informers started and synced, then
+// the pending pods created in order (so the queue sees them in that order) before Run.
+// pods/binding does to the pod what the API server's binding storage does (binding.go). The
+// run stops after quietSeconds without a binding, deletion or pod update, once no pod waits in
+// the queue's activeQ or backoffQ (the pods left are unschedulable until some event), or after
+// maxSeconds (default 600).
 //
 // prefer: every Score weight of every profile is doubled and an out-of-tree Score plugin of
 // weight 1 (raw score 1 on the preferred node, 0 elsewhere, no normalisation) is added, so
@@ -37,7 +46,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,6 +68,7 @@ type request struct {
 	MaxSeconds     *float64          `json:"maxSeconds"`
 	Prefer         map[string]string `json:"prefer"`
 	SyncPreemption bool              `json:"syncPreemption"`
+	History        bool              `json:"history"`
 }
 
 type podResult struct {
@@ -70,8 +79,9 @@ type podResult struct {
 }
 
 type response struct {
-	Pods  map[string]podResult `json:"pods,omitempty"`
-	Error string               `json:"error,omitempty"`
+	Pods    map[string]podResult `json:"pods,omitempty"`
+	History *[]historyEvent      `json:"history,omitempty"`
+	Error   string               `json:"error,omitempty"`
 }
 
 // preferName is the out-of-tree Score plugin of the prefer mode.
@@ -99,12 +109,16 @@ func main() {
 		_ = enc.Encode(response{Error: "reading the request: " + err.Error()})
 		os.Exit(1)
 	}
-	pods, err := run(req)
+	pods, history, err := run(req)
 	if err != nil {
 		_ = enc.Encode(response{Error: err.Error()})
 		os.Exit(1)
 	}
-	if err := enc.Encode(response{Pods: pods}); err != nil {
+	answer := response{Pods: pods}
+	if req.History {
+		answer.History = &history
+	}
+	if err := enc.Encode(answer); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -152,35 +166,35 @@ func (t *tracker) idle() time.Duration {
 	return time.Since(t.last)
 }
 
-func run(req request) (map[string]podResult, error) {
+func run(req request) (map[string]podResult, []historyEvent, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	if req.SyncPreemption {
 		if err := utilfeature.DefaultMutableFeatureGate.Set("SchedulerAsyncPreemption=false"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	objects, err := oracle.DecodeObjects(req.Objects)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pendingObjs, err := oracle.DecodeObjects(req.Pending)
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
 	var pending []*v1.Pod
 	for _, o := range pendingObjs {
 		p, ok := o.(*v1.Pod)
 		if !ok {
-			return nil, fmt.Errorf("pending: expected pods, got %T", o)
+			return nil, nil, fmt.Errorf("pending: expected pods, got %T", o)
 		}
 		pending = append(pending, p)
 	}
 	cfg, err := oracle.LoadConfig(req.Config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outOfTree := frameworkruntime.Registry{}
 	if req.Prefer != nil {
@@ -201,13 +215,15 @@ func run(req request) (map[string]podResult, error) {
 
 	cluster, err := oracle.NewCluster(ctx, objects, cfg, outOfTree)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tr := &tracker{last: time.Now(), lastKnown: map[string]*v1.Pod{}, deleted: map[types.UID]*v1.Pod{}}
+	history := newPodHistory()
 	order := []string{}
 	for _, o := range objects {
 		if p, ok := o.(*v1.Pod); ok {
 			tr.lastKnown[oracle.PodKey(p)] = p
+			history.seen(p)
 			order = append(order, oracle.PodKey(p))
 		}
 	}
@@ -216,32 +232,11 @@ func run(req request) (map[string]podResult, error) {
 		order = append(order, oracle.PodKey(p))
 	}
 	client := cluster.Client
-	objTracker := client.Tracker()
-	podsGVR := v1.SchemeGroupVersion.WithResource("pods")
-	// pods/binding: what the API server's binding storage does to spec.nodeName.
-	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "binding" {
-			return false, nil, nil
-		}
-		binding, ok := action.(clienttesting.CreateAction).GetObject().(*v1.Binding)
-		if !ok {
-			return true, nil, fmt.Errorf("unexpected binding object")
-		}
-		obj, err := objTracker.Get(podsGVR, action.GetNamespace(), binding.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		pod := obj.(*v1.Pod).DeepCopy()
-		if pod.Spec.NodeName != "" {
-			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name,
-				fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = binding.Target.Name
-		if err := objTracker.Update(podsGVR, pod, pod.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, binding, nil
-	})
+	objTracker := &recordingTracker{ObjectTracker: cluster.Tracker, history: history}
+	// Pods are written through objTracker (so every change is recorded); pods/binding as the
+	// API server's binding storage does it.
+	client.PrependReactor("*", "pods", clienttesting.ObjectReaction(objTracker))
+	client.PrependReactor("create", "pods", bindingReactor(objTracker))
 	// Every write to a pod counts as activity; a deletion remembers the pod.
 	client.PrependReactor("*", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		switch action.GetVerb() {
@@ -261,8 +256,9 @@ func run(req request) (map[string]podResult, error) {
 	})
 
 	if err := cluster.Start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	history.start()
 	sched := cluster.Scheduler
 	if req.SyncPreemption {
 		orig := sched.FailureHandler
@@ -274,7 +270,7 @@ func run(req request) (map[string]podResult, error) {
 	}
 	for _, p := range pending {
 		if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating pending pod %s: %w", oracle.PodKey(p), err)
+			return nil, nil, fmt.Errorf("creating pending pod %s: %w", oracle.PodKey(p), err)
 		}
 	}
 	// Wait until the queue holds every pending pod (the informer delivers them in order).
@@ -286,7 +282,7 @@ func run(req request) (map[string]podResult, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the scheduling queue is missing %d of the pending pods", missing)
+			return nil, nil, fmt.Errorf("the scheduling queue is missing %d of the pending pods", missing)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -318,11 +314,8 @@ func run(req request) (map[string]podResult, error) {
 			r.Deleted = true
 		} else {
 			pod = obj.(*v1.Pod)
-			for _, c := range pod.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
-					m := c.Message
-					r.Message = &m
-				}
+			if m, ok := history.lastFalseMessage(key); ok {
+				r.Message = &m
 			}
 			if nnn := pod.Status.NominatedNodeName; nnn != "" {
 				r.Nominated = &nnn
@@ -334,7 +327,7 @@ func run(req request) (map[string]podResult, error) {
 		}
 		result[key] = r
 	}
-	return result, nil
+	return result, history.snapshot(), nil
 }
 
 // retrying tells, from PendingPods' summary, whether pods wait in activeQ or backoffQ (a pod

@@ -218,6 +218,9 @@ type Cluster struct {
 	InformerFactory informers.SharedInformerFactory
 	Scheduler       *scheduler.Scheduler
 	Config          *schedconfig.KubeSchedulerConfiguration
+	// Tracker is the clientset's object tracker as its reactors write through it (every write
+	// a new resourceVersion); a reactor that writes objects itself writes through it too.
+	Tracker clienttesting.ObjectTracker
 
 	podWatchMu      sync.Mutex
 	podWatchStarted chan struct{}
@@ -228,8 +231,9 @@ type Cluster struct {
 func NewCluster(ctx context.Context, objects []runtime.Object, cfg *schedconfig.KubeSchedulerConfiguration,
 	outOfTree frameworkruntime.Registry) (*Cluster, error) {
 	client := fake.NewSimpleClientset(objects...)
-	client.PrependReactor("*", "*", clienttesting.ObjectReaction(&rvTracker{ObjectTracker: client.Tracker()}))
-	c := &Cluster{Client: client, Config: cfg, podWatchStarted: make(chan struct{})}
+	tracker := &rvTracker{ObjectTracker: client.Tracker()}
+	client.PrependReactor("*", "*", clienttesting.ObjectReaction(tracker))
+	c := &Cluster{Client: client, Tracker: tracker, Config: cfg, podWatchStarted: make(chan struct{})}
 	// The fake clientset misses objects created between an informer's List and its Watch;
 	// callers creating pods after the informers start wait for the pod watch first.
 	client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
