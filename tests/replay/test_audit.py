@@ -1,0 +1,393 @@
+"""The audit end to end (kaudit/replay/audit.py and audit_verdict.py): small recorded traces
+whose every decision's class, scores and reasons are derived by hand from kube-scheduler
+v1.34.2's rules.
+
+The default profile's scores on these clusters (no taints, affinities, spread constraints or
+images): TaintToleration 3 × 100 (no intolerable taint anywhere: ``DefaultNormalizeScore``
+reversed), NodeResourcesBalancedAllocation 100 (every pod asks CPU and memory in the nodes'
+own ratio), NodeResourcesFit's LeastAllocated ``(allocatable - requested) * 100 /
+allocatable`` per resource, averaged over cpu and memory; the other plugins score 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import Engine, select
+
+from kaudit.eventlog.records import RecordKind
+from kaudit.readers.ingest import TraceInput, ingest_trace
+from kaudit.services.audit import audit_stored_trace
+from kaudit.services.replay import ConfigChoice, resolve_config
+from kaudit.store.models import Run, RunEvent
+from kaudit.store.traces import get_trace
+from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import write_trace
+from tests.replay.test_audit_plan import Step, failed, failed_scheduling_event, preempted
+
+GIB = 1024 ** 3
+
+
+def least_allocated(requested_milli_cpu: int, cpu_milli: int, requested_gib: int,
+                    memory_gib: int) -> int:
+    """NodeResourcesFit's LeastAllocated score (``leastRequestedScore``, cpu and memory
+    weighted 1 each), in Go's integer arithmetic."""
+    cpu = (cpu_milli - requested_milli_cpu) * 100 // cpu_milli
+    memory = (memory_gib - requested_gib) * GIB * 100 // (memory_gib * GIB)
+    return (cpu + memory) // 2
+
+
+def total(least: int) -> int:
+    """The default profile's total on these clusters: TaintToleration 300, BalancedAllocation
+    100, plus NodeResourcesFit."""
+    return 300 + 100 + least
+
+
+def audit_steps(engine: Engine, directory: Path, steps: list[Step], *, name: str = "rec",
+                latency_s: float = 0.0, config: Path | None = None) -> dict[str, Any]:
+    """Store ``steps`` as trace ``name`` and audit it; the audit's report."""
+    path = write_trace(directory / f"{name}.jsonl", *steps)
+    ingest_trace(engine, [TraceInput(path)], name=name)
+    trace = get_trace(engine, name)
+    resolved = resolve_config(trace, ConfigChoice(file=config))
+    return audit_stored_trace(engine, trace, resolved, latency_us=round(latency_s * 1e6))
+
+
+def audit_records(engine: Engine, run: str) -> dict[str, list[dict[str, Any]]]:
+    """Every ``audit`` record of ``run`` by pod, in order."""
+    with engine.connect() as connection:
+        run_id = connection.execute(select(Run.id).where(Run.name == run)).scalar_one()
+        rows = connection.execute(select(RunEvent.pod, RunEvent.data).where(
+            RunEvent.run_id == run_id, RunEvent.kind == RecordKind.AUDIT.value)
+            .order_by(RunEvent.seq)).all()
+    records: dict[str, list[dict[str, Any]]] = {}
+    for pod, data in rows:
+        records.setdefault(pod or "", []).append(orjson.loads(data))
+    return records
+
+
+def one(records: dict[str, list[dict[str, Any]]], pod: str) -> dict[str, Any]:
+    (record,) = records[f"default/{pod}"]
+    return record
+
+
+def bound(name: str, node: str, cpu: str, memory: str) -> dict[str, Any]:
+    return make_pod(name).req(cpu=cpu, memory=memory).node(node).obj()
+
+
+def bindings_steps() -> list[Step]:
+    """``big`` (8 CPU, 16Gi) and ``small`` (2 CPU, 4Gi); pods bound one after another."""
+    def pending(name: str, cpu: str, memory: str) -> dict[str, Any]:
+        return make_pod(name).req(cpu=cpu, memory=memory).obj()
+    return [
+        (0.0, "ADDED", make_node("big").capacity(cpu="8", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("small").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", pending("best", "1", "2Gi")),
+        (2.0, "MODIFIED", bound("best", "big", "1", "2Gi")),
+        (3.0, "ADDED", pending("lower", "1", "2Gi")),
+        (4.0, "MODIFIED", bound("lower", "small", "1", "2Gi")),
+        (5.0, "ADDED", pending("nofit", "1500m", "1Gi")),
+        (6.0, "MODIFIED", bound("nofit", "small", "1500m", "1Gi")),
+        (7.0, "ADDED", pending("lost", "100m", "128Mi")),
+        (8.0, "MODIFIED", bound("lost", "ghost", "100m", "128Mi")),
+        (9.0, "ADDED", bound("static", "big", "100m", "128Mi")),
+        (10.0, "ADDED", make_pod("other").req(cpu="100m").scheduler("another-scheduler")
+         .obj()),
+        (11.0, "MODIFIED", make_pod("other").req(cpu="100m").scheduler("another-scheduler")
+         .node("big").obj()),
+    ]
+
+
+def test_bindings_are_classified_with_kube_schedulers_scores(engine: Engine,
+                                                             tmp_path: Path) -> None:
+    report = audit_steps(engine, tmp_path, bindings_steps())
+    records = audit_records(engine, report["run"])
+
+    best = one(records, "best")
+    assert best["class"] == "agrees"
+    assert best["score"] == best["topScore"] == total(least_allocated(1000, 8000, 2, 16))
+    assert best["reason"] == "kaudit's only top-scoring node"
+    assert best["recorded"]["node"] == best["kaudit"]["node"] == "big"
+
+    # Before "lower": big holds 1 CPU and 2Gi, small nothing; big still scores higher.
+    lower = one(records, "lower")
+    on_big, on_small = least_allocated(2000, 8000, 4, 16), least_allocated(1000, 2000, 2, 4)
+    assert (on_big, on_small) == (75, 50)
+    assert lower["class"] == "scoredLower"
+    assert (lower["score"], lower["topScore"]) == (total(on_small), total(on_big))
+    assert lower["kaudit"]["node"] == "big"
+    assert lower["plugins"] == [{"plugin": "NodeResourcesFit", "best": on_big,
+                                 "recorded": on_small}]
+    assert lower["cause"] == "scores higher elsewhere: NodeResourcesFit"
+
+    # small has 1 CPU left of 2: 1500m does not fit (and could after a preemption).
+    nofit = one(records, "nofit")
+    assert nofit["class"] == "infeasible"
+    assert nofit["rejectedBy"] == {"plugin": "NodeResourcesFit", "code": "UNSCHEDULABLE",
+                                   "reasons": ["Insufficient cpu"]}
+    assert nofit["cause"] == "NodeResourcesFit: Insufficient cpu"
+
+    lost = one(records, "lost")
+    assert (lost["class"], lost["missing"], lost["cause"]) == (
+        "notJudged", ["Node ghost"], "missing Node")
+    static = one(records, "static")
+    assert (static["class"], static["cause"]) == ("notJudged", "spec.nodeName")
+    other = one(records, "other")
+    assert (other["class"], other["cause"]) == ("notJudged", "scheduler another-scheduler")
+
+    assert report["decisions"] == 6 and report["judged"] == 3
+    assert {name: count for name, count in report["classes"].items() if count} == {
+        "agrees": 1, "scoredLower": 1, "infeasible": 1, "notJudged": 3}
+
+
+def two_pods_bound_at_one_instant() -> list[Step]:
+    """Two equal nodes; two equal pods bound at the same instant, ``a`` first."""
+    return [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi").obj()),
+        (1.0, "ADDED", make_pod("a").req(cpu="1", memory="4Gi").obj()),
+        (1.0, "ADDED", make_pod("b").req(cpu="1", memory="4Gi").obj()),
+        (2.0, "MODIFIED", bound("a", "n1", "1", "4Gi")),
+        (2.0, "MODIFIED", bound("b", "n2", "1", "4Gi")),
+    ]
+
+
+def test_a_binding_after_another_at_the_same_instant_sees_it(engine: Engine,
+                                                             tmp_path: Path) -> None:
+    report = audit_steps(engine, tmp_path, two_pods_bound_at_one_instant())
+    records = audit_records(engine, report["run"])
+
+    empty = total(least_allocated(1000, 4000, 4, 16))
+    a = one(records, "a")
+    assert a["class"] == "tie"
+    assert a["score"] == a["topScore"] == empty
+    assert a["reason"] == f"one of kaudit's 2 nodes tied at the top score {empty}"
+    b = one(records, "b")  # a is on n1 by then: n2 is the only best
+    assert (b["class"], b["score"], b["topScore"]) == ("agrees", empty, empty)
+
+
+def test_latency_judges_before_the_events_within_it(engine: Engine, tmp_path: Path) -> None:
+    report = audit_steps(engine, tmp_path, two_pods_bound_at_one_instant(), latency_s=0.5)
+    records = audit_records(engine, report["run"])
+
+    # b is judged before a's binding: both nodes are empty, a tie.
+    assert one(records, "b")["class"] == "tie"
+    assert report["latencySeconds"] == 0.5
+
+
+#: kube-scheduler's FitError for a pod asking 16 CPU of two 2-CPU nodes: NodeResourcesFit
+#: rejects both (UnschedulableAndUnresolvable: the request exceeds allocatable), then the
+#: PostFilter plugins in order: DynamicResources (no claims) and DefaultPreemption (no node
+#: where preemption might help, so every node is "absent").
+TOO_BIG = ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+           "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
+
+
+def unschedulable_steps() -> list[Step]:
+    huge = make_pod("huge").req(cpu="16").obj()
+    wrong = make_pod("wrong").req(cpu="16").obj()
+    fits = make_pod("fits").req(cpu="100m").obj()
+    return [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", huge),
+        (1.0, "ADDED", wrong),
+        (1.0, "ADDED", fits),
+        (1.0, "ADDED", make_pod("silent").req(cpu="16").obj()),
+        (2.0, "MODIFIED", failed(huge, TOO_BIG)),
+        (2.0, "MODIFIED", failed(wrong, "0/2 nodes are available: 2 Insufficient memory.")),
+        (2.0, "MODIFIED", failed(fits, TOO_BIG)),
+        (2.0, "ADDED", failed_scheduling_event("silent", TOO_BIG)),
+        (2.0, "ADDED", failed_scheduling_event("phantom", TOO_BIG)),
+    ]
+
+
+def test_recorded_failures_are_compared_byte_for_byte(engine: Engine, tmp_path: Path) -> None:
+    report = audit_steps(engine, tmp_path, unschedulable_steps())
+    records = audit_records(engine, report["run"])
+
+    huge = one(records, "huge")
+    assert (huge["class"], huge["kaudit"]["message"]) == ("unschedulableSame", TOO_BIG)
+    silent = one(records, "silent")  # from the FailedScheduling Event
+    assert (silent["class"], silent["recorded"]["message"]) == ("unschedulableSame", TOO_BIG)
+    wrong = one(records, "wrong")
+    assert (wrong["class"], wrong["cause"]) == ("unschedulableDifferent", "another message")
+    assert wrong["kaudit"]["message"] == TOO_BIG
+    fits = one(records, "fits")
+    assert (fits["class"], fits["cause"]) == ("unschedulableDifferent",
+                                              "kaudit places the pod")
+    assert fits["kaudit"]["node"] in ("n1", "n2")
+    phantom = one(records, "phantom")  # an Event about a pod the recording never shows
+    assert (phantom["class"], phantom["cause"], phantom["missing"]) == (
+        "notJudged", "pod never seen pending", ["Pod default/phantom (pending)"])
+
+
+def test_a_pod_first_seen_bound_is_judged_as_it_was_before_its_binding(
+        engine: Engine, tmp_path: Path) -> None:
+    steps = [*bindings_steps()[:2], (1.0, "MODIFIED", bound("late", "small", "1", "2Gi"))]
+    report = audit_steps(engine, tmp_path, steps)
+    late = one(audit_records(engine, report["run"]), "late")
+
+    assert late["recorded"]["firstSeenBound"] is True
+    assert late["class"] == "scoredLower"
+    assert (late["score"], late["topScore"]) == (total(least_allocated(1000, 2000, 2, 4)),
+                                                 total(least_allocated(1000, 8000, 2, 16)))
+
+
+def preemption_steps(nominated: str) -> list[Step]:
+    """n1 holds ``low`` (priority 10), n2 ``mid`` (priority 100), each 1500m of 2 CPU;
+    ``urgent`` (priority 1000, 1500m) fits nowhere and is recorded nominating ``nominated``,
+    the pod there preempted, then bound there."""
+    low = make_pod("low").req(cpu="1500m", memory="1Gi").priority(10).node("n1").obj()
+    mid = make_pod("mid").req(cpu="1500m", memory="1Gi").priority(100).node("n2").obj()
+    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    victim = low if nominated == "n1" else mid
+    return [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", low),
+        (0.0, "ADDED", mid),
+        (1.0, "ADDED", urgent),
+        (2.0, "MODIFIED", preempted(victim)),
+        (2.0, "MODIFIED", failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated=nominated)),
+        (2.5, "DELETED", preempted(victim)),
+        (3.0, "MODIFIED", make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000)
+         .node(nominated).obj()),
+    ]
+
+
+@pytest.mark.parametrize(("nominated", "expected"), [
+    ("n1", {"class": "preemptionSame", "cause": "",
+            "reason": "the same node and the same victims"}),
+    ("n2", {"class": "preemptionDifferent", "cause": "another candidate",
+            "reason": "recorded nomination n2: a candidate kaudit ranks below n1"}),
+])
+def test_a_preemption_is_judged_by_its_node_and_victims(
+        engine: Engine, tmp_path: Path, nominated: str, expected: dict[str, str]) -> None:
+    report = audit_steps(engine, tmp_path, preemption_steps(nominated))
+    preemption, binding = audit_records(engine, report["run"])["default/urgent"]
+
+    # pickOneNodeForPreemption: no PDBs; the lowest highest-priority victim is low's (10).
+    assert {key: preemption[key] for key in expected} == expected
+    assert preemption["kaudit"]["nominatedNode"] == "n1"
+    assert preemption["kaudit"]["victims"] == ["default/low"]
+    victim = "default/low" if nominated == "n1" else "default/mid"
+    assert preemption["recorded"]["victims"] == [victim]
+    # The binding to the nominated node once its victim is gone (the pod's own nomination
+    # is not counted against it: 1500m twice would not fit).
+    assert (binding["class"], binding["cause"]) == ("agrees", "nominated node")
+    assert binding["kaudit"]["nominatedNode"] == nominated
+
+
+def num_feasible_nodes_to_find(nodes: int) -> int:
+    """Upstream's ``numFeasibleNodesToFind`` with percentageOfNodesToScore unset."""
+    if nodes < 100:
+        return nodes
+    percentage = max(50 - nodes // 125, 5)
+    return max(nodes * percentage // 100, 100)
+
+
+def window_likelihood(scores: list[int | None], recorded: int, to_find: int) -> float:
+    """Over every start position of a cycle's rotating window (the first ``to_find``
+    feasible nodes in node order from the start; ``None`` marks an infeasible node): the
+    chance that the window holds the recorded node and the cycle picks it (uniformly among
+    the window's top-scoring nodes, as ``selectHost`` does)."""
+    count = len(scores)
+    wins = 0.0
+    for start in range(count):
+        window: list[int] = []
+        for step in range(count):
+            if len(window) == to_find:
+                break
+            if scores[(start + step) % count] is not None:
+                window.append((start + step) % count)
+        top = max(score for i in window if (score := scores[i]) is not None)
+        if recorded in window and scores[recorded] == top:
+            wins += 1 / sum(scores[i] == top for i in window)
+    return wins / count
+
+
+@pytest.mark.parametrize(("nodes", "sizes", "tainted_every"), [
+    # node 0 the largest (the top everywhere), node 150 the second, every node feasible
+    (200, {0: (16, 64), 150: (8, 32)}, None),
+    # every third node tainted (infeasible), node 10 the top, nodes 198 and 229 tied second
+    (250, {10: (16, 64), 198: (8, 32), 229: (8, 32)}, 3),
+])
+def test_a_node_best_only_in_some_windows_is_sampled(
+        engine: Engine, tmp_path: Path, nodes: int, sizes: dict[int, tuple[int, int]],
+        tainted_every: int | None) -> None:
+    # One zone: upstream's node order is the order the nodes were added.
+    top, recorded = min(sizes), sorted(sizes)[1]
+    steps: list[Step] = []
+    scores: list[int | None] = []
+    for i in range(nodes):
+        cpu, memory = sizes.get(i, (4, 16))
+        node = make_node(f"node-{i:03d}").capacity(cpu=str(cpu), memory=f"{memory}Gi")
+        if tainted_every and i % tainted_every == tainted_every - 1:
+            node.taint("dedicated", "other", "NoSchedule")
+            scores.append(None)
+        else:
+            scores.append(total(least_allocated(1000, cpu * 1000, 4, memory)))
+        steps.append((0.0, "ADDED", node.obj()))
+    steps += [(1.0, "ADDED", make_pod("p").req(cpu="1", memory="4Gi").obj()),
+              (2.0, "MODIFIED", bound("p", f"node-{recorded:03d}", "1", "4Gi"))]
+    report = audit_steps(engine, tmp_path, steps)
+    record = one(audit_records(engine, report["run"]), "p")
+
+    expected = window_likelihood(scores, recorded, num_feasible_nodes_to_find(nodes))
+    assert 0 < expected < 1
+    assert record["class"] == "sampled"
+    assert (record["score"], record["topScore"]) == (scores[recorded], scores[top])
+    assert record["likelihood"] == pytest.approx(expected)
+    assert record["cause"] == "percentageOfNodesToScore"
+    assert report["sampledShare"] == 1.0
+
+
+def test_other_pods_recorded_nominations_count_against_a_node(engine: Engine,
+                                                               tmp_path: Path) -> None:
+    # ``big`` (priority 1000, 3 CPU) is recorded nominated to n1; ``b`` (priority 0) is bound
+    # there next. Upstream's filters add nominated pods of equal or higher priority
+    # (addNominatedPods): 3 + 2 CPU exceed n1's 4.
+    big = make_pod("big").req(cpu="3", memory="1Gi").priority(1000).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi").obj()),
+        (1.0, "ADDED", big),
+        (2.0, "MODIFIED", failed(big, "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated="n1")),
+        (3.0, "ADDED", make_pod("b").req(cpu="2", memory="1Gi").obj()),
+        (4.0, "MODIFIED", bound("b", "n1", "2", "1Gi")),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    b = one(audit_records(engine, report["run"]), "b")
+
+    assert b["class"] == "infeasible"
+    assert b["rejectedBy"] == {"plugin": "NodeResourcesFit", "code": "UNSCHEDULABLE",
+                               "reasons": ["Insufficient cpu"]}
+
+
+def test_scored_lower_names_each_plugins_weighted_scores(engine: Engine,
+                                                         tmp_path: Path) -> None:
+    # Two equal nodes, n2 with a PreferNoSchedule taint the pod does not tolerate:
+    # TaintToleration counts 0 and 1 intolerable taints, normalised reversed to 100 and 0,
+    # weight 3; every other plugin scores both nodes alike.
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi")
+         .taint("spot", "true", "PreferNoSchedule").obj()),
+        (1.0, "ADDED", make_pod("p").req(cpu="1", memory="4Gi").obj()),
+        (2.0, "MODIFIED", bound("p", "n2", "1", "4Gi")),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    p = one(audit_records(engine, report["run"]), "p")
+
+    least = least_allocated(1000, 4000, 4, 16)
+    assert p["class"] == "scoredLower"
+    assert (p["score"], p["topScore"]) == (least + 100, least + 100 + 300)
+    assert p["plugins"] == [{"plugin": "TaintToleration", "best": 300, "recorded": 0}]
+    assert p["reason"] == (f"n2 scores {least + 100}, kaudit's top is {least + 400} on n1; "
+                           "higher there: TaintToleration (300 vs 0)")
