@@ -34,9 +34,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     metrics.init_app(app)
     templating.init_app(app)
 
-    from kaudit.dashboard import diff, events, gpu, history, home, meta, pods, runs, sweeps
+    from kaudit.dashboard import audit, diff, events, gpu, history, home, meta, pods, runs, sweeps
 
     for blueprint in (home.bp, runs.bp, history.bp, pods.bp, events.bp, diff.bp, gpu.bp,
-                      sweeps.bp, meta.bp):
+                      sweeps.bp, audit.bp, meta.bp):
         app.register_blueprint(blueprint)
     return app

@@ -13,6 +13,7 @@ from typing import Any
 from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
+from kaudit.dashboard.audit import pod_verdicts
 from kaudit.dashboard.database import cached, get_engine
 from kaudit.dashboard.params import is_final, run_with_span
 from kaudit.queries.pods import attempt_detail, pod_story, require_pod
@@ -30,7 +31,8 @@ def _story(run: RunSummary, key: str) -> dict[str, Any]:
 def page(run: str, namespace: str, name: str) -> ResponseReturnValue:
     found, _ = run_with_span(run)
     key = require_pod(get_engine(), found, f"{namespace}/{name}")  # 404 when unknown
-    return render_template("pod.html", run=found, pod=key, story=_story(found, key))
+    return render_template("pod.html", run=found, pod=key, story=_story(found, key),
+                           audit=pod_verdicts(found, key))
 
 
 @bp.get("/api/v1/runs/<run>/pods/<namespace>/<name>")

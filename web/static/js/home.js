@@ -19,7 +19,9 @@ K.start(async () => {
     K.fill("runs", el("div", {class: "scroll"}, K.table([
       {label: "Run", class: "name", value: (r) => el("span", {}, el("a", {href: K.runUrl(r.name)}, breakable(r.name)), el("br"),
         el("span", {class: "links"}, el("a", {href: `${K.runUrl(r.name)}/history`, text: "history"}), " · ",
-          el("a", {href: `${K.runUrl(r.name)}/events`, text: "events"})))},
+          el("a", {href: `${K.runUrl(r.name)}/events`, text: "events"}),
+          // An audit run (kaudit audit) links its verdicts.
+          (r.summary || {}).audit ? [" · ", el("a", {class: "audit", href: `${K.runUrl(r.name)}/audit`, text: "audit"})] : null))},
       {label: "Trace", class: "name", value: (r) => el("span", {}, breakable(r.trace))},
       {label: "Status", value: (r) => r.status},
       {label: "Config", value: (r) => (r.config ? file(r.config) : "(defaults)")},

@@ -88,9 +88,23 @@ K.start(async ({run, pod}) => {
     return parts;
   }
 
+  // An audit run: the audit's verdict on the recorded decision this attempt evaluated.
+  document.querySelectorAll("a.audit-attempt").forEach((link) => link.addEventListener("click",
+    () => select(Number(link.dataset.attempt)).catch((err) => K.showError(err.message))));
+  let recordedNode = "";
+  function showAudit(number) {
+    recordedNode = "";
+    document.querySelectorAll(".audit-verdict").forEach((p) => {
+      p.hidden = Number(p.dataset.attempt) !== number;
+      if (!p.hidden) recordedNode = p.dataset.recordedNode;
+    });
+    document.querySelectorAll("#audit-table tbody tr").forEach((tr) => tr.classList.toggle("chosen", Number(tr.dataset.attempt) === number));
+  }
+
   async function select(number) {
     chosen = number;
     drawAttempts();
+    showAudit(number);
     if (number < 1) return;
     detail = await K.api(`${base}/attempts/${number}`);
     K.fill("attempt-title", `${number} at ${detail.momentText}: ${detail.countsText}`);
@@ -149,14 +163,18 @@ K.start(async ({run, pod}) => {
       ["Error", "#8e44ad"], ["not run", "#cccccc"]].map(([name, color]) => ({type: "scatter", mode: "markers",
       x: [null], y: [null], name, hoverinfo: "skip", marker: {color, symbol: "square", size: 11}}))],
     {hovermode: "closest", showlegend: true, xaxis: {showticklabels: matrix.nodes.length <= 40, type: "category"}, margin: {l: 170, r: 15, t: 30, b: 60}});
+    // The audited recorded node keeps its row beyond the top 20, marked.
+    const shown = [...Array(Math.min(scores.nodes.length, 20)).keys()];
+    const recordedAt = recordedNode ? scores.nodes.indexOf(recordedNode) : -1;
+    if (recordedAt >= shown.length) shown.push(recordedAt);
     K.fill("scores", !scores.nodes.length ? el("p", {class: "note", text: detail.scoresNote}) : K.table([
-      {label: "Node", value: (i) => scores.nodes[i], class: "node"},
+      {label: "Node", value: (i) => (i === recordedAt ? `${scores.nodes[i]} (recorded)` : scores.nodes[i]), class: "node"},
       {label: "Total", value: (i) => scores.total[i], class: "num total"},
       ...scores.plugins.map((plugin, p) => ({label: `${plugin} ×${scores.weights[plugin]}`,
         value: (i) => `${scores.weighted[i][p]} (${scores.raw[i][p]})`, class: "num"})),
       {label: "Free cpu", value: (i) => scores.freeCpuText[i], class: "num"},
       {label: "Free memory", value: (i) => scores.freeMemoryText[i], class: "num"},
-    ], [...Array(Math.min(scores.nodes.length, 20)).keys()], {id: "score-table"}));
+    ], shown, {id: "score-table"}));
     filterOffset = 0;
     drawFilters();
   }
