@@ -175,6 +175,7 @@ def test_the_pod_page_puts_the_recorded_node_in_kaudits_ranking(audited: FlaskCl
     assert f"bound to {decision['recordedNode']}" in row
     assert decision["class"] in row and decision["reason"] in row
     assert verdict["standingText"] in row and f"{score} against kaudit's top {top}" in row
+    assert verdict["nearby"] and all(line in row for line in verdict["nearby"])
     assert f'data-attempt="{verdict["attempt"]}"' in table.group(1)
 
 
