@@ -84,8 +84,11 @@ class DecisionAudit:
             return
         self.pending[key] = obj
         nominated = (obj.get("status") or {}).get("nominatedNodeName")
+        if not nominated:
+            self.nominator.delete(uid)
+            return
         info = pod_info(self.cluster, obj)
-        if nominated and self.scheduler.framework_for(info) is not None:
+        if self.scheduler.framework_for(info) is not None:
             self.nominator.add(info, nominated, self.cluster)
         else:
             self.nominator.delete(uid)

@@ -162,13 +162,18 @@ def _total(attempt: Attempt) -> np.ndarray:
     return total
 
 
+def _index_of(slots: np.ndarray, slot: int) -> int:
+    """The position of ``slot`` in ``slots`` (its last, were it listed twice)."""
+    return int(np.flatnonzero(slots == slot)[-1])
+
+
 def _differences(attempt: Attempt, cluster: ClusterState, recorded: str) -> list[dict[str, Any]]:
     """Each plugin's weighted score on kaudit's choice and on the recorded node, where they
     differ (largest lead of kaudit's choice first)."""
     scores = attempt.scores
     assert scores is not None and attempt.selected is not None
-    where = {int(slot): i for i, slot in enumerate(scores.slots.tolist())}
-    best, mine = where[cluster.slot_of[attempt.selected]], where[cluster.slot_of[recorded]]
+    best = _index_of(scores.slots, cluster.slot_of[attempt.selected])
+    mine = _index_of(scores.slots, cluster.slot_of[recorded])
     rows: list[dict[str, Any]] = []
     columns = {name: values * scores.weights.get(name, 1)
                for name, values in scores.normalized.items()}
@@ -193,16 +198,17 @@ def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, slots: np.ndarr
     considered = len(run.slots)
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
                                          scheduler.percentage_of_nodes_to_score, considered)
-    feasible_positions = np.flatnonzero(np.isin(run.slots, slots))
+    # Where each evaluated node is among the scored ones (-1: not scored), by slot number.
+    scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
+    scored_at[slots] = np.arange(len(slots))
+    along_run = scored_at[run.slots]
+    feasible_positions = np.flatnonzero(along_run >= 0)
     count = len(feasible_positions)
     if to_find >= count:
         return 0.0
     # Scores in the scheduler's node order (the feasible nodes' order along run.slots).
-    order = {int(slot): i for i, slot in enumerate(slots.tolist())}
-    in_order = np.asarray([total[order[int(run.slots[p])]] for p in feasible_positions])
-    recorded_slot = int(slots[index])
-    r = next(i for i, p in enumerate(feasible_positions.tolist())
-             if int(run.slots[p]) == recorded_slot)
+    in_order = total[along_run[feasible_positions]]
+    r = int(np.flatnonzero(run.slots[feasible_positions] == slots[index])[0])
     # A start position s picks the window beginning at the first feasible node at or after s:
     # feasible node j starts a window for (p_j - p_{j-1}) start positions (circularly).
     gaps = np.diff(np.concatenate([[feasible_positions[-1] - considered], feasible_positions]))
