@@ -4,6 +4,7 @@
     python -m benchmarks.audit --nodes 200 --pods 1000 --json
     python -m benchmarks.audit --config traces/sample-bin-packing.yaml   # disagreements
     python -m benchmarks.audit --profile audit.prof   # the audit under cProfile, top functions
+    python -m benchmarks.audit --baseline HEAD~1      # and the ratio against the parent
 
 The recording is kaudit's own: :func:`kaudit.tracegen.synthetic.synthetic_events`' nodes and
 pod arrivals (its recorded bindings and deletions left out, each pod's requests drawn from a
@@ -11,7 +12,8 @@ few shapes by ``--seed``) are ingested and replayed with kube-scheduler's defaul
 is exported (:mod:`kaudit.queries.export`) as the recording: every pod bound where kaudit put
 it, when it did. The build is cached under ``~/.cache/kaudit/benchmarks`` (``--cache DIR``;
 ``--rebuild`` builds it again), keyed by size, seed and a digest of kaudit's sources: a
-recording made by another kaudit is not audited as this one's (the one it replaces is removed).
+recording made by another kaudit is not audited as this one's (recordings are small: 0.5 MB
+at full size, and older ones are left in place).
 
 The recording is then ingested into a fresh SQLite database (timed on its own) and ``kaudit
 audit`` runs as a child process, so its wall time and peak resident memory (``wait4``) are the
@@ -23,6 +25,8 @@ tie, or be ``sampled`` (kaudit's replay scores a window of nodes at
 and the benchmark lists those decisions with their reasons and exits 1. ``--config FILE``
 audits with another configuration instead: disagreements are then expected (and every one
 goes through the slower path that explains it), so they are counted, not reported as bugs.
+``--baseline GIT_REF`` first runs the same with kaudit at that revision (its own recording)
+and prints the ratio of the wall times.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import IO, Any, cast
 import orjson
 
 import kaudit
+from benchmarks.baseline import checkout, ratio, run_there, without_baseline
 from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.runs import get_run
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -82,12 +87,9 @@ def sources_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def recording_stem(nodes: int, pods: int, seed: int) -> str:
-    return f"audit-recording-f{RECORDING_FORMAT}-{nodes}n-{pods}p-seed{seed}-"
-
-
 def recording_path(cache: Path, nodes: int, pods: int, seed: int) -> Path:
-    return cache / f"{recording_stem(nodes, pods, seed)}{sources_digest()}.jsonl.gz"
+    return cache / (f"audit-recording-f{RECORDING_FORMAT}-{nodes}n-{pods}p-seed{seed}-"
+                    f"{sources_digest()}.jsonl.gz")
 
 
 def arrival_lines(nodes: int, pods: int, seed: int) -> Iterator[bytes]:
@@ -129,9 +131,6 @@ def build_recording(path: Path, nodes: int, pods: int, seed: int) -> dict[str, A
             partial.replace(path)
         finally:
             engine.dispose()
-    for stale in path.parent.glob(recording_stem(nodes, pods, seed) + "*.jsonl.gz"):
-        if stale != path:
-            stale.unlink()  # made by an earlier kaudit: never audited again
     return {"buildSeconds": round(time.perf_counter() - began, 1),
             "podsBound": summary.pods_scheduled, "podsPendingAtEnd": summary.pods_unschedulable}
 
@@ -228,6 +227,10 @@ def print_figures(result: dict[str, Any]) -> None:
           f"{result['peakRSSMiB']} MiB")
     print("  classes: " + ", ".join(f"{name} {count:,}"
                                     for name, count in result["classes"].items()))
+    if "baseline" in result:
+        before = result["baseline"]
+        print(f"  at {before['ref']}: {before['seconds']} s, {before['decisionsPerSecond']:,} "
+              f"decisions/s, classes {before['classes']}; speed-up {result['speedUp']}x")
     if result["unexpected"]:
         print(f"  {len(result['unexpected'])} decisions neither agree, tie nor are sampled "
               "(a bug: kaudit judges its own decisions):")
@@ -253,12 +256,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, metavar="FILE",
                         help="run the audit under cProfile, write its stats to FILE and print "
                              "the top functions (the figures then include the profiler)")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="first run the same with kaudit at this revision, then print the "
+                             "ratio (baseline seconds ÷ current seconds)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.pods < 1:
         parser.error("--nodes and --pods must be at least 1")
     if args.config is not None and not args.config.is_file():
         parser.error(f"--config {args.config}: no such file")
+    baseline: dict[str, Any] | None = None
+    if args.baseline:
+        print(f"baseline: kaudit at {args.baseline} ...", file=sys.stderr)
+        with checkout(args.baseline) as directory:
+            baseline = run_there(directory, "benchmarks.audit",
+                                 without_baseline(sys.argv[1:] if argv is None else argv))
     recording = recording_path(args.cache or default_cache(), args.nodes, args.pods, args.seed)
     build = None
     if args.rebuild or not recording.exists():
@@ -269,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kaudit-bench-audit-") as tmp:
         measured = audit_recording(recording, Path(tmp), args.config, args.profile)
     result = figures(args.nodes, args.pods, args.seed, args.config, build, measured)
+    if baseline is not None:
+        result["baseline"] = {"ref": args.baseline, **baseline}
+        result["speedUp"] = ratio(baseline["seconds"], result["seconds"])
     if args.json:
         print(json.dumps(result, indent=2))
     else:
