@@ -391,3 +391,38 @@ def test_scored_lower_names_each_plugins_weighted_scores(engine: Engine,
     assert p["plugins"] == [{"plugin": "TaintToleration", "best": 300, "recorded": 0}]
     assert p["reason"] == (f"n2 scores {least + 100}, kaudit's top is {least + 400} on n1; "
                            "higher there: TaintToleration (300 vs 0)")
+
+
+@pytest.mark.parametrize(("priority_b", "victim", "expected"), [
+    # low-a (10) ranks below low-b (20): upstream reprieves low-b, the more important, first.
+    (20, "low-a", {"class": "preemptionSame", "cause": "",
+                   "reason": "the same node and the same victims"}),
+    (20, "low-b", {"class": "preemptionDifferent", "cause": "other victims",
+                   "reason": "the same node, other victims: recorded ['default/low-b'], "
+                             "kaudit ['default/low-a']"}),
+    # Equal priorities and no start times: upstream's order of the two is unstable, so
+    # either victim agrees.
+    (10, "low-a", {"class": "preemptionSame", "cause": ""}),
+    (10, "low-b", {"class": "preemptionSame", "cause": ""}),
+])
+def test_a_preemption_with_other_victims_on_the_same_node(
+        engine: Engine, tmp_path: Path, priority_b: int, victim: str,
+        expected: dict[str, str]) -> None:
+    # n1 (2 CPU) holds low-a and low-b, 1 CPU each; urgent (1 CPU) needs one of them gone.
+    low = {"low-a": make_pod("low-a").req(cpu="1").priority(10).node("n1").obj(),
+           "low-b": make_pod("low-b").req(cpu="1").priority(priority_b).node("n1").obj()}
+    urgent = make_pod("urgent").req(cpu="1").priority(1000).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", low["low-a"]),
+        (0.0, "ADDED", low["low-b"]),
+        (1.0, "ADDED", urgent),
+        (2.0, "MODIFIED", preempted(low[victim])),
+        (2.0, "MODIFIED", failed(urgent, "0/1 nodes are available: 1 Insufficient cpu.",
+                                 nominated="n1")),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    preemption = one(audit_records(engine, report["run"]), "urgent")
+
+    assert {key: preemption[key] for key in expected} == expected
+    assert preemption["recorded"]["victims"] == [f"default/{victim}"]
