@@ -426,3 +426,74 @@ def test_a_preemption_with_other_victims_on_the_same_node(
 
     assert {key: preemption[key] for key in expected} == expected
     assert preemption["recorded"]["victims"] == [f"default/{victim}"]
+
+
+def test_a_failure_while_the_victim_terminates_is_upstreams(engine: Engine,
+                                                            tmp_path: Path) -> None:
+    # After its preemption, urgent fails again while low (the victim) is still terminating on
+    # n1: DefaultPreemption's PodEligibleToPreemptOthers refuses to preempt again, after
+    # DynamicResources' PostFilter found no claims.
+    terminating = preempted(make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
+                            .node("n1").obj())
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:02.100Z"
+    again = ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+             "preemption: not eligible due to a terminating pod on the nominated node.")
+    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    steps = preemption_steps("n1")
+    steps[7:7] = [(2.1, "MODIFIED", terminating),
+                  (2.2, "MODIFIED", failed(urgent, again, nominated="n1"))]
+    report = audit_steps(engine, tmp_path, steps)
+    preemption, failure, binding = audit_records(engine, report["run"])["default/urgent"]
+
+    assert preemption["class"] == "preemptionSame"
+    assert (failure["class"], failure["kaudit"]["message"]) == ("unschedulableSame", again)
+    assert binding["class"] == "agrees"
+
+
+def test_nominations_kaudit_would_not_make(engine: Engine, tmp_path: Path) -> None:
+    # n1 holds low (priority 10), n3 high (priority 5000), 1500m of 2 CPU each. urgent
+    # (priority 1000, 1500m) can only preempt low; easy (100m) fits as it is.
+    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    easy = make_pod("easy").req(cpu="100m").priority(1000).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n3").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
+         .node("n1").obj()),
+        (0.0, "ADDED", make_pod("high").req(cpu="1500m", memory="1Gi").priority(5000)
+         .node("n3").obj()),
+        (1.0, "ADDED", urgent),
+        (1.0, "ADDED", easy),
+        (2.0, "MODIFIED", failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated="n3")),
+        (2.0, "MODIFIED", failed(easy, "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated="n1")),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    records = audit_records(engine, report["run"])
+
+    urgent_record = one(records, "urgent")
+    assert (urgent_record["class"], urgent_record["cause"]) == ("preemptionDifferent",
+                                                                "not a candidate")
+    assert urgent_record["reason"] == ("recorded nomination n3: not a candidate kaudit's dry "
+                                       "run found")
+    assert urgent_record["kaudit"]["nominatedNode"] == "n1"
+    easy_record = one(records, "easy")
+    assert (easy_record["class"], easy_record["cause"]) == ("preemptionDifferent",
+                                                            "kaudit places the pod")
+
+
+def test_a_decision_needing_an_unrecorded_claim_is_not_judged(engine: Engine,
+                                                              tmp_path: Path) -> None:
+    claimer = make_pod("claimer").req(cpu="100m").pvc("data", "data-0")
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", claimer.obj()),
+        (2.0, "MODIFIED", claimer.node("n1").obj()),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    record = one(audit_records(engine, report["run"]), "claimer")
+
+    assert (record["class"], record["cause"], record["missing"]) == (
+        "notJudged", "missing PersistentVolumeClaim",
+        ["PersistentVolumeClaim default/data-0"])
