@@ -49,6 +49,11 @@ from kaudit.versions import get as get_version
               help="Judge each decision this long before the event that records it (the "
                    "time kube-scheduler took from its decision to the recorded binding or "
                    "status).")
+@click.option("--window", type=float, default=0.01, show_default=True, metavar="SECONDS",
+              help="How far the scheduler's view may lag the recording: a decision that "
+                   "disagrees is judged again with the deletions recorded this long before it "
+                   "not yet seen, and its own bindings and nominations recorded this long "
+                   "after already made; 0 judges the recorded state alone.")
 @click.option("--name", help="Name of the audit run [default: TRACE-N].")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the random choices kaudit's evaluation makes (ties).")
@@ -64,7 +69,7 @@ from kaudit.versions import get as get_version
 @db_option
 def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
           feature_gates: str | None, plugins: tuple[str, ...], kubernetes_version: str | None,
-          latency: float, name: str | None, seed: int, stored_run: str | None,
+          latency: float, window: float, name: str | None, seed: int, stored_run: str | None,
           output_format: str, as_json: bool, fail_on: tuple[str, ...], db: str | None) -> None:
     """Audit the decisions the scheduler of a recorded TRACE made (stored name or file).
 
@@ -83,8 +88,9 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
     conditions = [parse_condition(text) for text in fail_on]
     if (trace is None) == (stored_run is None):
         raise click.UsageError("give a TRACE to audit, or --run RUN to report a stored audit")
-    if not 0 <= latency <= 3600:
-        raise InputError(f"--latency must be between 0 and 3600 seconds, not {latency}")
+    for flag, value in (("--latency", latency), ("--window", window)):
+        if not 0 <= value <= 3600:
+            raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")
     if use_defaults and config_path is not None:
         raise click.UsageError("--defaults and --config exclude each other")
     if kubernetes_version is not None:
@@ -107,6 +113,7 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
             with bar as progress, _terminate_as_interrupt() as check_stop:
                 report = audit_stored_trace(
                     engine, summary, resolved, latency_us=round(latency * 1_000_000),
+                    window_us=round(window * 1_000_000),
                     name=name, seed=seed,
                     progress=progress.update if progress is not None else None,
                     check_stop=check_stop)

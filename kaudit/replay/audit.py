@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from kaudit.cluster.objects import pod_info
+from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
-from kaudit.replay.audit_plan import NODE_NAME, AuditPlan, RecordedDecision
+from kaudit.replay.audit_plan import BIND, NODE_NAME, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
 from kaudit.scheduler.nominator import Nominator
@@ -32,6 +34,8 @@ from kaudit.store.traces import StoredEvent
 WINDOW_US = 1_000_000
 #: At most this many of those events are reported.
 WINDOW_EVENTS = 10
+#: At most this many lagging views are tried for one decision.
+MAX_VIEWS = 16
 
 
 class DecisionAudit:
@@ -48,6 +52,8 @@ class DecisionAudit:
         self.plan = plan
         #: Pending pods as last recorded, by ``namespace/name``.
         self.pending: dict[str, dict[str, Any]] = {}
+        #: Bound pods deleted within the plan's window: (time, key, last object).
+        self.deleted: deque[tuple[int, str, dict[str, Any]]] = deque()
         #: Recent pod and node events (time, description), for disagreements' context.
         self.recent: deque[tuple[int, str]] = deque()
         self.counts = dict.fromkeys(CLASSES, 0)
@@ -78,6 +84,10 @@ class DecisionAudit:
         obj = event.object
         node = (obj.get("spec") or {}).get("nodeName")
         uid = (obj.get("metadata") or {}).get("uid") or key
+        if event.type == "DELETED" and node and self.plan.window_us > 0:
+            self.deleted.append((now, key, obj))
+            while self.deleted and self.deleted[0][0] < now - self.plan.window_us:
+                self.deleted.popleft()
         if event.type == "DELETED" or node:
             self.pending.pop(key, None)
             self.nominator.delete(uid)
@@ -155,7 +165,89 @@ class DecisionAudit:
                                       number=1)
         judgment = judge(decision, attempt, self.cluster, self.scheduler,
                          info.nominated_node_name)
+        if judgment["class"] not in AGREEING and self.plan.window_us > 0:
+            lagging = self._lagging_view(decision, info)
+            if lagging is not None:
+                return lagging
         return judgment, (document, blob, attempt.selected)
+
+    def _lagging_view(self, decision: RecordedDecision, info: Any
+                      ) -> tuple[Judgment, tuple[dict[str, Any], bytes, str | None]] | None:
+        """The decision judged in the states the scheduler could have seen instead, when its
+        view lagged the recording by up to the window: the bound pods deleted just before not
+        yet gone from its cache, its own bindings and nominations recorded just after already
+        made. The first that agrees, or None."""
+        since = decision.ts_us - self.plan.window_us
+        unseen = [obj for ts, key, obj in self.deleted if ts >= since and key != decision.pod]
+        in_flight = [write for write in decision.in_flight if write[1] in self.pending]
+        # The scheduler saw everything up to its cycle and nothing after: the deletions it had
+        # not seen are the last few (a suffix); its own writes are in flight or not.
+        suffixes = [unseen[len(unseen) - n:] for n in range(1, len(unseen) + 1)]
+        variants: list[tuple[list[dict[str, Any]], list[tuple[str, str, str]]]] = [
+            (back, []) for back in suffixes]
+        if in_flight:
+            variants += [([], in_flight)] + [(back, in_flight) for back in suffixes]
+        for back, ahead in variants[:MAX_VIEWS]:
+            with self._assuming(back, ahead):
+                attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                                  exhaustive=True)
+                self.summary.attempts += 1
+                judgment = judge(decision, attempt, self.cluster, self.scheduler,
+                                 info.nominated_node_name)
+                if judgment["class"] not in AGREEING:
+                    continue
+                framework = self.scheduler.framework_for(info)
+                assert framework is not None
+                document, blob = pack_attempt(attempt, framework, self.cluster,
+                                              cycle=self.judged + 1, number=1)
+            view = {"deletionsNotSeen": [f"{(o.get('metadata') or {}).get('namespace')}/"
+                                         f"{(o.get('metadata') or {}).get('name')}"
+                                         for o in back],
+                    "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead]}
+            parts = ([f"{len(back)} deletion(s) it had not seen yet"] if back else []) + \
+                ([f"{len(ahead)} of its own write(s) recorded just after"] if ahead else [])
+            judgment["reason"] += (" — in the state the scheduler could have seen "
+                                   f"(within {self.plan.window_us / 1000:g} ms of the "
+                                   f"recording: {' and '.join(parts)})")
+            judgment["laggingView"] = view
+            return judgment, (document, blob, attempt.selected)
+        return None
+
+    @contextmanager
+    def _assuming(self, back: list[dict[str, Any]], ahead: list[tuple[str, str, str]]
+                  ) -> Iterator[None]:
+        """The cluster with ``back`` (pods deleted) put back and ``ahead`` (other pods'
+        bindings and nominations) made, undone afterwards."""
+        added: list[str] = []
+        nominated: list[tuple[str, str, str | None]] = []
+        try:
+            for obj in back:
+                uid = (obj.get("metadata") or {}).get("uid") or ""
+                if uid and uid not in self.cluster.pods:
+                    apply_object(self.cluster, obj)
+                    added.append(uid)
+            for kind, pod, node in ahead:
+                obj = self.pending[pod]
+                uid = (obj.get("metadata") or {}).get("uid") or pod
+                if kind == BIND and uid not in self.cluster.pods \
+                        and node in self.cluster.slot_of:
+                    apply_object(self.cluster, {**obj, "spec": {**obj["spec"],
+                                                                "nodeName": node}})
+                    added.append(uid)
+                elif kind != BIND and node in self.cluster.slot_of:
+                    nominated.append((uid, pod, self.nominator.node_of(uid)))
+                    self.nominator.add(pod_info(self.cluster, {
+                        **obj, "status": {**(obj.get("status") or {}),
+                                          "nominatedNodeName": node}}), node, self.cluster)
+            yield
+        finally:
+            for uid in added:
+                self.cluster.remove_pod(uid)
+            for uid, pod, before in reversed(nominated):
+                self.nominator.delete(uid)
+                if before is not None:
+                    self.nominator.add(pod_info(self.cluster, self.pending[pod]), before,
+                                       self.cluster)
 
     def _missing(self, decision: RecordedDecision, obj: dict[str, Any]) -> list[str]:
         """What the decision needs and the recording lacks: the recorded node, the pod's

@@ -25,6 +25,11 @@ have seen is *before* the event that records the decision. A decision is judged 
 recording event, or ``latency_us`` earlier when a latency is given (just after the last event
 at or before ``time - latency``), but never before the pod's own previous event; a preemption
 is judged before the first of its nomination and its victims' conditions.
+
+The scheduler's view may also lag the recording by a little (``window_us``): a deletion
+recorded just before the decision may not have reached its cache yet, and its own writes of
+just before (a binding, a nomination) may be recorded just after. The audit tries those states
+too before it calls a decision a disagreement (:mod:`kaudit.replay.audit`).
 """
 
 from __future__ import annotations
@@ -69,6 +74,10 @@ class RecordedDecision:
     floor_seq: int = 0
     #: The trace events of the victims' DisruptionTarget conditions.
     victim_seqs: list[int] = field(default_factory=list)
+    #: Other pods' bindings and nominations recorded within the window after this decision:
+    #: (kind, pod, node), writes the scheduler may have made before this decision (a binding
+    #: is assumed in its cache, a nomination in its nominator, before the API records them).
+    in_flight: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +86,7 @@ class AuditPlan:
 
     decisions: list[RecordedDecision]
     latency_us: int
+    window_us: int = 0
     _next: int = 0
 
     def due(self, seq: int) -> list[RecordedDecision]:
@@ -214,7 +224,7 @@ class _Planner:
                                                event.seq, floor_seq=seen.last_seq + 1,
                                                **fields))
 
-    def finish(self, latency_us: int) -> AuditPlan:
+    def finish(self, latency_us: int, window_us: int) -> AuditPlan:
         for key, events in self.events.items():
             if key not in self.status_failures:
                 self.decisions.extend(events)
@@ -228,8 +238,23 @@ class _Planner:
             if decision.kind == PREEMPTION:
                 moment = min([moment, *decision.victim_seqs])
             decision.moment_seq = min(max(moment, decision.floor_seq), decision.seq)
+        self._link_in_flight(window_us)
         self.decisions.sort(key=lambda d: (d.moment_seq, d.seq))
-        return AuditPlan(self.decisions, latency_us)
+        return AuditPlan(self.decisions, latency_us, window_us)
+
+    def _link_in_flight(self, window_us: int) -> None:
+        if window_us <= 0:
+            return
+        writes = sorted((d for d in self.decisions if d.kind in (BIND, PREEMPTION) and d.node),
+                        key=lambda d: d.seq)
+        seqs = [d.seq for d in writes]
+        for decision in self.decisions:
+            start = bisect_right(seqs, decision.seq)
+            for later in writes[start:]:
+                if later.ts_us > decision.ts_us + window_us:
+                    break
+                if later.pod != decision.pod:
+                    decision.in_flight.append((later.kind, later.pod, later.node or ""))
 
     def _link_victims(self) -> None:
         """Each victim to the nomination of its node nearest in time (the latest at or before
@@ -249,9 +274,11 @@ class _Planner:
                 chosen.victim_seqs.append(seq)
 
 
-def plan_decisions(events: Iterable[StoredEvent], latency_us: int = 0) -> AuditPlan:
-    """The recorded decisions of ``events`` (a whole trace, in replay order)."""
+def plan_decisions(events: Iterable[StoredEvent], latency_us: int = 0,
+                   window_us: int = 0) -> AuditPlan:
+    """The recorded decisions of ``events`` (a whole trace, in replay order); ``window_us``
+    links each to the writes recorded that long after it (:attr:`RecordedDecision.in_flight`)."""
     planner = _Planner()
     for event in events:
         planner.see(event)
-    return planner.finish(latency_us)
+    return planner.finish(latency_us, window_us)

@@ -111,7 +111,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  sink: EventSink | None = None,
                  labels: dict[str, Any] | None = None,
                  extender_answers: RecordedAnswers | None = None,
-                 audit_latency_us: int | None = None,
+                 audit_latency_us: int | None = None, audit_window_us: int = 0,
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
@@ -119,7 +119,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
     stored with the run's options (a sweep's cell names itself there). ``extender_answers``
     answers the extenders' calls instead of the extenders. With ``audit_latency_us`` the run
     is an audit (``kaudit audit``): the recording is followed and each recorded decision
-    judged at its moment, that long before its recording event."""
+    judged at its moment, that long before its recording event, also in the states the
+    scheduler could have seen when its view lagged the recording by up to
+    ``audit_window_us``."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us),
@@ -138,7 +140,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             options=orjson.dumps({**asdict(options),
                                   "featureGates": dict(config.feature_gates),
                                   **({"labels": labels} if labels else {}),
-                                  **({"audit": {"latencyUs": audit_latency_us}}
+                                  **({"audit": {"latencyUs": audit_latency_us,
+                                                "windowUs": audit_window_us}}
                                      if audit_latency_us is not None else {}),
                                   **({"extenderAnswers": extender_answers.source}
                                      if extender_answers is not None else {})}).decode(),
@@ -157,7 +160,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                      if lifetime == "relative" else None)
         wanted = gpu_report or "workload" in ports_needed(config, registry)
         workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
-        plan = (plan_decisions(iter_events(engine, trace.id), audit_latency_us)
+        plan = (plan_decisions(iter_events(engine, trace.id), audit_latency_us,
+                               audit_window_us)
                 if audit_latency_us is not None else None)
         replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
                         lifetimes, workload, plan)

@@ -17,12 +17,16 @@ from kaudit.queries.audit import audit_report
 from kaudit.services.replay import ResolvedConfig, replay_stored_trace
 from kaudit.store.traces import TraceSummary
 
+#: How far the scheduler's view may lag the recording, by default (``--window``).
+WINDOW_US = 10_000
+
 
 def audit_stored_trace(engine: Engine, trace: TraceSummary, resolved: ResolvedConfig, *,
-                       latency_us: int = 0, **options: Any) -> dict[str, Any]:
+                       latency_us: int = 0, window_us: int = WINDOW_US,
+                       **options: Any) -> dict[str, Any]:
     """Audit ``trace`` under ``resolved``; ``options`` are
     :func:`kaudit.replay.run.replay_trace`'s (name, seed, progress, check_stop, labels).
     Returns the run's audit report."""
     result = replay_stored_trace(engine, trace, resolved, audit_latency_us=latency_us,
-                                 **options)
+                                 audit_window_us=window_us, **options)
     return audit_report(engine, result.run.name)
