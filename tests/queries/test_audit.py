@@ -173,17 +173,37 @@ def test_markdown_report(report: dict[str, Any]) -> None:
                          "the audit fails")
 
 
-def test_junit_report(report: dict[str, Any]) -> None:
+def junit_suite(report: dict[str, Any]) -> ET.Element:
+    """The JUnit report's suite, with a failing and a passing condition."""
     verdicts = evaluate(report, [parse_condition("disagree>0.5%"), parse_condition("agree<0")])
-    suites = ET.fromstring(as_junit(report, verdicts))
-    suite = suites.find("testsuite")
+    suite = ET.fromstring(as_junit(report, verdicts)).find("testsuite")
     assert suite is not None
+    return suite
 
-    # A case per condition and per judged decision; a failure per failed condition and per
-    # disagreement; the decisions not judged are skipped.
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "3", "3")
+
+def test_junit_report_fails_each_failed_condition_and_disagreement(
+        report: dict[str, Any]) -> None:
+    suite = junit_suite(report)
+    failed = [(c.get("classname"), c.get("name")) for c in suite.findall("testcase")
+              if c.find("failure") is not None]
+
+    assert suite.get("failures") == "3"
+    assert failed == [("kaudit.conditions", "disagree>0.5%"),
+                      ("kaudit.audit.scoredLower", "default/lower at 2026-01-05T09:00:04Z"),
+                      ("kaudit.audit.infeasible", "default/nofit at 2026-01-05T09:00:06Z")]
+    assert ("kaudit.conditions", "agree<0") in [(c.get("classname"), c.get("name"))
+                                                for c in suite.findall("testcase")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "as_junit counts every judged decision in the suite's tests attribute and the decisions "
+    "not judged in skipped, but writes test cases only for the conditions and the "
+    "disagreements (tests=5, skipped=3 over 4 cases, none skipped): a JUnit reader that "
+    "trusts the attributes reports tests that are not there"))
+def test_junit_suite_counts_match_its_cases(report: dict[str, Any]) -> None:
+    suite = junit_suite(report)
     cases = suite.findall("testcase")
-    assert [(c.get("classname"), c.find("failure") is not None) for c in cases] == [
-        ("kaudit.conditions", True), ("kaudit.conditions", False),
-        ("kaudit.audit.scoredLower", True), ("kaudit.audit.infeasible", True)]
-    assert cases[2].get("name") == "default/lower at 2026-01-05T09:00:04Z"
+
+    assert suite.get("tests") == str(len(cases))
+    assert suite.get("failures") == str(sum(c.find("failure") is not None for c in cases))
+    assert suite.get("skipped") == str(sum(c.find("skipped") is not None for c in cases))
