@@ -311,17 +311,11 @@ def window_likelihood(scores: list[int | None], recorded: int, to_find: int) -> 
     return wins / count
 
 
-@pytest.mark.parametrize(("nodes", "sizes", "tainted_every"), [
-    # node 0 the largest (the top everywhere), node 150 the second, every node feasible
-    (200, {0: (16, 64), 150: (8, 32)}, None),
-    # every third node tainted (infeasible), node 10 the top, nodes 198 and 229 tied second
-    (250, {10: (16, 64), 198: (8, 32), 229: (8, 32)}, 3),
-])
-def test_a_node_best_only_in_some_windows_is_sampled(
-        engine: Engine, tmp_path: Path, nodes: int, sizes: dict[int, tuple[int, int]],
-        tainted_every: int | None) -> None:
-    # One zone: upstream's node order is the order the nodes were added.
-    top, recorded = min(sizes), sorted(sizes)[1]
+def sampling_steps(nodes: int, sizes: dict[int, tuple[int, int]], tainted_every: int | None
+                   ) -> tuple[list[Step], list[int | None]]:
+    """``nodes`` nodes of 4 CPU and 16Gi but those ``sizes`` names (CPU, GiB), every
+    ``tainted_every``-th tainted against the pod; pod ``p`` (1 CPU, 4Gi) bound to the second
+    largest. Returns the steps and each node's score (None: infeasible)."""
     steps: list[Step] = []
     scores: list[int | None] = []
     for i in range(nodes):
@@ -333,8 +327,27 @@ def test_a_node_best_only_in_some_windows_is_sampled(
         else:
             scores.append(total(least_allocated(1000, cpu * 1000, 4, memory)))
         steps.append((0.0, "ADDED", node.obj()))
+    recorded = sorted(sizes)[1]
     steps += [(1.0, "ADDED", make_pod("p").req(cpu="1", memory="4Gi").obj()),
               (2.0, "MODIFIED", bound("p", f"node-{recorded:03d}", "1", "4Gi"))]
+    return steps, scores
+
+
+#: node 0 the largest (the top everywhere), node 150 the second, every node feasible.
+ALL_FEASIBLE = (200, {0: (16, 64), 150: (8, 32)}, None)
+
+
+@pytest.mark.parametrize(("nodes", "sizes", "tainted_every"), [
+    ALL_FEASIBLE,
+    # every third node tainted (infeasible), node 10 the top, nodes 198 and 229 tied second
+    (250, {10: (16, 64), 198: (8, 32), 229: (8, 32)}, 3),
+])
+def test_a_node_best_only_in_some_windows_is_sampled(
+        engine: Engine, tmp_path: Path, nodes: int, sizes: dict[int, tuple[int, int]],
+        tainted_every: int | None) -> None:
+    # One zone: upstream's node order is the order the nodes were added.
+    top, recorded = min(sizes), sorted(sizes)[1]
+    steps, scores = sampling_steps(nodes, sizes, tainted_every)
     report = audit_steps(engine, tmp_path, steps)
     record = one(audit_records(engine, report["run"]), "p")
 
