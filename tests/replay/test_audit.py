@@ -548,3 +548,25 @@ def test_a_failed_scheduling_series_written_after_the_binding_is_no_new_decision
     assert classes[:2] == ["unschedulableSame", "unschedulableSame"]
     assert "agrees" in classes
     assert report["classes"]["notJudged"] == 0
+
+
+def test_a_binding_away_from_a_fitting_nominated_node_disagrees(engine: Engine,
+                                                                tmp_path: Path) -> None:
+    # Upstream's findNodesThatFitPod tries a pod's nominated node first and binds it there
+    # when it fits (evaluateNominatedNode), without scoring the others.
+    pod = make_pod("nominee").req(cpu="1", memory="1Gi").priority(1000)
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", pod.obj()),
+        (2.0, "MODIFIED", failed(pod.obj(), "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated="n1")),
+        (3.0, "MODIFIED", pod.node("n2").obj()),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    binding = audit_records(engine, report["run"])["default/nominee"][-1]
+
+    assert binding["recorded"]["kind"] == "bind"
+    assert (binding["class"], binding["cause"]) == ("scoredLower",
+                                                    "the nominated node fits elsewhere")
+    assert binding["kaudit"]["node"] == "n1"
