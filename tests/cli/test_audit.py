@@ -159,6 +159,7 @@ def test_markdown_and_junit_parse(run_kaudit: Kaudit, bindings_audit: dict[str, 
     (("--fail-on", "wrong>1%"), "--fail-on 'wrong>1%': unknown metric 'wrong'"),
     (("--kubernetes-version", "1.99"), "unsupported Kubernetes version '1.99'"),
     (("--latency", "-1"), "--latency must be between 0 and 3600 seconds, not -1.0"),
+    (("--window", "3601"), "--window must be between 0 and 3600 seconds, not 3601.0"),
 ])
 def test_bad_options_exit_2_naming_them(run_kaudit: Kaudit, tmp_path: Path,
                                         args: tuple[str, ...], message: str) -> None:

@@ -47,13 +47,17 @@ def total(least: int) -> int:
 
 
 def audit_steps(engine: Engine, directory: Path, steps: list[Step], *, name: str = "rec",
-                latency_s: float = 0.0, config: Path | None = None) -> dict[str, Any]:
-    """Store ``steps`` as trace ``name`` and audit it; the audit's report."""
+                latency_s: float = 0.0, window_s: float | None = None,
+                config: Path | None = None) -> dict[str, Any]:
+    """Store ``steps`` as trace ``name`` and audit it (with the default ``--window`` unless
+    ``window_s`` is given); the audit's report."""
     path = write_trace(directory / f"{name}.jsonl", *steps)
     ingest_trace(engine, [TraceInput(path)], name=name)
     trace = get_trace(engine, name)
     resolved = resolve_config(trace, ConfigChoice(file=config))
-    return audit_stored_trace(engine, trace, resolved, latency_us=round(latency_s * 1e6))
+    window = {} if window_s is None else {"window_us": round(window_s * 1e6)}
+    return audit_stored_trace(engine, trace, resolved, latency_us=round(latency_s * 1e6),
+                              **window)
 
 
 def audit_records(engine: Engine, run: str) -> dict[str, list[dict[str, Any]]]:
@@ -570,3 +574,67 @@ def test_a_binding_away_from_a_fitting_nominated_node_disagrees(engine: Engine,
     assert (binding["class"], binding["cause"]) == ("scoredLower",
                                                     "the nominated node fits elsewhere")
     assert binding["kaudit"]["node"] == "n1"
+
+
+
+def deletion_just_before(gap_s: float) -> list[Step]:
+    """n1 holds resident (500m, 2Gi), n2 old (1 CPU, 4Gi), of 4 CPU and 16Gi each; old is
+    deleted ``gap_s`` before p (1 CPU, 4Gi) is recorded bound to n1. Without old, n2 scores
+    higher (NodeResourcesFit 75 against 62); with old still there, n1 does (62 against 50)."""
+    old = make_pod("old").req(cpu="1", memory="4Gi").node("n2").obj()
+    return [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_pod("resident").req(cpu="500m", memory="2Gi").node("n1").obj()),
+        (0.0, "ADDED", old),
+        (1.0, "ADDED", make_pod("p").req(cpu="1", memory="4Gi").obj()),
+        (2.0, "DELETED", old),
+        (2.0 + gap_s, "MODIFIED", bound("p", "n1", "1", "4Gi")),
+    ]
+
+
+@pytest.mark.parametrize(("gap_s", "window_s", "expected"), [
+    (0.005, None, "agrees"),         # within the default 10 ms window
+    (0.005, 0.0, "scoredLower"),     # --window 0: the recorded state alone
+    (0.05, None, "scoredLower"),     # the deletion is older than the window
+])
+def test_a_deletion_recorded_within_the_window_may_not_have_been_seen(
+        engine: Engine, tmp_path: Path, gap_s: float, window_s: float | None,
+        expected: str) -> None:
+    assert (least_allocated(1000, 4000, 4, 16), least_allocated(1500, 4000, 6, 16),
+            least_allocated(2000, 4000, 8, 16)) == (75, 62, 50)
+    report = audit_steps(engine, tmp_path, deletion_just_before(gap_s), window_s=window_s)
+    p = one(audit_records(engine, report["run"]), "p")
+
+    assert p["class"] == expected
+    if expected == "agrees":
+        assert p["laggingView"] == {"deletionsNotSeen": ["default/old"], "writesInFlight": []}
+        assert p["reason"].endswith("(within 10 ms of the recording: 1 deletion(s) it had "
+                                    "not seen yet)")
+    else:
+        assert "laggingView" not in p
+
+
+def test_another_pods_binding_recorded_just_after_may_have_been_made(
+        engine: Engine, tmp_path: Path) -> None:
+    # The scheduler decided a (to n1) and then b (to n2, since a was assumed on n1), but b's
+    # binding is recorded first. Without a, n1 (75) beats n2 where resident (250m, 1Gi)
+    # lives (68); with a on n1, n2 is the best (n1: 50).
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_pod("resident").req(cpu="250m", memory="1Gi").node("n2").obj()),
+        (1.0, "ADDED", make_pod("a").req(cpu="1", memory="4Gi").obj()),
+        (1.0, "ADDED", make_pod("b").req(cpu="1", memory="4Gi").obj()),
+        (2.0, "MODIFIED", bound("b", "n2", "1", "4Gi")),
+        (2.004, "MODIFIED", bound("a", "n1", "1", "4Gi")),
+    ]
+    assert least_allocated(1250, 4000, 5, 16) == 68
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    b = one(records, "b")
+    assert b["class"] == "agrees"
+    assert b["laggingView"] == {"deletionsNotSeen": [], "writesInFlight": ["bind default/a n1"]}
+    assert one(records, "a")["class"] == "agrees"
+    without = audit_records(engine, audit_steps(engine, tmp_path, steps, window_s=0.0)["run"])
+    assert one(without, "b")["class"] == "scoredLower"

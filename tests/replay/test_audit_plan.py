@@ -218,3 +218,29 @@ def test_due_hands_each_decision_out_once_in_moment_order() -> None:
     assert plan.due(2) == []
     assert [d.pod for d in plan.due(3)] == ["default/a", "default/b"]
     assert plan.due(4) == []
+
+
+def test_writes_recorded_within_the_window_after_a_decision_are_in_flight() -> None:
+    urgent = make_pod("urgent").req(cpu="1").priority(1000).obj()
+    events = stored(
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+        (1.0, "ADDED", make_pod("a").req(cpu="1").obj()),                       # 1
+        (1.0, "ADDED", make_pod("b").req(cpu="1").obj()),                       # 2
+        (1.0, "ADDED", urgent),                                                 # 3
+        (2.0, "MODIFIED", make_pod("a").req(cpu="1").node("n1").obj()),         # 4
+        (2.004, "MODIFIED", failed(urgent, "0/1 nodes are available: x.",
+                                   nominated="n1")),                            # 5
+        (2.009, "MODIFIED", make_pod("b").req(cpu="1").node("n1").obj()),       # 6
+        (2.03, "MODIFIED", make_pod("urgent").req(cpu="1").node("n1").obj()),   # 7
+    )
+    plan = plan_decisions(events, window_us=10_000)
+    in_flight = {(d.pod, d.kind): d.in_flight for d in plan.decisions}
+
+    assert plan.window_us == 10_000
+    # a's binding: urgent's nomination and b's binding follow within 10 ms; urgent's
+    # binding (30 ms later) does not.
+    assert in_flight[("default/a", BIND)] == [(PREEMPTION, "default/urgent", "n1"),
+                                              (BIND, "default/b", "n1")]
+    assert in_flight[("default/urgent", PREEMPTION)] == [(BIND, "default/b", "n1")]
+    assert in_flight[("default/b", BIND)] == []
+    assert plan_decisions(events).decisions[0].in_flight == []
