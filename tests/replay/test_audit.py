@@ -2,11 +2,12 @@
 whose every decision's class, scores and reasons are derived by hand from kube-scheduler
 v1.34.2's rules.
 
-The default profile's scores on these clusters (no taints, affinities, spread constraints or
-images): TaintToleration 3 × 100 (no intolerable taint anywhere: ``DefaultNormalizeScore``
-reversed), NodeResourcesBalancedAllocation 100 (every pod asks CPU and memory in the nodes'
-own ratio), NodeResourcesFit's LeastAllocated ``(allocatable - requested) * 100 /
-allocatable`` per resource, averaged over cpu and memory; the other plugins score 0.
+The default profile's scores on these clusters (no taints unless a test adds one, no
+affinities, spread constraints or images): TaintToleration 3 × 100 (no intolerable taint
+anywhere: ``DefaultNormalizeScore`` reversed), NodeResourcesBalancedAllocation 100 (every pod
+asks CPU and memory in the nodes' own ratio), NodeResourcesFit's LeastAllocated
+``(allocatable - requested) * 100 / allocatable`` per resource, averaged over cpu and memory;
+the other plugins score 0.
 """
 
 from __future__ import annotations
