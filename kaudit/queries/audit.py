@@ -97,7 +97,8 @@ def audit_report(engine: Engine, ref: str) -> dict[str, Any]:
         "agreeShare": agreeing / judged_count if judged_count else None,
         "disagreeShare": disagreeing / judged_count if judged_count else None,
         "sampledShare": counts["sampled"] / judged_count if judged_count else None,
-        "disagreements": [d for d in others if d["class"] != "notJudged"],
+        "disagreements": [d for d in others if d["class"] in DISAGREEING],
+        "sampled": [d for d in others if d["class"] == "sampled"],
         "notJudged": [d for d in others if d["class"] == "notJudged"],
         "groups": _groups(others),
     }
@@ -212,6 +213,9 @@ def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 2
         for group in report["groups"][:limit]:
             lines.append(f"    {group['count']:>8,}  {group['class']}: {group['cause'] or '-'}"
                          f"  (e.g. {', '.join(group['examples'])})")
+    if report["sampled"]:
+        lines.append(f"  sampled: {len(report['sampled']):,} decision(s) explained by "
+                     "percentageOfNodesToScore (--format json lists them)")
     if report["disagreements"]:
         lines.append("  disagreements:")
         lines.extend("    " + _line(d) for d in report["disagreements"][:limit])
@@ -252,10 +256,11 @@ def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
 def as_junit(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
     suites = ET.Element("testsuites", name="kaudit audit")
     cases = report["disagreements"]
+    skipped = report["notJudged"]
     suite = ET.SubElement(suites, "testsuite", name=f"kaudit audit {report['run']}",
-                          tests=str(len(verdicts) + report["judged"]),
+                          tests=str(len(verdicts) + len(cases) + len(skipped)),
                           failures=str(sum(v.failed for v in verdicts) + len(cases)),
-                          errors="0", skipped=str(report["classes"]["notJudged"]))
+                          errors="0", skipped=str(len(skipped)))
     for verdict in verdicts:
         case = ET.SubElement(suite, "testcase", classname="kaudit.conditions",
                              name=verdict.condition.text)
@@ -267,6 +272,10 @@ def as_junit(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
                              name=f"{decision['pod']} at {decision['time']}")
         ET.SubElement(case, "failure", message=decision.get("reason", ""),
                       type=decision["class"]).text = _line(decision)
+    for decision in skipped:
+        case = ET.SubElement(suite, "testcase", classname="kaudit.audit.notJudged",
+                             name=f"{decision['pod']} at {decision['time']}")
+        ET.SubElement(case, "skipped", message=decision.get("reason", ""))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
 

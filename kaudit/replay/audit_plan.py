@@ -166,7 +166,10 @@ class _Planner:
             self._pod(event)
         elif event.kind == "Event" and event.type != "DELETED":
             about = _event_about_pod(event.object)
-            if about is not None:
+            seen = self.pods.get(about[0]) if about is not None else None
+            # A series' later count is written on its refresh, possibly after the binding: an
+            # Event about a pod bound by now is no new decision.
+            if about is not None and (seen is None or not seen.node):
                 key, message = about
                 self.events.setdefault(key, []).append(RecordedDecision(
                     UNSCHEDULABLE, key, "", event.seq, event.ts_us, event.seq,

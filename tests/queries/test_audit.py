@@ -195,11 +195,6 @@ def test_junit_report_fails_each_failed_condition_and_disagreement(
                                                 for c in suite.findall("testcase")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "as_junit counts every judged decision in the suite's tests attribute and the decisions "
-    "not judged in skipped, but writes test cases only for the conditions and the "
-    "disagreements (tests=5, skipped=3 over 4 cases, none skipped): a JUnit reader that "
-    "trusts the attributes reports tests that are not there"))
 def test_junit_suite_counts_match_its_cases(report: dict[str, Any]) -> None:
     suite = junit_suite(report)
     cases = suite.findall("testcase")
@@ -209,11 +204,6 @@ def test_junit_suite_counts_match_its_cases(report: dict[str, Any]) -> None:
     assert suite.get("skipped") == str(sum(c.find("skipped") is not None for c in cases))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "audit_report's 'disagreements' holds every judged decision that does not agree, sampled "
-    "ones included, and as_junit writes a failed case for each: a decision the report counts "
-    "as neither agreeing nor disagreeing (0 disagree, and 'disagree>0' does not hold) fails "
-    "the JUnit suite"))
 def test_a_sampled_decision_fails_no_junit_case(engine: Engine, tmp_path: Path) -> None:
     steps, _ = sampling_steps(*ALL_FEASIBLE)
     report = audit_steps(engine, tmp_path, steps)

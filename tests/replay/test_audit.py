@@ -517,12 +517,6 @@ def test_a_decision_needing_an_unrecorded_claim_is_not_judged(engine: Engine,
         ["PersistentVolumeClaim default/data-0"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "audit_plan takes every ADDED or MODIFIED FailedScheduling Event as a decision at its "
-    "recording time, but client-go's events broadcaster writes a series' third and later "
-    "repeats only on its 30-minute refresh or 6 minutes after the last one (finishSeries): "
-    "such an update recorded after the pod's binding is judged as a decision about a pod "
-    "never seen pending (notJudged, missing 'Pod default/web (pending)')"))
 def test_a_failed_scheduling_series_written_after_the_binding_is_no_new_decision(
         engine: Engine, tmp_path: Path) -> None:
     # web fails three times while hog holds n1 (Events: the first ADDED, the second opening a

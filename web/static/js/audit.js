@@ -20,7 +20,7 @@ K.start(async ({run}) => {
 
   // Every decision that does not agree: the disagreements (sampled included) and the ones not
   // judged, one trace per class.
-  const others = [...report.disagreements, ...report.notJudged];
+  const others = [...report.disagreements, ...(report.sampled || []), ...report.notJudged];
   const classes = [...new Set(others.map((d) => d.class))];
   const chart = document.getElementById("chart-timeline");
   if (!others.length) {
