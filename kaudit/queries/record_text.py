@@ -197,6 +197,25 @@ def _value_words(value: Any) -> str:
     return str(value)
 
 
+#: How an audit record names the recorded decision, by its kind.
+_AUDITED = {"bind": "The recorded scheduler bound it to {node}",
+            "unschedulable": "The recorded scheduler found it unschedulable",
+            "preemption": "The recorded scheduler nominated {node} by preemption",
+            "nodeName": "It was created bound to {node}"}
+
+
+def _audit_event(node: str | None, document: Mapping[str, Any]) -> str:
+    """An ``audit`` record: the recorded decision, kaudit's class and its reason."""
+    recorded = document.get("recorded") or {}
+    what = _AUDITED.get(str(recorded.get("kind")), "The recorded scheduler decided")
+    verdict = str(document.get("class", "")).replace("notJudged", "not judged")
+    reason = str(document.get("reason") or "")
+    if len(reason) > 240:
+        reason = reason[:239] + "…"
+    return f"{what.format(node=node or '-')}; the audit: {verdict}" + (
+        f", {reason}" if reason else "")
+
+
 def event_text(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
     """One record of the pod's event log (other than queue moves and attempts) as a sentence,
     long objects summarised."""
@@ -240,6 +259,8 @@ def event_text(kind: str, node: str | None, document: Mapping[str, Any]) -> str:
         text = f"Extender call{on}: {document.get('reason', '')}".rstrip(": ")
     elif kind == "claim":
         text = _claim_event(document)
+    elif kind == "audit":
+        text = _audit_event(node, document)
     elif kind == "node":
         text = f"Node {node} got slot {document.get('slot')}"
     elif kind == "watch":

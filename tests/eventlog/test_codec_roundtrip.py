@@ -409,6 +409,19 @@ OTHER_CASES: dict[RecordKind, Callable[[], Case]] = {
         Written(RecordKind.CLAIM, None, None, {"type": "ADDED", "object": _CLAIM}),
         Written(RecordKind.CLAIM, "default/p", None, {"type": "MODIFIED", "object": _ALLOCATED}),
         Written(RecordKind.CLAIM, "default/p", None, {"type": "DELETED", "object": _ALLOCATED})),
+    RecordKind.AUDIT: _simple(
+        Written(RecordKind.AUDIT, "default/p", "n1",
+                {"class": "infeasible", "cause": "NodeResourcesFit: Insufficient cpu",
+                 "reason": "kaudit rejects n1: NodeResourcesFit: Insufficient cpu",
+                 "recorded": {"kind": "bind", "node": "n1", "tUs": 1, "traceSeq": 3},
+                 "rejectedBy": {"plugin": "NodeResourcesFit", "code": "UNSCHEDULABLE",
+                                "reasons": ["Insufficient cpu"]},
+                 "kaudit": {"node": "n2", "tied": ["n2"], "feasible": 1}, "momentSeq": 3}),
+        Written(RecordKind.AUDIT, "default/q", None,
+                {"class": "notJudged", "cause": "scheduler volcano",
+                 "reason": "decided by another scheduler",
+                 "recorded": {"kind": "bind", "node": None, "tUs": 2, "traceSeq": 4},
+                 "momentSeq": 4})),
 }
 
 CASES: dict[str, tuple[RecordKind, Callable[[], Case]]] = {

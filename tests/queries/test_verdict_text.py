@@ -43,7 +43,20 @@ DOCUMENTS: dict[str, dict[str, Any]] = {
                  "extenders": [{"step": "bind", "extender": "fake", "nodes": ["n1"],
                                 "error": "refused", "ignorable": False}]},
     "claim": {"type": "MODIFIED", "object": CLAIM},
+    "audit": {"class": "scoredLower", "cause": "scores higher elsewhere: NodeResourcesFit",
+              "reason": "n1 scores 450, kaudit's top is 475 on n2; higher there: "
+                        "NodeResourcesFit (75 vs 50)",
+              "recorded": {"kind": "bind", "node": "n1", "tUs": 4000000, "traceSeq": 7},
+              "kaudit": {"node": "n2", "tied": ["n2"], "feasible": 2},
+              "plugins": [{"plugin": "NodeResourcesFit", "best": 75, "recorded": 50}],
+              "momentSeq": 7, "nearby": ["ADDED Pod default/web"]},
 }
+
+
+def test_an_audit_record_names_the_decision_and_its_verdict() -> None:
+    text = record_text.event_text("audit", "n1", DOCUMENTS["audit"])
+    assert text.startswith("The recorded scheduler bound it to n1; the audit: scoredLower, "
+                           "n1 scores 450"), text
 
 
 @pytest.mark.parametrize("kind", [k.value for k in RecordKind if k != RecordKind.ATTEMPT
