@@ -14,8 +14,8 @@ each is judged (its *moment*):
   status the recording never shows;
 * **preemption**: the same update setting a new ``status.nominatedNodeName``; its victims are the
   pods on that node given the ``DisruptionTarget`` condition with reason
-  ``PreemptionByScheduler`` (``pkg/scheduler/framework/preemption/preemption.go``) nearest in
-  time;
+  ``PreemptionByScheduler`` (``pkg/scheduler/framework/preemption/preemption.go``) in one burst
+  (one preemption deletes its victims together), the burst nearest in time;
 * **nodeName**: a pod created with ``spec.nodeName`` after the recording began (no scheduler
   decided it; reported as not judged). Pods bound in the recording's first instant are its
   initial state, not decisions.
@@ -46,6 +46,8 @@ BIND, UNSCHEDULABLE, PREEMPTION, NODE_NAME = "bind", "unschedulable", "preemptio
 #: to be linked (the scheduler writes both within one preemption, milliseconds apart).
 LINK_WINDOW_US = 10_000_000
 PREEMPTION_REASON = "PreemptionByScheduler"
+#: Victims of one node whose conditions are less than this apart are one preemption's.
+BURST_GAP_US = 500
 
 
 @dataclass
@@ -74,6 +76,9 @@ class RecordedDecision:
     floor_seq: int = 0
     #: The trace events of the victims' DisruptionTarget conditions.
     victim_seqs: list[int] = field(default_factory=list)
+    #: Victims on the same node that another nomination close in time could claim as well
+    #: (the recording does not say for whom a pod was preempted), linked here or not.
+    shared_victims: list[str] = field(default_factory=list)
     #: Other pods' bindings and nominations recorded within the window after this decision:
     #: (kind, pod, node), writes the scheduler may have made before this decision (a binding
     #: is assumed in its cache, a nomination in its nominator, before the API records them).
@@ -231,7 +236,7 @@ class _Planner:
         for key, events in self.events.items():
             if key not in self.status_failures:
                 self.decisions.extend(events)
-        self._link_victims()
+        self._link_victims(window_us)
         for decision in self.decisions:
             moment = decision.seq
             if latency_us > 0:
@@ -259,22 +264,57 @@ class _Planner:
                 if later.pod != decision.pod:
                     decision.in_flight.append((later.kind, later.pod, later.node or ""))
 
-    def _link_victims(self) -> None:
-        """Each victim to the nomination of its node nearest in time (the latest at or before
-        it, else the earliest after it), within :data:`LINK_WINDOW_US`."""
-        by_node: dict[str, list[RecordedDecision]] = {}
+    def _link_victims(self, window_us: int) -> None:
+        """Each preemption's victims: the victims of one node are cut into bursts (one
+        preemption deletes its victims together, in parallel: conditions less than
+        :data:`BURST_GAP_US` apart), and bursts and nominations of that node are paired one
+        to one, the closest in time first, within :data:`LINK_WINDOW_US`; a burst left over
+        joins the nomination nearest to it."""
+        nominations: dict[str, list[RecordedDecision]] = {}
         for decision in self.decisions:
             if decision.kind == PREEMPTION and decision.node:
-                by_node.setdefault(decision.node, []).append(decision)
-        for node, ts, seq, key in self.victims:
-            nominations = by_node.get(node) or []
-            before = [d for d in nominations if ts - LINK_WINDOW_US <= d.ts_us <= ts]
-            after = [d for d in nominations if ts < d.ts_us <= ts + LINK_WINDOW_US]
-            chosen = (max(before, key=lambda d: d.ts_us) if before
-                      else min(after, key=lambda d: d.ts_us) if after else None)
-            if chosen is not None and key not in chosen.victims:
-                chosen.victims.append(key)
-                chosen.victim_seqs.append(seq)
+                nominations.setdefault(decision.node, []).append(decision)
+        bursts: dict[str, list[list[tuple[int, int, str]]]] = {}
+        for node, ts, seq, key in sorted(self.victims, key=lambda v: (v[0], v[1], v[2])):
+            groups = bursts.setdefault(node, [])
+            if groups and ts - groups[-1][-1][0] <= BURST_GAP_US:
+                groups[-1].append((ts, seq, key))
+            else:
+                groups.append([(ts, seq, key)])
+        for node, groups in bursts.items():
+            pairs = sorted(
+                (abs(group[0][0] - decision.ts_us), g, n)
+                for g, group in enumerate(groups)
+                for n, decision in enumerate(nominations.get(node) or [])
+                if abs(group[0][0] - decision.ts_us) <= LINK_WINDOW_US)
+            used_groups: set[int] = set()
+            used_nominations: set[int] = set()
+            # One burst per nomination first; a burst left over (a victim slow to go, with no
+            # other nomination to claim it) joins the nomination nearest in time.
+            paired = []
+            for _distance, g, n in pairs:
+                if g not in used_groups and n not in used_nominations:
+                    used_groups.add(g)
+                    used_nominations.add(n)
+                    paired.append((g, n))
+            for _distance, g, n in pairs:
+                if g not in used_groups:
+                    used_groups.add(g)
+                    paired.append((g, n))
+            for g, n in paired:
+                chosen = nominations[node][n]
+                for _ts, seq, key in groups[g]:
+                    if key not in chosen.victims:
+                        chosen.victims.append(key)
+                        chosen.victim_seqs.append(seq)
+            if window_us > 0:
+                for group in groups:
+                    for ts, _seq, key in group:
+                        claimants = [d for d in nominations.get(node) or []
+                                     if abs(ts - d.ts_us) <= window_us]
+                        if len(claimants) > 1:
+                            for decision in claimants:
+                                decision.shared_victims.append(key)
 
 
 def plan_decisions(events: Iterable[StoredEvent], latency_us: int = 0,

@@ -287,6 +287,12 @@ def _judge_preemption(decision: RecordedDecision, attempt: Attempt) -> Judgment:
         return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",
                 "reason": "the same node and the same victims"}
     flips = {key for group in candidate.victim_ties for key in group}
+    shared = set(decision.shared_victims)
+    if shared and (theirs - shared) - flips <= mine and mine - flips <= theirs | shared:
+        return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",
+                "reason": "the same node; the victims agree with the recorded ones but for "
+                          "pods another preemption on that node may have taken (the recording "
+                          "does not say for whom a pod was preempted)"}
     if mine ^ theirs <= flips:
         return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",
                 "reason": "the same node; the victims differ only among equally ranked pods "

@@ -244,3 +244,38 @@ def test_writes_recorded_within_the_window_after_a_decision_are_in_flight() -> N
     assert in_flight[("default/urgent", PREEMPTION)] == [(BIND, "default/b", "n1")]
     assert in_flight[("default/b", BIND)] == []
     assert plan_decisions(events).decisions[0].in_flight == []
+
+
+def test_two_preemptions_on_one_node_each_take_their_own_burst_of_victims() -> None:
+    """Async preemption: each preemptor's victims go together (a burst), but a burst may
+    come before its preemptor's nomination is written and after the next one's; bursts and
+    nominations are paired one to one, nearest first, and a victim both could claim (within
+    the window) is shared."""
+    first = make_pod("first").req(cpu="1").priority(1000).obj()
+    second = make_pod("second").req(cpu="1").priority(1000).obj()
+    v1, v2 = (make_pod(name).req(cpu="1").priority(1).node("n1").obj() for name in ("v1", "v2"))
+    w1 = make_pod("w1").req(cpu="1").priority(1).node("n1").obj()
+    events = stored(
+        (0.0, "ADDED", make_node("n1").capacity(cpu="3", memory="4Gi").obj()),
+        (0.0, "ADDED", v1), (0.0, "ADDED", v2), (0.0, "ADDED", w1),           # 1-3
+        (1.0, "ADDED", first), (1.0, "ADDED", second),                        # 4-5
+        (1.0100, "MODIFIED", preempted(v1)),                                  # 6: first's burst
+        (1.0101, "MODIFIED", preempted(v2)),                                  # 7
+        (1.0110, "MODIFIED", failed(first, "0/1 nodes are available: 1 Insufficient cpu.",
+                                    nominated="n1")),                         # 8
+        (1.0120, "MODIFIED", preempted(w1)),                                  # 9: second's
+        (1.0150, "MODIFIED", failed(second, "0/1 nodes are available: 1 Insufficient cpu.",
+                                    nominated="n1")),                         # 10
+    )
+    by = by_pod(plan_decisions(events, window_us=2_000).decisions)
+    (one,) = by["default/first"]
+    (two,) = by["default/second"]
+
+    assert (one.victims, one.moment_seq) == (["default/v1", "default/v2"], 6)
+    # w1 comes after first's nomination (the latest before it) but first already has its
+    # burst: w1 is second's, judged before it.
+    assert (two.victims, two.moment_seq) == (["default/w1"], 9)
+    # Within 2 ms of one nomination only: not shared; with a wider window it is.
+    assert (one.shared_victims, two.shared_victims) == ([], [])
+    wide = by_pod(plan_decisions(events, window_us=10_000).decisions)
+    assert "default/w1" in wide["default/first"][0].shared_victims
