@@ -88,6 +88,19 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
     conditions = [parse_condition(text) for text in fail_on]
     if (trace is None) == (stored_run is None):
         raise click.UsageError("give a TRACE to audit, or --run RUN to report a stored audit")
+    if stored_run is not None:
+        given = [flag for flag, on in (("--config", config_path is not None),
+                                        ("--defaults", use_defaults),
+                                        ("--feature-gates", feature_gates is not None),
+                                        ("--plugin", bool(plugins)),
+                                        ("--kubernetes-version", kubernetes_version is not None),
+                                        ("--latency", latency != 0.0),
+                                        ("--window", window != 0.01),
+                                        ("--name", name is not None), ("--seed", seed != 0))
+                 if on]
+        if given:
+            raise click.UsageError(f"--run reports a stored audit as it was made; "
+                                   f"{', '.join(given)} only apply when auditing a TRACE")
     for flag, value in (("--latency", latency), ("--window", window)):
         if not 0 <= value <= 3600:
             raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")

@@ -187,3 +187,10 @@ def test_a_trace_and_a_run_exclude_each_other(run_kaudit: Kaudit) -> None:
 
     assert both.exit_code == neither.exit_code == 2
     assert "give a TRACE to audit, or --run RUN" in both.output
+
+
+def test_reporting_a_stored_audit_refuses_options_that_only_make_one(
+        run_kaudit: Callable[..., Any]) -> None:
+    result = run_kaudit("audit", "--run", "whatever", "--latency", "0.5", "--window", "0")
+    assert result.exit_code == 2
+    assert "--latency, --window only apply when auditing a TRACE" in result.output
