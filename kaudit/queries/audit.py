@@ -94,6 +94,11 @@ def audit_report(engine: Engine, ref: str) -> dict[str, Any]:
         "momentRule": MOMENT_RULE,
         "decisions": total, "judged": judged_count, "classes": counts,
         "agreeOrTie": agreeing,
+        "windowSeconds": (options["audit"].get("windowUs") or 0) / 1e6,
+        # Agreeing only in a state the scheduler could have seen when its view lagged the
+        # recording (--window): said apart, so the window never hides how many they are.
+        "agreeInLaggingView": sum(1 for d in decisions if d.get("laggingView")
+                                  and d["class"] in AGREEING),
         "agreeShare": agreeing / judged_count if judged_count else None,
         "disagreeShare": disagreeing / judged_count if judged_count else None,
         "sampledShare": counts["sampled"] / judged_count if judged_count else None,
@@ -202,7 +207,10 @@ def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 2
     lines = [f"audit run '{report['run']}' of trace '{report['trace']}' "
              f"(configuration {report['config']})",
              f"  {report['decisions']:,} recorded decisions, {report['judged']:,} judged: "
-             f"{report['agreeOrTie']:,} agree or tie ({percent(report['agreeShare'], 2)}), "
+             f"{report['agreeOrTie']:,} agree or tie ({percent(report['agreeShare'], 2)}"
+             + (f"; {report['agreeInLaggingView']:,} of them only in a view lagging the "
+                f"recording by up to {report['windowSeconds'] * 1000:g} ms"
+                if report.get("agreeInLaggingView") else "") + "), "
              f"{sum(report['classes'][c] for c in DISAGREEING):,} disagree "
              f"({percent(report['disagreeShare'], 2)})"]
     for name in CLASSES:
