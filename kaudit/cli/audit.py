@@ -136,5 +136,9 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
     click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
     failed = [v for v in verdicts if v.failed]
     _to_github(as_markdown(report, verdicts), [(v.condition.text, v.message) for v in failed])
+    if report["status"] != "complete":
+        # A gate never passes on a partial report.
+        raise InputError(f"audit run {report['run']!r} is {report['status']}: its report holds "
+                         "only the decisions judged before it stopped; audit the trace again")
     if failed:
         raise SystemExit(1)

@@ -213,6 +213,9 @@ def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 2
                 if report.get("agreeInLaggingView") else "") + "), "
              f"{sum(report['classes'][c] for c in DISAGREEING):,} disagree "
              f"({percent(report['disagreeShare'], 2)})"]
+    if report["status"] != "complete":
+        lines.append(f"  the audit is {report['status']}: this report holds only the decisions "
+                     "judged before it stopped")
     for name in CLASSES:
         if report["classes"][name]:
             lines.append(f"    {report['classes'][name]:>8,}  {CLASS_LABELS[name]}")
@@ -247,6 +250,8 @@ def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
              f"{report['decisions']:,} recorded decisions of trace `{report['trace']}`, "
              f"{report['judged']:,} judged: **{percent(report['agreeShare'], 2)}** agree or tie, "
              f"{percent(report['disagreeShare'], 2)} disagree.", "",
+             *([f"**The audit is {report['status']}**: this report holds only the decisions "
+                "judged before it stopped.", ""] if report["status"] != "complete" else []),
              "| class | decisions |", "| --- | ---: |"]
     lines.extend(f"| {CLASS_LABELS[c]} | {report['classes'][c]:,} |" for c in CLASSES
                  if report["classes"][c])
@@ -269,6 +274,12 @@ def as_junit(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
                           tests=str(len(verdicts) + len(cases) + len(skipped)),
                           failures=str(sum(v.failed for v in verdicts) + len(cases)),
                           errors="0", skipped=str(len(skipped)))
+    if report["status"] != "complete":
+        suite.set("errors", "1")
+        suite.set("tests", str(int(suite.get("tests") or 0) + 1))
+        case = ET.SubElement(suite, "testcase", classname="kaudit.audit", name="audit run")
+        ET.SubElement(case, "error", message=f"the audit is {report['status']}",
+                      type="incomplete")
     for verdict in verdicts:
         case = ET.SubElement(suite, "testcase", classname="kaudit.conditions",
                              name=verdict.condition.text)

@@ -23,6 +23,7 @@ from typing import Any
 from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
+from kaudit.model.resources import PODS
 from kaudit.replay.audit_plan import BIND, NODE_NAME, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
@@ -35,7 +36,7 @@ WINDOW_US = 1_000_000
 #: At most this many of those events are reported.
 WINDOW_EVENTS = 10
 #: At most this many lagging views are tried for one decision.
-MAX_VIEWS = 16
+MAX_VIEWS = 64
 
 
 class DecisionAudit:
@@ -52,6 +53,9 @@ class DecisionAudit:
         self.plan = plan
         #: Pending pods as last recorded, by ``namespace/name``.
         self.pending: dict[str, dict[str, Any]] = {}
+        #: Pods a decision agreed with only by taking them as decided before it: each is then
+        #: judged without that decision's pod (one order of decisions serves them all).
+        self.decided_before: dict[str, set[str]] = {}
         #: Bound pods deleted within the plan's window: (time, key, last object).
         self.deleted: deque[tuple[int, str, dict[str, Any]]] = deque()
         #: Recent pod and node events (time, description), for disagreements' context.
@@ -156,20 +160,43 @@ class DecisionAudit:
                               + ", ".join(missing), missing,
                               cause="missing " + ", ".join(sorted({m.split()[0]
                                                                    for m in missing}))), None
-        started = time.perf_counter()
-        attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
-                                          exhaustive=True)
-        self.summary.scheduling_seconds += time.perf_counter() - started
-        self.summary.attempts += 1
-        document, blob = pack_attempt(attempt, framework, self.cluster, cycle=self.judged + 1,
-                                      number=1)
-        judgment = judge(decision, attempt, self.cluster, self.scheduler,
-                         info.nominated_node_name)
-        if judgment["class"] not in AGREEING and self.plan.window_us > 0:
-            lagging = self._lagging_view(decision, info)
-            if lagging is not None:
-                return lagging
+        later = sorted(self.decided_before.pop(decision.pod, set()))
+        with self._without(later) as absent:
+            started = time.perf_counter()
+            attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                              exhaustive=True)
+            self.summary.scheduling_seconds += time.perf_counter() - started
+            self.summary.attempts += 1
+            document, blob = pack_attempt(attempt, framework, self.cluster,
+                                          cycle=self.judged + 1, number=1)
+            judgment = judge(decision, attempt, self.cluster, self.scheduler,
+                             info.nominated_node_name)
+            if absent:
+                judgment["reason"] += (f" (judged without {', '.join(absent)}: an earlier "
+                                       "decision agreed only as decided after this one)")
+                judgment["decidedAfter"] = absent
+            if judgment["class"] not in AGREEING and self.plan.window_us > 0:
+                lagging = self._lagging_view(decision, info)
+                if lagging is not None:
+                    return lagging
         return judgment, (document, blob, attempt.selected)
+
+    @contextmanager
+    def _without(self, keys: list[str]) -> Iterator[list[str]]:
+        """The cluster without the bound pods ``keys`` (put back afterwards)."""
+        removed = []
+        for key in keys:
+            namespace, _, name = key.partition("/")
+            uid = next((uid for uid, pod in self.cluster.pods.items()
+                        if pod.namespace == namespace and pod.name == name), None)
+            pod = self.cluster.remove_pod(uid) if uid is not None else None
+            if pod is not None:
+                removed.append(pod)
+        try:
+            yield [pod.key for pod in removed]
+        finally:
+            for pod in removed:
+                self.cluster.add_pod(pod)
 
     def _lagging_view(self, decision: RecordedDecision, info: Any
                       ) -> tuple[Judgment, tuple[dict[str, Any], bytes, str | None]] | None:
@@ -179,16 +206,23 @@ class DecisionAudit:
         made. The first that agrees, or None."""
         since = decision.ts_us - self.plan.window_us
         unseen = [obj for ts, key, obj in self.deleted if ts >= since and key != decision.pod]
-        in_flight = [write for write in decision.in_flight if write[1] in self.pending]
+        # Only this scheduler's own writes: it assumes and nominates only the pods it serves.
+        in_flight = [write for write in decision.in_flight if write[1] in self.pending
+                     and self.scheduler.framework_for(pod_info(
+                         self.cluster, self.pending[write[1]])) is not None]
         # The scheduler saw everything up to its cycle and nothing after: the deletions it had
-        # not seen are the last few (a suffix); its own writes are in flight or not.
+        # not seen are the last few (a suffix), and the writes it had made before this
+        # decision but the API recorded after it are the first few recorded after (a prefix).
         suffixes = [unseen[len(unseen) - n:] for n in range(1, len(unseen) + 1)]
+        prefixes = [in_flight[:n] for n in range(1, len(in_flight) + 1)]
         variants: list[tuple[list[dict[str, Any]], list[tuple[str, str, str]]]] = [
             (back, []) for back in suffixes]
-        if in_flight:
-            variants += [([], in_flight)] + [(back, in_flight) for back in suffixes]
+        variants += [([], ahead) for ahead in prefixes]
+        variants += [(back, ahead) for ahead in prefixes for back in suffixes]
         for back, ahead in variants[:MAX_VIEWS]:
-            with self._assuming(back, ahead):
+            with self._assuming(back, ahead) as possible:
+                if not possible:
+                    continue  # a put-back pod no longer fits beside what was bound since
                 attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                                   exhaustive=True)
                 self.summary.attempts += 1
@@ -210,14 +244,18 @@ class DecisionAudit:
                                    f"(within {self.plan.window_us / 1000:g} ms of the "
                                    f"recording: {' and '.join(parts)})")
             judgment["laggingView"] = view
+            for kind, pod, _node in ahead:
+                if kind == BIND:
+                    self.decided_before.setdefault(pod, set()).add(decision.pod)
             return judgment, (document, blob, attempt.selected)
         return None
 
     @contextmanager
     def _assuming(self, back: list[dict[str, Any]], ahead: list[tuple[str, str, str]]
-                  ) -> Iterator[None]:
+                  ) -> Iterator[bool]:
         """The cluster with ``back`` (pods deleted) put back and ``ahead`` (other pods'
-        bindings and nominations) made, undone afterwards."""
+        bindings and nominations) made, undone afterwards; yields whether that state is
+        possible (no node holds more than it can)."""
         added: list[str] = []
         nominated: list[tuple[str, str, str | None]] = []
         try:
@@ -239,7 +277,7 @@ class DecisionAudit:
                     self.nominator.add(pod_info(self.cluster, {
                         **obj, "status": {**(obj.get("status") or {}),
                                           "nominatedNodeName": node}}), node, self.cluster)
-            yield
+            yield not self._overcommitted(added)
         finally:
             for uid in added:
                 self.cluster.remove_pod(uid)
@@ -270,3 +308,18 @@ class DecisionAudit:
             if name and self.cluster.get_object("ResourceClaim", namespace, name) is None:
                 missing.append(f"ResourceClaim {namespace}/{name}")
         return missing
+
+    def _overcommitted(self, uids: list[str]) -> bool:
+        """Whether a node of the pods ``uids`` holds more than its allocatable."""
+        cluster = self.cluster
+        for uid in uids:
+            pod = cluster.pods.get(uid)
+            slot = cluster.slot_of.get(pod.node_name) if pod is not None else None
+            if slot is None:
+                continue
+            pods = cluster.resources[PODS]
+            left = cluster.allocatable[slot] - cluster.requested[slot]
+            left[pods] = cluster.allocatable[slot, pods] - cluster.pod_count[slot]
+            if (left < 0).any():
+                return True
+        return False

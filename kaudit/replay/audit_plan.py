@@ -46,6 +46,9 @@ BIND, UNSCHEDULABLE, PREEMPTION, NODE_NAME = "bind", "unschedulable", "preemptio
 #: to be linked (the scheduler writes both within one preemption, milliseconds apart).
 LINK_WINDOW_US = 10_000_000
 PREEMPTION_REASON = "PreemptionByScheduler"
+#: At most this many later writes are linked to a decision (memory stays linear in a burst of
+#: decisions at one instant).
+MAX_IN_FLIGHT = 16
 #: Victims of one node whose conditions are less than this apart are one preemption's.
 BURST_GAP_US = 500
 
@@ -259,7 +262,8 @@ class _Planner:
         for decision in self.decisions:
             start = bisect_right(seqs, decision.seq)
             for later in writes[start:]:
-                if later.ts_us > decision.ts_us + window_us:
+                if later.ts_us > decision.ts_us + window_us \
+                        or len(decision.in_flight) >= MAX_IN_FLIGHT:
                     break
                 if later.pod != decision.pod:
                     decision.in_flight.append((later.kind, later.pod, later.node or ""))

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 from click.testing import Result
+from sqlalchemy import create_engine, update
 
 from kaudit.queries.audit import AGREEING, CLASSES, DISAGREEING
+from kaudit.store.models import Run
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.conftest import write_trace
 from tests.queries.test_diff import MOST_ALLOCATED
@@ -194,3 +196,19 @@ def test_reporting_a_stored_audit_refuses_options_that_only_make_one(
     result = run_kaudit("audit", "--run", "whatever", "--latency", "0.5", "--window", "0")
     assert result.exit_code == 2
     assert "--latency, --window only apply when auditing a TRACE" in result.output
+
+
+def test_an_audit_that_did_not_complete_never_passes_a_gate(
+        run_kaudit: Kaudit, bindings_audit: dict[str, Any], db_url: str) -> None:
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(update(Run).where(Run.name == bindings_audit["run"])
+                           .values(status="failed", error="interrupted (SIGINT)"))
+    engine.dispose()
+    for output_format in ("text", "markdown", "junit"):
+        result = run_kaudit("audit", "--run", bindings_audit["run"], "--format", output_format,
+                            "--fail-on", "disagree>100%")
+        assert result.exit_code == 2, result.output
+        assert "failed" in result.output
+    assert "this report holds only the decisions judged before it stopped" in run_kaudit(
+        "audit", "--run", bindings_audit["run"]).output

@@ -635,3 +635,76 @@ def test_another_pods_binding_recorded_just_after_may_have_been_made(
     assert one(records, "a")["class"] == "agrees"
     without = audit_records(engine, audit_steps(engine, tmp_path, steps, window_s=0.0)["run"])
     assert one(without, "b")["class"] == "scoredLower"
+
+
+# --------------------------------------------------------------------------- lagging views
+# A lagging view may explain a decision only in a state the scheduler could have seen: one order
+# of its decisions serves them all, a pod put back never over-commits its node, and only the
+# scheduler's own writes can be in flight.
+
+
+def test_two_decisions_cannot_each_have_been_made_after_the_other(
+        engine: Engine, tmp_path: Path) -> None:
+    # a (to n1) is right only if b was already on n2, and b (to n2) only if a was already on
+    # n1: one of them disagrees whatever the order.
+    def pending(name: str, cpu: str, memory: str) -> dict[str, Any]:
+        return make_pod(name).req(cpu=cpu, memory=memory).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", bound("pre1", "n1", "1m", "768Mi")),
+        (0.0, "ADDED", bound("pre2", "n2", "250m", "256Mi")),
+        (1.0, "ADDED", pending("a", "1m", "1280Mi")),
+        (1.0, "ADDED", pending("b", "1", "1280Mi")),
+        (2.0, "MODIFIED", bound("a", "n1", "1m", "1280Mi")),
+        (2.005, "MODIFIED", bound("b", "n2", "1", "1280Mi")),
+    ]
+    report = audit_steps(engine, tmp_path, steps)
+    records = audit_records(engine, report["run"])
+
+    assert one(records, "a")["class"] == "agrees"
+    assert one(records, "a")["laggingView"]["writesInFlight"] == ["bind default/b n2"]
+    b = one(records, "b")
+    assert (b["class"], b["decidedAfter"]) == ("scoredLower", ["default/a"])
+    assert report["agreeInLaggingView"] == 1
+
+
+def test_a_deletion_is_not_put_back_where_its_room_was_taken_since(
+        engine: Engine, tmp_path: Path) -> None:
+    # z leaves n2, b takes its room; a, bound to n1 though n2 scores higher, cannot be
+    # explained by a view in which z is still on n2 beside b (5.5 cpu on 4).
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", bound("pre", "n1", "2", "6Gi")),
+        (0.0, "ADDED", bound("z", "n2", "3", "10Mi")),
+        (1.0, "ADDED", make_pod("a").req(cpu="100m", memory="1Gi").obj()),
+        (1.0, "ADDED", make_pod("b").req(cpu="2500m", memory="10Mi").obj()),
+        (1.995, "DELETED", bound("z", "n2", "3", "10Mi")),
+        (1.997, "MODIFIED", bound("b", "n2", "2500m", "10Mi")),
+        (2.0, "MODIFIED", bound("a", "n1", "100m", "1Gi")),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    assert one(records, "b")["class"] == "agrees"
+    assert one(records, "a")["class"] == "scoredLower"
+    assert "laggingView" not in one(records, "a")
+
+
+def test_another_schedulers_writes_are_never_in_flight(engine: Engine, tmp_path: Path) -> None:
+    # q is another scheduler's: its nomination to n2 just after a's binding cannot have been
+    # in the audited scheduler's nominator.
+    q = make_pod("q").req(cpu="3500m", memory="1Gi").scheduler("other-scheduler").obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", bound("pre", "n1", "1", "1Gi")),
+        (1.0, "ADDED", make_pod("a").req(cpu="1", memory="1Gi").obj()),
+        (1.0, "ADDED", q),
+        (2.0, "MODIFIED", bound("a", "n1", "1", "1Gi")),
+        (2.005, "MODIFIED", failed(q, "m", nominated="n2")),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    assert one(records, "a")["class"] == "scoredLower"
+    assert one(records, "q")["class"] == "notJudged"
