@@ -245,6 +245,11 @@ def as_json(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
 
 
+def markdown_cell(text: str) -> str:
+    """``text`` as one Markdown table cell (pipes escaped, lines joined)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
     lines = [f"## kaudit audit: {report['run']}", "",
              f"{report['decisions']:,} recorded decisions of trace `{report['trace']}`, "
@@ -257,8 +262,8 @@ def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
                  if report["classes"][c])
     if report["groups"]:
         lines += ["", "| decisions | class | cause | for example |", "| ---: | --- | --- | --- |"]
-        lines.extend(f"| {g['count']:,} | {g['class']} | {g['cause'] or '-'} | "
-                     f"{', '.join(g['examples'])} |" for g in report["groups"][:50])
+        lines.extend(f"| {g['count']:,} | {g['class']} | {markdown_cell(g['cause'] or '-')} | "
+                     f"{markdown_cell(', '.join(g['examples']))} |" for g in report["groups"][:50])
     if verdicts:
         lines.append("")
         lines.extend(f"- {'❌' if v.failed else '✅'} `{v.condition.text}`: {v.message}"

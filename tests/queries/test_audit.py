@@ -23,6 +23,7 @@ from kaudit.queries.audit import (
     as_text,
     audit_report,
     evaluate,
+    markdown_cell,
     parse_condition,
 )
 from kaudit.readers.ingest import TraceInput, ingest_trace
@@ -214,3 +215,7 @@ def test_a_sampled_decision_fails_no_junit_case(engine: Engine, tmp_path: Path) 
     assert suite is not None and verdicts[0].failed is False
     assert [c.get("name") for c in suite.findall("testcase")
             if c.find("failure") is not None] == []
+
+
+def test_a_markdown_cell_keeps_its_row() -> None:
+    assert markdown_cell("scheduler evil|sched`x\nline") == "scheduler evil\\|sched`x line"
