@@ -59,6 +59,11 @@ def _run_options(engine: Engine, run: RunSummary) -> dict[str, Any]:
     return orjson.loads(options) if options else {}
 
 
+def is_audit(engine: Engine, ref: str) -> bool:
+    """Whether run ``ref`` is an audit (known from its creation, finished or not)."""
+    return "audit" in _run_options(engine, get_run(engine, ref))
+
+
 def audit_report(engine: Engine, ref: str) -> dict[str, Any]:
     """The report of the audit run ``ref`` (name or id); :class:`InputError` for a run that is
     not an audit."""

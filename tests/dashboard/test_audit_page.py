@@ -17,12 +17,14 @@ import pytest
 from click.testing import CliRunner, Result
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import create_engine, update
 
 from kaudit.cli import cli
 from kaudit.dashboard import create_app
 from kaudit.datadirs import sample_config, sample_trace
 from kaudit.queries.audit import DISAGREEING, audit_report
 from kaudit.queries.pods import attempt_detail
+from kaudit.store.models import Run
 from kaudit.store.schema import open_database
 from tests.dashboard.test_browser import Visit, _chromium, launched, serving
 
@@ -142,6 +144,17 @@ def test_the_run_page_links_its_audit_only_when_it_is_one(audited: FlaskClient) 
     assert 'id="audit-note"' in page and audit_href in page
     replay = audited.get(f"/runs/{REPLAY}").get_data(as_text=True)
     assert 'id="audit-note"' not in replay and "/audit" not in replay
+
+
+def test_an_audit_that_did_not_complete_is_still_linked_as_one(audited: FlaskClient,
+                                                               db_url: str) -> None:
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(update(Run).where(Run.name == SAME)
+                           .values(status="failed", summary=None, error="interrupted"))
+    engine.dispose()
+    page = audited.get(f"/runs/{SAME}").get_data(as_text=True)
+    assert 'id="audit-note"' in page and f'href="/runs/{SAME}/audit"' in page
 
 
 def _rank(detail: dict[str, Any], node: str) -> tuple[int, int, int]:
