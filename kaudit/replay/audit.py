@@ -178,7 +178,10 @@ class DecisionAudit:
             if judgment["class"] not in AGREEING and self.plan.window_us > 0:
                 lagging = self._lagging_view(decision, info)
                 if lagging is not None:
-                    return lagging
+                    # The attempt record stays kaudit's ranking in the recorded state (what
+                    # explain and the pod page read beside the recorded free amounts); the
+                    # judgment says in which view the decision agrees.
+                    judgment = lagging
         return judgment, (document, blob, attempt.selected)
 
     @contextmanager
@@ -198,8 +201,7 @@ class DecisionAudit:
             for pod in removed:
                 self.cluster.add_pod(pod)
 
-    def _lagging_view(self, decision: RecordedDecision, info: Any
-                      ) -> tuple[Judgment, tuple[dict[str, Any], bytes, str | None]] | None:
+    def _lagging_view(self, decision: RecordedDecision, info: Any) -> Judgment | None:
         """The decision judged in the states the scheduler could have seen instead, when its
         view lagged the recording by up to the window: the bound pods deleted just before not
         yet gone from its cache, its own bindings and nominations recorded just after already
@@ -230,10 +232,6 @@ class DecisionAudit:
                                  info.nominated_node_name)
                 if judgment["class"] not in AGREEING:
                     continue
-                framework = self.scheduler.framework_for(info)
-                assert framework is not None
-                document, blob = pack_attempt(attempt, framework, self.cluster,
-                                              cycle=self.judged + 1, number=1)
             view = {"deletionsNotSeen": [f"{(o.get('metadata') or {}).get('namespace')}/"
                                          f"{(o.get('metadata') or {}).get('name')}"
                                          for o in back],
@@ -247,7 +245,7 @@ class DecisionAudit:
             for kind, pod, _node in ahead:
                 if kind == BIND:
                     self.decided_before.setdefault(pod, set()).add(decision.pod)
-            return judgment, (document, blob, attempt.selected)
+            return judgment
         return None
 
     @contextmanager

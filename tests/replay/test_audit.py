@@ -606,6 +606,15 @@ def test_a_deletion_recorded_within_the_window_may_not_have_been_seen(
     assert report["agreeInLaggingView"] == (expected == "agrees")
     if expected == "agrees":
         assert p["laggingView"] == {"deletionsNotSeen": ["default/old"], "writesInFlight": []}
+        # The attempt beside it is kaudit's ranking in the recorded state (the one explain
+        # and the pod page read with the recorded free amounts): another node is on top there.
+        with engine.connect() as connection:
+            run_id = connection.execute(select(Run.id).where(Run.name == report["run"])
+                                        ).scalar_one()
+            (selected,) = connection.execute(select(RunEvent.node).where(
+                RunEvent.run_id == run_id, RunEvent.kind == RecordKind.ATTEMPT.value,
+                RunEvent.pod == "default/p")).scalars().all()
+        assert selected is not None and selected != "n1"
         assert p["reason"].endswith("(within 10 ms of the recording: 1 deletion(s) it had "
                                     "not seen yet)")
     else:
