@@ -13,9 +13,9 @@ from typing import Any
 
 import click
 
-from kaudit.cli.check import _to_github, _trace
+from kaudit.cli.check import publish_to_github, stored_or_ingested_trace
 from kaudit.cli.options import SEED, db_option, interactive, stderr_stream
-from kaudit.cli.replay import _terminate_as_interrupt, echo_resolved_config
+from kaudit.cli.replay import echo_resolved_config, terminate_as_interrupt
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
 from kaudit.queries.audit import (
@@ -114,7 +114,7 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
             report = audit_report(engine, stored_run)
         else:
             assert trace is not None
-            summary = _trace(engine, trace)
+            summary = stored_or_ingested_trace(engine, trace)
             resolved = resolve_config(summary, ConfigChoice(
                 file=config_path, defaults=use_defaults, feature_gates=feature_gates,
                 plugins=plugins))
@@ -123,7 +123,7 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
                 click.progressbar(length=summary.events, label="auditing",
                                   file=stderr_stream())
                 if interactive() and output_format == "text" else nullcontext())
-            with bar as progress, _terminate_as_interrupt() as check_stop:
+            with bar as progress, terminate_as_interrupt() as check_stop:
                 report = audit_stored_trace(
                     engine, summary, resolved, latency_us=round(latency * 1_000_000),
                     window_us=round(window * 1_000_000),
@@ -135,7 +135,8 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
         engine.dispose()
     click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
     failed = [v for v in verdicts if v.failed]
-    _to_github(as_markdown(report, verdicts), [(v.condition.text, v.message) for v in failed])
+    publish_to_github(as_markdown(report, verdicts),
+                      [(v.condition.text, v.message) for v in failed])
     if report["status"] != "complete":
         # A gate never passes on a partial report.
         raise InputError(f"audit run {report['run']!r} is {report['status']}: its report holds "

@@ -55,7 +55,7 @@ format_option = click.option("--format", "output_format", type=click.Choice(sort
                              default="text", show_default=True, help="Report format.")
 
 
-def _trace(engine: Any, reference: str) -> TraceSummary:
+def stored_or_ingested_trace(engine: Any, reference: str) -> TraceSummary:
     """A stored trace by name, or a trace file to ingest (once)."""
     path = Path(reference)
     if path.is_file():
@@ -64,7 +64,7 @@ def _trace(engine: Any, reference: str) -> TraceSummary:
     return get_trace(engine, reference)
 
 
-def _to_github(markdown: str, failed: list[tuple[str, str]]) -> None:
+def publish_to_github(markdown: str, failed: list[tuple[str, str]]) -> None:
     """On GitHub Actions: the report appended to the step summary, and each failed condition
     (its text and message) an error annotation."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -79,8 +79,8 @@ def _to_github(markdown: str, failed: list[tuple[str, str]]) -> None:
 def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str) -> int:
     click.echo(FORMATS[output_format](report, verdicts), nl=output_format == "text")
     failed = [v for v in verdicts if v.failed]
-    _to_github(as_markdown(report, verdicts),
-               [(v.condition.text, v.message) for v in failed])
+    publish_to_github(as_markdown(report, verdicts),
+                      [(v.condition.text, v.message) for v in failed])
     return 1 if failed else 0
 
 
@@ -136,7 +136,7 @@ def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
     choices = [_compare_choice(value, feature_gates, plugins) for value in configs]
     engine = open_database(db)
     try:
-        summary = _trace(engine, trace)
+        summary = stored_or_ingested_trace(engine, trace)
         runs, labels = [], []
         for value, choice in zip(configs, choices, strict=True):
             resolved = _resolve_for_compare(summary, value, choice)
@@ -299,9 +299,9 @@ def check_sweep(spec_path: Path, fail_on: tuple[str, ...], output_format: str,
                  for v in verdicts]
         click.echo(text + ("\n" + "\n".join(lines) + "\n" if lines else ""), nl=False)
     failed = [v for v in verdicts if v.failed]
-    _to_github(SWEEP_FORMATS["markdown"](report) + "\n"
-               + "".join(f"- {v.message}\n" for v in verdicts),
-               [(v.condition, v.message) for v in failed])
+    publish_to_github(SWEEP_FORMATS["markdown"](report) + "\n"
+                      + "".join(f"- {v.message}\n" for v in verdicts),
+                      [(v.condition, v.message) for v in failed])
     if tally.failed:
         click.echo(f"kaudit: {tally.failed} cell(s) of the sweep failed: "
                    f"`kaudit sweep report {spec.name}` lists them", err=True)

@@ -69,7 +69,7 @@ def _stop_exception(name: str) -> BaseException:
 
 
 @contextmanager
-def _terminate_as_interrupt(
+def terminate_as_interrupt(
         grace_seconds: float = STOP_GRACE_SECONDS) -> Iterator[Callable[[], None]]:
     """SIGTERM and Ctrl-C stop the replay and mark the run failed, not left running.
 
@@ -224,7 +224,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
             click.progressbar(length=summary_trace.events, label="replaying",
                               file=stderr_stream())
             if interactive() and not as_json else nullcontext())
-        with bar as progress, _terminate_as_interrupt() as check_stop:
+        with bar as progress, terminate_as_interrupt() as check_stop:
             result = replay_stored_trace(
                 engine, summary_trace, resolved, name=name, seed=seed,
                 lifetime=lifetime, recreate_preempted=recreate_preempted,

@@ -16,7 +16,7 @@ from kaudit.cli.options import (
     remove_option,
     table,
 )
-from kaudit.cli.replay import _terminate_as_interrupt
+from kaudit.cli.replay import terminate_as_interrupt
 from kaudit.queries.sweeps import BY_KEY, FORMATS, list_sweeps, remove_sweeps, sweep_report
 from kaudit.store.schema import open_database
 from kaudit.sweep.run import SweepProgress, run_sweep
@@ -96,7 +96,7 @@ def run(spec_path: Path, scheduler: str | None, workers: int | None, quiet: bool
     engine = open_database(db)
     line = ProgressLine(sys.stderr.isatty())
     try:
-        with _terminate_as_interrupt() as check_stop:
+        with terminate_as_interrupt() as check_stop:
             tally = run_sweep(
                 engine, db, spec, scheduler=scheduler, workers=workers,
                 progress=None if quiet else line,
