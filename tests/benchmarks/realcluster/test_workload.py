@@ -20,6 +20,7 @@ from kubernetes import client
 from benchmarks.realcluster.controlplane import ControlPlane
 from benchmarks.realcluster.kwok import RUN_SECONDS_ANNOTATION
 from benchmarks.realcluster.workload import (
+    RESOURCES,
     Action,
     Driver,
     ObjectKey,
@@ -466,3 +467,9 @@ def test_a_tiny_plan_runs_on_the_real_control_plane(control_plane: ControlPlane)
     assert len(scheduled) >= summary.pods_bound - summary.pods_succeeded
     assert {e.get("reportingComponent") or e["source"].get("component") for e in scheduled} \
         == {"default-scheduler"}
+    # The objects as the API server stored them (defaults and controllers' fields added) are
+    # what a recording holds: kaudit's ingest accepts every one.
+    for kind in ("Namespace", "PriorityClass", "Node", "Pod", "PodDisruptionBudget"):
+        prefix, resource, _ = RESOURCES[kind]
+        for item in driver.rest.request("GET", f"{prefix}/{resource}")["items"]:
+            validate_object({"kind": kind, **item}, "ADDED")
