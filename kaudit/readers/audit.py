@@ -10,7 +10,10 @@ watch event a watcher would have seen:
   ``MODIFIED`` while the object only starts terminating (finalizers left, or a bound pod's
   graceful deletion, which the kubelet finishes with its own ``delete``); ``deletecollection``
   with the deleted objects in its response → one event per object.
-* ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set: the recorded placement.
+* ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set and its
+  ``PodScheduled`` condition true, as the binding subresource writes it: the recorded placement.
+* Events are ordered and stamped by the time the request was received, not the time it was
+  logged (``_event_time``).
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
   ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
   the patch: it is applied to the last known state of the object (:mod:`kaudit.model.patch`).
@@ -48,7 +51,6 @@ from kaudit.model.patch import PatchError, apply_patch
 from kaudit.model.pod import FINISHED_PHASES
 from kaudit.model.timestamps import format_rfc3339, parse_timestamp
 from kaudit.readers.audit_fields import (
-    TIME_FIELDS,
     EventFieldError,
     check_event_fields,
     timestamp_problem,
@@ -71,6 +73,8 @@ READ_VERBS = frozenset({"get", "list", "watch"})
 #: How far (seconds) events of one file may be out of time order; API servers log requests
 #: as they complete, so concurrent requests interleave by milliseconds.
 REORDER_WINDOW_US = 60 * 1_000_000
+#: The fields an event's time is read from, the first present.
+EVENT_TIME_FIELDS = ("requestReceivedTimestamp", "stageTimestamp", "timestamp")
 
 # Reasons, counted per source file (``kaudit traces NAME`` shows them).
 DROP_STAGE = "stage {stage}: only ResponseComplete is replayed"
@@ -134,8 +138,14 @@ class _Parsed:
 
 
 def _event_time(doc: dict[str, Any]) -> int:
-    """The event's time: a ``metav1.MicroTime``, which is an RFC 3339 string, never a number."""
-    name = next((field for field in TIME_FIELDS if doc.get(field) is not None), None)
+    """The event's time: when the API server received the request
+    (``requestReceivedTimestamp``), else its stage's time. Requests are logged as they
+    complete, and a create's response can complete after the writes it caused: the
+    scheduler's binding and the kubelet's status update of a pod are often logged before the
+    pod's own create. A request that depends on another's write is received after that write,
+    so the received times keep each object's writes in their order. A ``metav1.MicroTime`` is
+    an RFC 3339 string, never a number."""
+    name = next((field for field in EVENT_TIME_FIELDS if doc.get(field) is not None), None)
     if name is None:
         raise ValueError("stageTimestamp: missing")
     value = doc[name]
@@ -472,8 +482,7 @@ class AuditConverter:
         if base is None:
             stats.drop(DROP_BINDING_UNKNOWN, parsed.line)
             return
-        bound = {**base, "spec": {**(base.get("spec") or {}), "nodeName": node}}
-        yield from self._emit(parsed, "MODIFIED", bound)
+        yield from self._emit(parsed, "MODIFIED", _bound(base, node, request, parsed.ts))
 
     def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
                  response: dict[str, Any] | None, request: Any,
@@ -494,6 +503,32 @@ class AuditConverter:
             if terminating:
                 obj = _marked_for_deletion(obj, parsed.ts, grace or 0)
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj)
+
+
+def _bound(pod: dict[str, Any], node: str, binding: dict[str, Any], ts_us: int) -> dict[str, Any]:
+    """``pod`` as the binding subresource leaves it (``BindingREST.setPodNodeAndMetadata`` in
+    ``pkg/registry/core/pod/storage/storage.go``): the node set, the binding's annotations
+    copied, and the ``PodScheduled`` condition replaced by ``status: "True"`` (no reason or
+    message; its transition time kept when it was already true, as ``UpdatePodCondition``
+    does). The nomination stays: ``ClearingNominatedNodeNameAfterBinding`` is alpha, off."""
+    metadata = dict(pod.get("metadata") or {})
+    annotations = (binding.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict) and annotations:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+    status = dict(pod.get("status") or {})
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                 "lastTransitionTime": (old.get("lastTransitionTime")
+                                        if old is not None and old.get("status") == "True"
+                                        else format_rfc3339(ts_us // 1_000_000 * 1_000_000))}
+    if old is None:
+        conditions.append(scheduled)
+    else:
+        conditions = [scheduled if c is old else c for c in conditions]
+    status["conditions"] = conditions
+    return {**pod, "metadata": metadata, "spec": {**(pod.get("spec") or {}), "nodeName": node},
+            "status": status}
 
 
 def _responds_terminating(kind: str, obj: dict[str, Any]) -> bool:
@@ -525,8 +560,10 @@ def _grace_period(kind: str, obj: dict[str, Any], request: Any) -> int | None:
 
 
 def _marked_for_deletion(obj: dict[str, Any], ts_us: int, grace: int) -> dict[str, Any]:
+    """``obj`` as a graceful delete leaves it; ``metav1.Time`` is written in whole seconds."""
     metadata = dict(obj.get("metadata") or {})
-    metadata.setdefault("deletionTimestamp", format_rfc3339(ts_us + grace * 1_000_000))
+    deadline = ts_us + grace * 1_000_000
+    metadata.setdefault("deletionTimestamp", format_rfc3339(deadline - deadline % 1_000_000))
     metadata.setdefault("deletionGracePeriodSeconds", grace)
     return {**obj, "metadata": metadata}
 

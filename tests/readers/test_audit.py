@@ -68,12 +68,17 @@ def test_realistic_audit_log_becomes_the_watch_events_a_watcher_would_see() -> N
     assert "nodeName" not in created.object["spec"]
     # pods/binding at level Request: the node from the request's target.
     assert bound.object["spec"]["nodeName"] == "node-1"
-    assert bound.object["status"] == {"phase": "Pending", "qosClass": "Burstable"}
+    # ... and the PodScheduled condition the binding subresource sets.
+    assert bound.object["status"] == {
+        "phase": "Pending", "qosClass": "Burstable",
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                        "lastTransitionTime": "2026-11-02T09:00:10Z"}]}
     # The strategic merge patch applied to the bound pod.
     assert running.object["spec"]["nodeName"] == "node-1"
     assert running.object["status"]["phase"] == "Running"
+    # The kubelet's conditions as its strategic merge patch lists them, then the binding's.
     assert [c["type"] for c in running.object["status"]["conditions"]] == [
-        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"]
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
     allocatable = next(e for e in events if e.name == "node-0" and e.type == "MODIFIED")
     assert allocatable.object["status"]["allocatable"]["memory"] == "15Gi"
     assert allocatable.object["status"]["allocatable"]["cpu"] == "4"
@@ -204,7 +209,9 @@ def test_deletions_graceful_finalizers_and_collections(tmp_path: Path) -> None:
         ("DELETED", "PersistentVolumeClaim", "data")]
     terminating = events[3].object["metadata"]
     assert terminating["deletionGracePeriodSeconds"] == 30
-    assert terminating["deletionTimestamp"] == "2026-11-02T09:00:32Z"
+    # Received at 09:00:01.996 (stamped 4 ms before it was logged), plus 30 s, in whole
+    # seconds as metav1.Time is written.
+    assert terminating["deletionTimestamp"] == "2026-11-02T09:00:31Z"
     assert events[5].object["spec"]["containers"]  # the last known object, not a stub
     assert list(stats.dropped) == [
         "deletecollection logged without the deleted objects: log it at level RequestResponse"]
@@ -414,3 +421,28 @@ def test_a_failed_request_whose_code_is_a_string_is_refused_not_replayed(
     result = run_kaudit("ingest", str(as_text))
     assert result.exit_code == 2
     assert f"{as_text}:1: responseStatus.code: must be an integer" in result.output
+
+
+def test_a_create_logged_after_the_writes_it_caused_still_comes_first(tmp_path: Path) -> None:
+    # As a real kube-apiserver logged it: the pod's create completed (and was logged) after
+    # the scheduler's binding and the kubelet's status patch, though it was received first.
+    created = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    create = event(1.011, "create", "pods", name="web-0", namespace="shop",
+                   level="RequestResponse", request=created, response=created)
+    create["requestReceivedTimestamp"] = "2026-11-02T09:00:00.994000Z"
+    binding = event(1.010, "create", "pods", name="web-0", namespace="shop",
+                    subresource="binding", user="system:kube-scheduler",
+                    request={"kind": "Binding", "apiVersion": "v1",
+                             "metadata": {"name": "web-0", "namespace": "shop"},
+                             "target": {"kind": "Node", "name": "node-0"}})
+    running = event(1.017, "patch", "pods", name="web-0", namespace="shop",
+                    subresource="status", request={"status": {"phase": "Running"}})
+    log = _write(tmp_path / "audit.log", [binding, create, running])
+    events, rejected, [stats] = _read(log)
+    assert not rejected and not stats.dropped
+    assert _summary(events) == [("ADDED", "Pod", "web-0"), ("MODIFIED", "Pod", "web-0"),
+                                ("MODIFIED", "Pod", "web-0")]
+    assert events[1].object["spec"]["nodeName"] == "node-0"
+    assert events[2].object["spec"]["nodeName"] == "node-0"
+    assert events[2].object["status"]["phase"] == "Running"
+    assert [e.ts_us for e in events] == sorted(e.ts_us for e in events)
