@@ -77,6 +77,8 @@ MEMORY_UTILISATION = 0.5
 
 @dataclass(frozen=True)
 class NodeShape:
+    """A kind of node: its allocatable cpu, memory and pods, and how often the plan draws it."""
+
     name: str
     cpu_millis: int
     memory_mib: int
@@ -140,6 +142,8 @@ class Action(enum.StrEnum):
 
 @dataclass(frozen=True, order=True)
 class ObjectKey:
+    """The object a step acts on."""
+
     kind: str
     namespace: str
     name: str
