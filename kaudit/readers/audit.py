@@ -502,6 +502,13 @@ class AuditConverter:
                 "finalizers"))
             if terminating:
                 obj = _marked_for_deletion(obj, parsed.ts, grace or 0)
+        if not terminating and kind == "Pod" and known is not None \
+                and not (known.get("metadata") or {}).get("deletionTimestamp"):
+            # Every pod's deletion is graceful in the API server (the pod strategy's
+            # CheckGracefulDelete is always true; BeforeDelete in k8s.io/apiserver's
+            # registry/rest/delete.go): it writes the deletionTimestamp first, and deletes at
+            # once when the grace period is 0. Watchers see both.
+            yield from self._emit(parsed, "MODIFIED", _marked_for_deletion(obj, parsed.ts, 0))
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj)
 
 

@@ -203,7 +203,8 @@ def test_deletions_graceful_finalizers_and_collections(tmp_path: Path) -> None:
     events, rejected, [stats] = _read(log)
     assert not rejected
     assert _summary(events)[3:] == [
-        ("MODIFIED", "Pod", "web-1"), ("DELETED", "Pod", "web-1"), ("DELETED", "Pod", "web-2"),
+        ("MODIFIED", "Pod", "web-1"), ("DELETED", "Pod", "web-1"),
+        ("MODIFIED", "Pod", "web-2"), ("DELETED", "Pod", "web-2"),
         ("MODIFIED", "PersistentVolumeClaim", "data"),
         ("MODIFIED", "PersistentVolumeClaim", "data"),
         ("DELETED", "PersistentVolumeClaim", "data")]
@@ -328,7 +329,10 @@ def test_upstream_graceful_delete_rules_and_recreated_names(tmp_path: Path) -> N
     events, rejected, _ = _read(log)
     assert not rejected
     assert [(e.type, e.name, e.uid) for e in events[3:]] == [
-        ("DELETED", "job-1", "j1"), ("DELETED", "quick", "q1"),
+        # A pod's deletion always writes its deletionTimestamp first (BeforeDelete), then
+        # deletes it at once when the grace period is 0.
+        ("MODIFIED", "job-1", "j1"), ("DELETED", "job-1", "j1"),
+        ("MODIFIED", "quick", "q1"), ("DELETED", "quick", "q1"),
         ("DELETED", "db-0", "db-a"), ("ADDED", "db-0", "db-b")]
 
 
@@ -344,13 +348,14 @@ def test_snapshot_objects_are_known_to_the_log(engine: Engine, tmp_path: Path) -
               request={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}),
     ])
     result = ingest_trace(engine, [TraceInput(state, "snapshot"), TraceInput(log)])
-    assert [s["events"] for s in result.sources] == [2, 2]
+    assert [s["events"] for s in result.sources] == [2, 3]
     assert result.dropped == 0
     from kaudit.store.traces import iter_events
 
     stored = list(iter_events(engine, result.trace_id))
     assert [(e.type, e.name) for e in stored] == [
-        ("ADDED", "node-0"), ("ADDED", "old"), ("MODIFIED", "old"), ("DELETED", "old")]
+        ("ADDED", "node-0"), ("ADDED", "old"), ("MODIFIED", "old"), ("MODIFIED", "old"),
+        ("DELETED", "old")]
     assert stored[-1].object["metadata"]["uid"] == "u-old"
     assert stored[0].ts_us == stored[2].ts_us  # the snapshot moved to the log's start
 
