@@ -24,6 +24,7 @@ from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
 from kaudit.model.resources import PODS
+from kaudit.replay.audit_changes import Change, counted_on_node, scheduling_state
 from kaudit.replay.audit_plan import BIND, NODE_NAME, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
@@ -56,8 +57,10 @@ class DecisionAudit:
         #: Pods a decision agreed with only by taking them as decided before it: each is then
         #: judged without that decision's pod (one order of decisions serves them all).
         self.decided_before: dict[str, set[str]] = {}
-        #: Bound pods deleted within the plan's window: (time, key, last object).
-        self.deleted: deque[tuple[int, str, dict[str, Any]]] = deque()
+        #: Changes of what the scheduler reads recorded within the plan's window, oldest first.
+        self.changes: deque[Change] = deque()
+        #: The last recorded object of each node and each pod counted on a node.
+        self.accounted: dict[tuple[str, str], dict[str, Any]] = {}
         #: Recent pod and node events (time, description), for disagreements' context.
         self.recent: deque[tuple[int, str]] = deque()
         self.counts = dict.fromkeys(CLASSES, 0)
@@ -82,16 +85,14 @@ class DecisionAudit:
                                      f"{event.name}"))
             while self.recent and self.recent[0][0] < now - WINDOW_US:
                 self.recent.popleft()
+            if self.plan.window_us > 0:
+                self._remember(event)
         if event.kind != "Pod":
             return
         key = f"{event.namespace}/{event.name}"
         obj = event.object
         node = (obj.get("spec") or {}).get("nodeName")
         uid = (obj.get("metadata") or {}).get("uid") or key
-        if event.type == "DELETED" and node and self.plan.window_us > 0:
-            self.deleted.append((now, key, obj))
-            while self.deleted and self.deleted[0][0] < now - self.plan.window_us:
-                self.deleted.popleft()
         if event.type == "DELETED" or node:
             self.pending.pop(key, None)
             self.nominator.delete(uid)
@@ -106,6 +107,24 @@ class DecisionAudit:
             self.nominator.add(info, nominated, self.cluster)
         else:
             self.nominator.delete(uid)
+
+    def _remember(self, event: StoredEvent) -> None:
+        """Keep the change ``event`` makes to what the scheduler reads (a node, or a pod
+        counted on a node), so a lagging view can undo it."""
+        key = (event.kind, f"{event.namespace}/{event.name}")
+        before = self.accounted.get(key)
+        after = None if event.type == "DELETED" else event.object
+        if after is not None and event.kind == "Pod" and not counted_on_node(after):
+            after = None
+        if after is None:
+            self.accounted.pop(key, None)
+        else:
+            self.accounted[key] = after
+        if scheduling_state(event.kind, before) != scheduling_state(event.kind, after):
+            self.changes.append(Change(event.ts_us, event.kind, key[1], before, after,
+                                       event.type))
+        while self.changes and self.changes[0].ts_us < event.ts_us - self.plan.window_us:
+            self.changes.popleft()
 
     # ------------------------------------------------------------------ judging
 
@@ -176,7 +195,7 @@ class DecisionAudit:
                                        "decision agreed only as decided after this one)")
                 judgment["decidedAfter"] = absent
             if judgment["class"] not in AGREEING and self.plan.window_us > 0:
-                lagging = self._lagging_view(decision, info)
+                lagging = self._lagging_view(decision, info, absent)
                 if lagging is not None:
                     # The attempt record stays kaudit's ranking in the recorded state (what
                     # explain and the pod page read beside the recorded free amounts); the
@@ -201,30 +220,33 @@ class DecisionAudit:
             for pod in removed:
                 self.cluster.add_pod(pod)
 
-    def _lagging_view(self, decision: RecordedDecision, info: Any) -> Judgment | None:
+    def _lagging_view(self, decision: RecordedDecision, info: Any,
+                      absent: list[str]) -> Judgment | None:
         """The decision judged in the states the scheduler could have seen instead, when its
-        view lagged the recording by up to the window: the bound pods deleted just before not
-        yet gone from its cache, its own bindings and nominations recorded just after already
-        made. The first that agrees, or None."""
+        view lagged the recording by up to the window: the last few changes recorded just
+        before it (bindings, deletions, node updates) not yet seen, its own bindings and
+        nominations recorded just after it already made. The first that agrees, or None."""
         since = decision.ts_us - self.plan.window_us
-        unseen = [obj for ts, key, obj in self.deleted if ts >= since and key != decision.pod]
+        # Not the pod's own changes, nor those of pods already taken as decided after it.
+        unseen = [c for c in self.changes if c.ts_us >= since and c.key != decision.pod
+                  and not (c.kind == "Pod" and c.key in absent)]
         # Only this scheduler's own writes: it assumes and nominates only the pods it serves.
         in_flight = [write for write in decision.in_flight if write[1] in self.pending
                      and self.scheduler.framework_for(pod_info(
                          self.cluster, self.pending[write[1]])) is not None]
-        # The scheduler saw everything up to its cycle and nothing after: the deletions it had
+        # The scheduler saw everything up to its cycle and nothing after: the changes it had
         # not seen are the last few (a suffix), and the writes it had made before this
         # decision but the API recorded after it are the first few recorded after (a prefix).
         suffixes = [unseen[len(unseen) - n:] for n in range(1, len(unseen) + 1)]
         prefixes = [in_flight[:n] for n in range(1, len(in_flight) + 1)]
-        variants: list[tuple[list[dict[str, Any]], list[tuple[str, str, str]]]] = [
+        variants: list[tuple[list[Change], list[tuple[str, str, str]]]] = [
             (back, []) for back in suffixes]
         variants += [([], ahead) for ahead in prefixes]
         variants += [(back, ahead) for ahead in prefixes for back in suffixes]
         for back, ahead in variants[:MAX_VIEWS]:
-            with self._assuming(back, ahead) as possible:
+            with self._rewound(back), self._assuming(ahead) as possible:
                 if not possible:
-                    continue  # a put-back pod no longer fits beside what was bound since
+                    continue  # an assumed pod does not fit beside what is bound
                 attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                                   exhaustive=True)
                 self.summary.attempts += 1
@@ -232,11 +254,9 @@ class DecisionAudit:
                                  info.nominated_node_name)
                 if judgment["class"] not in AGREEING:
                     continue
-            view = {"deletionsNotSeen": [f"{(o.get('metadata') or {}).get('namespace')}/"
-                                         f"{(o.get('metadata') or {}).get('name')}"
-                                         for o in back],
+            view = {"notSeen": [change.describe() for change in back],
                     "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead]}
-            parts = ([f"{len(back)} deletion(s) it had not seen yet"] if back else []) + \
+            parts = ([f"{len(back)} change(s) it had not seen yet"] if back else []) + \
                 ([f"{len(ahead)} of its own write(s) recorded just after"] if ahead else [])
             judgment["reason"] += (" — in the state the scheduler could have seen "
                                    f"(within {self.plan.window_us / 1000:g} ms of the "
@@ -249,19 +269,24 @@ class DecisionAudit:
         return None
 
     @contextmanager
-    def _assuming(self, back: list[dict[str, Any]], ahead: list[tuple[str, str, str]]
-                  ) -> Iterator[bool]:
-        """The cluster with ``back`` (pods deleted) put back and ``ahead`` (other pods'
-        bindings and nominations) made, undone afterwards; yields whether that state is
-        possible (no node holds more than it can)."""
+    def _rewound(self, changes: list[Change]) -> Iterator[None]:
+        """The cluster as it was before ``changes`` (the latest recorded ones), redone
+        afterwards."""
+        for change in reversed(changes):
+            change.undo(self.cluster)
+        try:
+            yield
+        finally:
+            for change in changes:
+                change.redo(self.cluster)
+
+    @contextmanager
+    def _assuming(self, ahead: list[tuple[str, str, str]]) -> Iterator[bool]:
+        """The cluster with ``ahead`` (other pods' bindings and nominations) made, undone
+        afterwards; yields whether that state is possible (no node holds more than it can)."""
         added: list[str] = []
         nominated: list[tuple[str, str, str | None]] = []
         try:
-            for obj in back:
-                uid = (obj.get("metadata") or {}).get("uid") or ""
-                if uid and uid not in self.cluster.pods:
-                    apply_object(self.cluster, obj)
-                    added.append(uid)
             for kind, pod, node in ahead:
                 obj = self.pending[pod]
                 uid = (obj.get("metadata") or {}).get("uid") or pod

@@ -605,7 +605,8 @@ def test_a_deletion_recorded_within_the_window_may_not_have_been_seen(
     # The report says how many agree only in a lagging view (the window hides nothing).
     assert report["agreeInLaggingView"] == (expected == "agrees")
     if expected == "agrees":
-        assert p["laggingView"] == {"deletionsNotSeen": ["default/old"], "writesInFlight": []}
+        assert p["laggingView"] == {"notSeen": ["delete default/old on n2"],
+                                    "writesInFlight": []}
         # The attempt beside it is kaudit's ranking in the recorded state (the one explain
         # and the pod page read with the recorded free amounts): another node is on top there.
         with engine.connect() as connection:
@@ -615,7 +616,7 @@ def test_a_deletion_recorded_within_the_window_may_not_have_been_seen(
                 RunEvent.run_id == run_id, RunEvent.kind == RecordKind.ATTEMPT.value,
                 RunEvent.pod == "default/p")).scalars().all()
         assert selected is not None and selected != "n1"
-        assert p["reason"].endswith("(within 10 ms of the recording: 1 deletion(s) it had "
+        assert p["reason"].endswith("(within 10 ms of the recording: 1 change(s) it had "
                                     "not seen yet)")
     else:
         assert "laggingView" not in p
@@ -640,7 +641,7 @@ def test_another_pods_binding_recorded_just_after_may_have_been_made(
 
     b = one(records, "b")
     assert b["class"] == "agrees"
-    assert b["laggingView"] == {"deletionsNotSeen": [], "writesInFlight": ["bind default/a n1"]}
+    assert b["laggingView"] == {"notSeen": [], "writesInFlight": ["bind default/a n1"]}
     assert one(records, "a")["class"] == "agrees"
     without = audit_records(engine, audit_steps(engine, tmp_path, steps, window_s=0.0)["run"])
     assert one(without, "b")["class"] == "scoredLower"
@@ -717,3 +718,58 @@ def test_another_schedulers_writes_are_never_in_flight(engine: Engine, tmp_path:
 
     assert one(records, "a")["class"] == "scoredLower"
     assert one(records, "q")["class"] == "notJudged"
+
+
+def kaudits_message(engine: Engine, directory: Path, steps: list[Step], pod: str) -> str:
+    """kaudit's own message for ``pod``'s failure in ``steps`` (recorded with a placeholder)."""
+    directory.mkdir(exist_ok=True)
+    record = one(audit_records(engine, audit_steps(engine, directory, steps, name="baseline",
+                                                   window_s=0.0)["run"]), pod)
+    message: str = record["kaudit"]["message"]
+    return message
+
+
+@pytest.mark.parametrize(("gap_s", "expected"), [(0.005, "unschedulableSame"),
+                                                  (0.05, "unschedulableDifferent")])
+def test_a_node_update_recorded_within_the_window_may_not_have_been_seen(
+        engine: Engine, tmp_path: Path, gap_s: float, expected: str) -> None:
+    # n2 is cordoned gap_s before the scheduler's PodScheduled=False write for p is recorded,
+    # and the message is the one of a cycle that saw n2 schedulable.
+    p = make_pod("p").req(cpu="3").obj()
+    nodes: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", p)]
+    message = kaudits_message(engine, tmp_path / "before",
+                              [*nodes, (2.0, "MODIFIED", failed(p, "?"))], "p")
+    cordon = make_node("n2").capacity(cpu="2", memory="4Gi").unschedulable().obj()
+    steps = [*nodes, (2.0, "MODIFIED", cordon), (2.0 + gap_s, "MODIFIED", failed(p, message))]
+    record = one(audit_records(engine, audit_steps(engine, tmp_path, steps, name="late")["run"]),
+                 "p")
+
+    assert record["class"] == expected, record["reason"]
+    if expected == "unschedulableSame":
+        assert record["laggingView"] == {"notSeen": ["update Node n2"], "writesInFlight": []}
+    else:
+        assert "1 node(s) were unschedulable" in record["kaudit"]["message"]
+
+
+def test_its_own_binding_recorded_before_a_failure_may_come_after_its_cycle(
+        engine: Engine, tmp_path: Path) -> None:
+    # The cycle that failed q came first; b's cycle, binding and recording came before q's
+    # PodScheduled=False write. With b on n1, n1 would be short of memory for q too.
+    q = make_pod("q").req(cpu="3", memory="1Gi").obj()
+    start: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (1.0, "ADDED", q),
+        (1.0, "ADDED", make_pod("b").req(cpu="100m", memory="3500Mi").obj())]
+    message = kaudits_message(engine, tmp_path / "before",
+                              [*start, (2.0, "MODIFIED", failed(q, "?"))], "q")
+    steps = [*start, (2.0, "MODIFIED", bound("b", "n1", "100m", "3500Mi")),
+             (2.004, "MODIFIED", failed(q, message))]
+    record = one(audit_records(engine, audit_steps(engine, tmp_path, steps, name="late")["run"]),
+                 "q")
+
+    assert record["class"] == "unschedulableSame", record["reason"]
+    assert record["laggingView"]["notSeen"] == ["bind default/b n1"]
+    assert "Insufficient memory" not in message

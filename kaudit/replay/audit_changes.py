@@ -1,0 +1,82 @@
+"""The recorded changes a lagging view of the audit may undo: a node added, updated or
+removed, and a pod counted on a node or no longer (bound, finished, deleted).
+
+A change keeps the object before and after it, so the audit can put the cluster back as it was
+just before the last few changes (the ones a scheduler whose view lags the recording had not
+seen yet) and redo them afterwards. Only changes to what kube-scheduler reads are kept: a node's
+schedulability, taints, labels and allocatable (``nodeSchedulingPropertiesChange`` in
+``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34), a pod's node; a status write that
+changes none of them changes no decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kaudit.cluster.objects import apply_object
+from kaudit.cluster.state import ClusterState
+from kaudit.model.pod import FINISHED_PHASES
+
+
+def counted_on_node(pod: dict[str, Any]) -> bool:
+    """Whether the scheduler's cache counts ``pod`` on a node: bound and not finished."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and \
+        (pod.get("status") or {}).get("phase") not in FINISHED_PHASES
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def scheduling_state(kind: str, obj: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    """What the scheduler reads of a node or a counted pod (None: absent, or not counted)."""
+    if obj is None:
+        return None
+    spec = obj.get("spec") or {}
+    if kind == "Pod":
+        return (spec.get("nodeName"), _canonical(spec.get("containers")),
+                _canonical(spec.get("initContainers")), _canonical(spec.get("overhead")))
+    metadata = obj.get("metadata") or {}
+    return (bool(spec.get("unschedulable")), _canonical(spec.get("taints")),
+            _canonical(metadata.get("labels")),
+            _canonical((obj.get("status") or {}).get("allocatable")))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One recorded change of a node or of a pod counted on a node."""
+
+    ts_us: int
+    kind: str  # "Pod" or "Node"
+    key: str  # namespace/name ("/name" for a node)
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    event: str = "MODIFIED"  # the trace event's type
+
+    def describe(self) -> str:
+        name = self.key.lstrip("/")
+        if self.kind == "Node":
+            verb = "add" if self.before is None else "remove" if self.after is None else "update"
+            return f"{verb} Node {name}"
+        if self.after is None:
+            node = ((self.before or {}).get("spec") or {}).get("nodeName")
+            verb = "delete" if self.event == "DELETED" else "finish"
+            return f"{verb} {name} on {node}"
+        return f"bind {name} {(self.after.get('spec') or {}).get('nodeName')}"
+
+    def undo(self, cluster: ClusterState) -> None:
+        _put(cluster, self.before, self.after)
+
+    def redo(self, cluster: ClusterState) -> None:
+        _put(cluster, self.after, self.before)
+
+
+def _put(cluster: ClusterState, state: dict[str, Any] | None,
+         other: dict[str, Any] | None) -> None:
+    if state is not None:
+        apply_object(cluster, state)
+    elif other is not None:
+        apply_object(cluster, other, deleted=True)
