@@ -417,8 +417,10 @@ class AuditConverter:
             return obj
         return {**obj, "metadata": {**(obj.get("metadata") or {}), "uid": wanted}}
 
-    def _emit(self, parsed: _Parsed, event_type: str,
-              obj: dict[str, Any]) -> Iterator[WatchEvent | Rejected]:
+    def _emit(self, parsed: _Parsed, event_type: str, obj: dict[str, Any],
+              by_update: bool = True) -> Iterator[WatchEvent | Rejected]:
+        """Emit the watch event of ``obj``; ``by_update``: it is the result of an update or
+        patch (not of a delete), so it may be the one that removes the object."""
         kind = obj["kind"]
         key = self._key(kind, obj)
         logged = _uid(obj)
@@ -434,7 +436,7 @@ class AuditConverter:
         if event_type == "ADDED":
             self.uids.pop(key, None)
             self.made_up.discard(key)
-        if event_type == "MODIFIED" and _finally_deleted(kind, obj):
+        if event_type == "MODIFIED" and by_update and _finally_deleted(kind, obj):
             event_type = "DELETED"  # the last finalizer of a deleted object is gone
         obj = self._with_uid(key, obj, parsed.ts)
         if (kind == "Node" and event_type == "MODIFIED" and key in self.state
@@ -508,8 +510,10 @@ class AuditConverter:
             # CheckGracefulDelete is always true; BeforeDelete in k8s.io/apiserver's
             # registry/rest/delete.go): it writes the deletionTimestamp first, and deletes at
             # once when the grace period is 0. Watchers see both.
-            yield from self._emit(parsed, "MODIFIED", _marked_for_deletion(obj, parsed.ts, 0))
-        yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj)
+            yield from self._emit(parsed, "MODIFIED", _marked_for_deletion(obj, parsed.ts, 0),
+                                  by_update=False)
+        yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj,
+                              by_update=False)
 
 
 def _bound(pod: dict[str, Any], node: str, binding: dict[str, Any], ts_us: int) -> dict[str, Any]:
@@ -576,12 +580,14 @@ def _marked_for_deletion(obj: dict[str, Any], ts_us: int, grace: int) -> dict[st
 
 
 def _finally_deleted(kind: str, obj: dict[str, Any]) -> bool:
-    """An update that leaves a deleted object without finalizers removes it (upstream
-    ``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go``
-    shouldDeleteDuringUpdate); pods wait for the kubelet's delete."""
+    """An update that leaves a deleted object without finalizers and with no grace period
+    left removes it (upstream ``ShouldDeleteDuringUpdate`` in
+    ``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go``): a Job's pod whose
+    kubelet already deleted it (grace 0) goes when the Job controller removes its tracking
+    finalizer; a pod still in its grace period waits for the kubelet's delete."""
     metadata = obj.get("metadata") or {}
-    return (kind != "Pod" and bool(metadata.get("deletionTimestamp"))
-            and not metadata.get("finalizers"))
+    return (bool(metadata.get("deletionTimestamp")) and not metadata.get("finalizers")
+            and not metadata.get("deletionGracePeriodSeconds"))
 
 
 def _source_of(doc: dict[str, Any]) -> str:

@@ -451,3 +451,31 @@ def test_a_create_logged_after_the_writes_it_caused_still_comes_first(tmp_path: 
     assert events[2].object["spec"]["nodeName"] == "node-0"
     assert events[2].object["status"]["phase"] == "Running"
     assert [e.ts_us for e in events] == sorted(e.ts_us for e in events)
+
+
+def test_a_pod_deleted_by_its_kubelet_goes_when_its_last_finalizer_does(tmp_path: Path) -> None:
+    # A Job's pod: the kubelet's delete (grace 0) leaves it while the Job controller's tracking
+    # finalizer is on; the controller's patch removing the finalizer deletes it
+    # (ShouldDeleteDuringUpdate: no finalizers, no grace period left).
+    tracked = pod("job-1", "100m", "64Mi", uid="uid-job-1")
+    tracked["spec"]["nodeName"] = "node-0"
+    tracked["metadata"]["finalizers"] = ["batch.kubernetes.io/job-tracking"]
+    gone = json.loads(json.dumps(tracked))
+    gone["metadata"].update(deletionTimestamp="2026-11-02T09:00:02Z",
+                            deletionGracePeriodSeconds=0)
+    released = json.loads(json.dumps(gone))
+    released["metadata"]["finalizers"] = []
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="job-1", namespace="shop", level="RequestResponse",
+              request=tracked, response=tracked),
+        event(2, "delete", "pods", name="job-1", namespace="shop", level="RequestResponse",
+              request={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0},
+              response=gone),
+        event(3, "patch", "pods", name="job-1", namespace="shop", level="RequestResponse",
+              request={"metadata": {"$deleteFromPrimitiveList/finalizers": [
+                  "batch.kubernetes.io/job-tracking"]}}, response=released),
+    ])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    assert _summary(events) == [("ADDED", "Pod", "job-1"), ("MODIFIED", "Pod", "job-1"),
+                                ("DELETED", "Pod", "job-1")]
