@@ -22,7 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.realcluster.pipeline import CONFIGURATIONS, FidelityRun, run_fidelity
+from benchmarks.realcluster.pipeline import (
+    AUDIT_WINDOW_SECONDS,
+    CONFIGURATIONS,
+    FidelityRun,
+    run_fidelity,
+)
 
 CLASSES = ("agrees", "tie", "sampled", "scoredLower", "infeasible", "unschedulableSame",
            "unschedulableDifferent", "preemptionSame", "preemptionDifferent", "notJudged")
@@ -75,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="scheduler configuration; repeat for several "
                              "(default: default and binpacking)")
     parser.add_argument("--version", default="v1.34", help="release to run (default v1.34)")
+    parser.add_argument("--duration", type=float,
+                        help="seconds over which the workload is applied "
+                             "(default: 0.2 s per pod, at least 20 s)")
+    parser.add_argument("--window", type=float, default=AUDIT_WINDOW_SECONDS,
+                        help="kaudit audit --window: how far the scheduler's view may lag "
+                             f"the recording (default {AUDIT_WINDOW_SECONDS} s)")
     parser.add_argument("--workdir", type=Path,
                         help="keep the cluster's files, traces and database here "
                              "(default: a temporary folder, removed afterwards)")
@@ -92,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(workdir)
             workdir.mkdir(parents=True)
             run = run_fidelity(workdir, args.nodes, args.pods, args.seed, configuration,
-                               args.version,
-                               progress=_progress(configuration))
+                               args.version, progress=_progress(configuration),
+                               window_s=args.window, duration_s=args.duration)
             rows = [figures(run, trace) for trace in ("recording", "audit-log")]
             results.append({"run": run.as_json(), "rows": rows})
             if not args.json:

@@ -203,7 +203,9 @@ class ControlPlane:
             f"--authentication-kubeconfig={self.kubeconfigs['scheduler']}",
             f"--authorization-kubeconfig={self.kubeconfigs['scheduler']}",
             "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
-            f"--cert-dir={self.workdir / 'pki' / 'scheduler'}", "--v=0"])
+            # -v=3 logs each scheduling cycle as it starts ("Attempting to schedule pod"): the
+            # evidence of when the real scheduler decided, beside when the API recorded it.
+            f"--cert-dir={self.workdir / 'pki' / 'scheduler'}", "--v=3"])
         add("kwok", [
             str(self.binaries["kwok"]), f"--kubeconfig={self.kubeconfigs['kwok']}",
             f"--config={self.workdir / 'kwok-stages.yaml'}",

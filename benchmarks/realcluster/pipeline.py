@@ -40,6 +40,10 @@ CONFIGURATIONS = {
         "        type: MostAllocated\n        resources:\n"
         "        - name: cpu\n          weight: 1\n        - name: memory\n          weight: 1\n"),
 }
+#: How far the real scheduler's view may lag the recording (``kaudit audit --window``). On
+#: this control plane bindings committed up to ~20 ms out of the order the scheduler decided
+#: them, and a failure's PodScheduled=False write lands tens of ms after its cycle.
+AUDIT_WINDOW_SECONDS = 0.1
 RECORDER_READY_TIMEOUT = 60.0
 RECORDER_STOP_TIMEOUT = 60.0
 #: Made once kaudit record runs: when it is in the file, the recorder lists and watches.
@@ -159,7 +163,9 @@ def stored_events(db: str, name: str, until_us: int | None = None) -> list[Store
 
 def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
                  configuration: str = "default", minor: str = "v1.34",
-                 db: str | None = None, progress: Progress | None = None) -> FidelityRun:
+                 db: str | None = None, progress: Progress | None = None,
+                 window_s: float = AUDIT_WINDOW_SECONDS,
+                 duration_s: float | None = None) -> FidelityRun:
     """One end-to-end run in ``workdir``; the database defaults to ``workdir/kaudit.db``."""
     say = progress or (lambda _message: None)
     timings: dict[str, float] = {}
@@ -189,7 +195,8 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
             recording = Recording(plane, trace_file).start(api)
             lap("recorder ready")
             say(f"driving the workload: {nodes} nodes, {pods} pods, seed {seed}")
-            summary = Driver(api, WorkloadSpec(nodes=nodes, pods=pods, seed=seed)).run(say)
+            spec = WorkloadSpec(nodes=nodes, pods=pods, seed=seed, duration_seconds=duration_s)
+            summary = Driver(api, spec).run(say)
         finally:
             api.close()
         lap("workload")
@@ -212,6 +219,7 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     for trace in ("recording", "audit-log"):
         say(f"auditing the real scheduler's decisions in the {trace}")
         audits[trace] = kaudit_command("audit", trace, "--config", config,
+                                       "--window", str(window_s),
                                        "--name", f"audit-{trace}", db=db)
     lap("audit")
     say("replaying the recording and comparing with the real placements")

@@ -1,0 +1,63 @@
+"""The whole user path on a real control plane (issue: a real control plane, end to end).
+
+kube-scheduler v1.34.2 schedules a seeded churn of 20 KWOK nodes and a few hundred pods
+(Deployments, Jobs, a DaemonSet, PDBs, every scheduling constraint, preemption waves, pod
+deletions, nodes cordoned, tainted, added and removed) under its default configuration and
+under bin packing; ``kaudit record`` records it, the API server's audit log is ingested too,
+and then, through kaudit's command line with the scheduler's own configuration file:
+
+- the recording and the audit log hold the same objects, transitions and decisions;
+- ``kaudit audit`` judges every decision of the real scheduler in both traces, and at least
+  :data:`MIN_AGREEMENT` of them agree or tie, none left unexplained;
+- ``kaudit replay`` + ``kaudit diff … recorded`` compare a full replay with the real placements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from benchmarks.realcluster.pipeline import FidelityRun, run_fidelity
+
+pytestmark = pytest.mark.realcluster
+
+MIN_AGREEMENT = 0.99
+NODES, PODS, SEED = 20, 300, 7
+
+
+def _disagreements(run: FidelityRun, trace: str) -> str:
+    audit = run.audits[trace]
+    lines = [f"{d['class']} {d['pod']} recorded {d.get('recordedNode')}: {d.get('reason')}"
+             for d in audit["disagreements"]]
+    return "\n".join(lines[:40])
+
+
+@pytest.mark.parametrize("configuration", ["default", "binpacking"])
+def test_the_real_scheduler_agrees_with_kaudit(configuration: str, realcluster_binaries: dict,
+                                               tmp_path: Path) -> None:
+    run = run_fidelity(tmp_path, NODES, PODS, SEED, configuration)
+    (tmp_path / "fidelity.json").write_bytes(orjson.dumps(run.as_json(), default=str))
+    assert run.workload["failures"] == [], run.workload["failures"]
+    assert run.workload["settled"], run.workload
+
+    traces = run.comparison
+    assert traces.agree, orjson.dumps(traces.as_json(), option=orjson.OPT_INDENT_2).decode()
+    assert traces.decisions.get("bind", 0) >= PODS // 2
+    assert traces.decisions.get("preemption", 0) > 0, "the waves preempted nothing"
+    assert traces.decisions.get("unschedulable", 0) > 0
+
+    for trace in ("recording", "audit-log"):
+        audit = run.audits[trace]
+        assert audit["status"] == "complete", audit["status"]
+        assert audit["judged"] == audit["decisions"] - len(audit["notJudged"])
+        assert not audit["notJudged"] or all(d.get("cause") for d in audit["notJudged"])
+        share = audit["agreeOrTie"] / audit["judged"]
+        assert share >= MIN_AGREEMENT, (
+            f"{trace}: {audit['agreeOrTie']}/{audit['judged']} agree or tie "
+            f"({share:.2%}):\n{_disagreements(run, trace)}")
+        for disagreement in audit["disagreements"]:
+            assert disagreement.get("cause"), disagreement
+
+    assert run.diff["compared"] > 0, run.diff
