@@ -271,7 +271,7 @@ class DecisionAudit:
     @contextmanager
     def _rewound(self, changes: list[Change]) -> Iterator[None]:
         """The cluster as it was before ``changes`` (the latest recorded ones), redone
-        afterwards."""
+        afterwards, each object as last recorded."""
         for change in reversed(changes):
             change.undo(self.cluster)
         try:
@@ -279,6 +279,13 @@ class DecisionAudit:
         finally:
             for change in changes:
                 change.redo(self.cluster)
+            # A change keeps its object as of that change; writes recorded since that changed
+            # nothing it tracks (a pod's start time, a terminating pod's deletionTimestamp)
+            # are in the last recorded object, which preemption's victim order reads.
+            for key in dict.fromkeys((change.kind, change.key) for change in changes):
+                latest = self.accounted.get(key)
+                if latest is not None:
+                    apply_object(self.cluster, latest)
 
     @contextmanager
     def _assuming(self, ahead: list[tuple[str, str, str]]) -> Iterator[bool]:

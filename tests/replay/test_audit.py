@@ -773,3 +773,41 @@ def test_its_own_binding_recorded_before_a_failure_may_come_after_its_cycle(
     assert record["class"] == "unschedulableSame", record["reason"]
     assert record["laggingView"]["notSeen"] == ["bind default/b n1"]
     assert "Insufficient memory" not in message
+
+
+def test_a_lagging_view_puts_back_each_object_as_last_recorded(engine: Engine,
+                                                                tmp_path: Path) -> None:
+    # low-b's binding is recorded 5 ms before q's decision, its start time 2 ms after the
+    # binding (a status write, no change of what the scheduler reads). q disagrees in every
+    # view, so each view takes low-b's binding back and redoes it. Then urgent's preemption
+    # on n1 reads the pods' start times: low-b started before low-a, so low-a (the later) is
+    # the victim, as long as low-b is put back as last recorded, start time included (urgent
+    # fits on no node: n2 and n3 have 500m left).
+    low_a = make_pod("low-a").req(cpu="1").priority(10).node("n1").obj()
+    low_a["status"]["startTime"] = "2026-01-05T09:00:00Z"
+    low_b = make_pod("low-b").req(cpu="1").priority(10).node("n1").obj()
+    started_b = {**low_b, "status": {**low_b["status"], "phase": "Running",
+                                     "startTime": "2026-01-05T08:59:00Z"}}
+    urgent = make_pod("urgent").req(cpu="1").priority(1000).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="1500m", memory="4Gi").obj()),
+        (0.0, "ADDED", make_node("n3").capacity(cpu="500m", memory="4Gi").obj()),
+        (0.0, "ADDED", make_pod("resident").req(cpu="1").priority(100).node("n2").obj()),
+        (0.0, "ADDED", low_a),
+        (0.5, "ADDED", make_pod("q").req(cpu="100m").obj()),
+        (1.0, "ADDED", low_b),
+        (1.002, "MODIFIED", started_b),
+        (1.005, "MODIFIED", make_pod("q").req(cpu="100m").node("n2").obj()),
+        (2.0, "ADDED", urgent),
+        (3.0, "MODIFIED", preempted(low_a)),
+        (3.0, "MODIFIED", failed(urgent, "0/3 nodes are available: 3 Insufficient cpu.",
+                                 nominated="n1")),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    assert one(records, "q")["class"] == "scoredLower"  # so its lagging views were tried
+    preemption = one(records, "urgent")
+    assert preemption["recorded"]["victims"] == ["default/low-a"]
+    assert (preemption["class"], preemption["kaudit"]["victims"]) == ("preemptionSame",
+                                                                      ["default/low-a"])
