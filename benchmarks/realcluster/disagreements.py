@@ -1,0 +1,511 @@
+"""Explain each disagreement of a stored audit: kaudit's state, upstream's cycle on it, verdict.
+
+``python -m benchmarks.realcluster.disagreements --db URL --run AUDIT_RUN [--trace NAME]
+[--json] [--repeats N] [--window-ms MS]``
+
+For every decision the audit run did not find agreeing, the cluster the audit judged is
+rebuilt from the stored trace (every object as the trace left it just before the decision's
+``momentSeq``; the pod as last recorded pending, without ``spec.nodeName``; the other pending
+pods with their recorded ``status.nominatedNodeName``, which both schedulers put in their
+nominator; the pods the audit judged the decision without, ``decidedAfter``, left out). On
+that one state:
+
+- kaudit decides as ``kaudit whatif`` does (:func:`tests.oracle.compare.whatif_report`);
+- upstream kube-scheduler v1.34.2 decides with its own code (the oracle's ``cycle`` program,
+  ``tests/oracle/k8s-v1.34/cmd/cycle``: ``pkg/scheduler/schedule_one.go``'s cycle and
+  ``pkg/scheduler/framework/plugins/defaultpreemption``), ``--repeats`` times (its informers
+  list the objects in a random order, so equal victims, which upstream sorts unstably in
+  ``SelectVictimsOnNode``, may come out differently);
+- the recorded answer is the real scheduler's.
+
+The verdict: kaudit = upstream on that state and the recorded answer is not upstream's there:
+the real scheduler saw another state (timing); kaudit = upstream and the recorded answer is one
+of upstream's answers on that state: upstream's randomness (ties, unstable sorts); kaudit ≠
+upstream: a kaudit bug. For the timing verdicts the tool also looks for the nearest state
+that gives the recorded answer: the trace's events just after the moment taken as already
+seen (the scheduler's own nominations and bindings run ahead of their records), or the
+events just before it as not yet seen (informer lag), each tried by kaudit and the first that
+agrees confirmed by upstream.
+
+What is approximated: the nominator holds the nominations the trace recorded, not the ones
+the real scheduler held in memory; a pod assumed by the real scheduler but not yet recorded
+bound is absent; the audit's lagging views (``--window``) are not rebuilt (the audit's
+answer reported is kaudit's in the recorded state, which this state is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, select
+
+from kaudit.errors import InputError, KauditError
+from kaudit.queries.audit import audit_report
+from kaudit.store.models import Run
+from kaudit.store.schema import open_database
+from kaudit.store.traces import StoredEvent, get_trace, iter_events
+from tests.oracle.compare import compare_cycle, differences, whatif_report
+from tests.oracle.conftest import run_cycles
+
+JSON = dict[str, Any]
+
+#: The verdicts, by how upstream's and kaudit's answers on kaudit's state relate.
+TIMING = "kaudit = upstream on kaudit's state: the state differs (timing)"
+RANDOMNESS = ("kaudit = upstream on kaudit's state, and the recorded answer is also "
+              "upstream's there: upstream randomness")
+BUG = "kaudit ≠ upstream: kaudit bug"
+AUDIT_STATE = ("kaudit = upstream on the trace's state, which gives the recorded answer, but the "
+               "audit judged another: kaudit bug (the audit's state)")
+#: Kinds of objects the schedulers read (the trace's other kinds are left out of the state).
+STATE_KINDS = frozenset({
+    "Node", "Pod", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet",
+    "ReplicationController", "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+    "CSINode", "CSIDriver", "CSIStorageCapacity", "ResourceClaim", "ResourceSlice",
+    "DeviceClass", "VolumeAttachment"})
+#: How many events around the moment the timing probe takes as seen or unseen, at most.
+PROBE_EVENTS = 40
+#: How many of those events the text report lists (the nearest to the moment).
+LISTED_CHANGES = 12
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scheduler's decision for the pod: ``bind`` to a node (``ties``: the nodes it picks
+    among at random), ``preemption`` (nominated node and victims) or ``unschedulable``."""
+
+    kind: str
+    node: str | None = None
+    victims: tuple[str, ...] = ()
+    ties: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        if self.kind == "bind":
+            tied = f" (tied: {', '.join(self.ties)})" if len(self.ties) > 1 else ""
+            return f"bind {self.node or 'one of'}{tied}"
+        if self.kind == "preemption":
+            tied = f" (tied: {', '.join(self.ties)})" if len(self.ties) > 1 else ""
+            return f"preempt on {self.node}{tied}: victims {list(self.victims)}"
+        return "unschedulable"
+
+    def same_as(self, other: Answer) -> bool:
+        """Whether ``other`` is a possible outcome of this answer (a node among its ties,
+        the same victims)."""
+        if self.kind != other.kind:
+            return False
+        if self.kind == "unschedulable":
+            return True
+        nodes = set(self.ties) | {self.node} - {None}
+        if other.node not in nodes:
+            return False
+        return self.kind == "bind" or set(self.victims) == set(other.victims)
+
+
+@dataclass
+class Explanation:
+    """One disagreement, judged on kaudit's state."""
+
+    pod: str
+    audit_class: str
+    cause: str
+    moment_seq: int
+    recorded: Answer
+    audit: Answer
+    kaudit: Answer
+    upstream: list[Answer]
+    verdict: str
+    #: Fields where upstream's and kaudit's full cycle reports differ (first run).
+    field_differences: str = ""
+    #: The nearest state giving the recorded answer, when found.
+    nearest_state: JSON | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> JSON:
+        data = asdict(self)
+        for key in ("recorded", "audit", "kaudit"):
+            data[key] = asdict(getattr(self, key)) | {"text": getattr(self, key).text()}
+        data["upstream"] = [asdict(a) | {"text": a.text()} for a in self.upstream]
+        return data
+
+
+# ----------------------------------------------------------------------------- answers
+
+def recorded_answer(record: JSON) -> Answer:
+    recorded = record["recorded"]
+    kind = {"bind": "bind", "preemption": "preemption"}.get(recorded["kind"], "unschedulable")
+    return Answer(kind, recorded.get("node"), tuple(sorted(recorded.get("victims") or ())),
+                  (recorded["node"],) if recorded.get("node") else ())
+
+
+def audit_answer(record: JSON) -> Answer:
+    """kaudit's answer as the audit stored it (in the recorded state)."""
+    said = record.get("kaudit") or {}
+    if said.get("nominatedNode"):
+        return Answer("preemption", said["nominatedNode"], tuple(sorted(said["victims"] or ())),
+                      tuple(sorted(said.get("tiedNodes") or [said["nominatedNode"]])))
+    if said.get("node"):
+        return Answer("bind", said["node"], (),
+                      tuple(sorted(said.get("tied") or said.get("tiedNodes") or [said["node"]])))
+    return Answer("unschedulable")
+
+
+def kaudit_answer(report: JSON) -> Answer:
+    """kaudit's answer from its what-if evaluation."""
+    own = report.get("incomingNominatedNode")
+    if own and (report["nodes"].get(own) or {}).get("feasible"):
+        return Answer("bind", own, (), (own,))
+    if report.get("selectedNode"):
+        ties = tuple(sorted(report.get("tiedNodes") or [report["selectedNode"]]))
+        return Answer("bind", report["selectedNode"], (), ties)
+    preemption = report.get("preemption") or {}
+    if preemption.get("nominatedNode"):
+        return Answer("preemption", preemption["nominatedNode"],
+                      tuple(sorted(preemption.get("victims") or ())),
+                      tuple(sorted(preemption.get("tiedNodes") or ())))
+    return Answer("unschedulable")
+
+
+def upstream_answer(expect: JSON) -> Answer:
+    """Upstream's answer from the oracle's ``expect``."""
+    if expect.get("nominatedNodeFits"):
+        node = expect["nominatedNodeFits"]
+        return Answer("bind", node, (), (node,))
+    if expect.get("maxNodes"):
+        ties = tuple(sorted(expect["maxNodes"]))
+        return Answer("bind", ties[0] if len(ties) == 1 else None, (), ties)
+    preemption = expect.get("preemption") or {}
+    if preemption.get("nominatedNode"):
+        return Answer("preemption", preemption["nominatedNode"],
+                      tuple(sorted(preemption.get("victims") or ())),
+                      tuple(sorted(preemption.get("tiedNodes") or ())))
+    return Answer("unschedulable")
+
+
+def upstream_allows(upstream: Answer, expect: JSON, other: Answer) -> bool:
+    """Whether ``other`` is one of upstream's possible outcomes on the state: a node it ties,
+    or, for a preemption, a tied candidate with the victims upstream found there."""
+    if upstream.same_as(other):
+        return True
+    if other.kind != "preemption" or upstream.kind != "preemption":
+        return False
+    if other.node not in upstream.ties:
+        return False
+    candidate = ((expect.get("preemption") or {}).get("candidates") or {}).get(other.node)
+    return candidate is not None and set(candidate["victims"]) == set(other.victims)
+
+
+def importance(objects: Iterable[JSON]) -> dict[str, tuple[int, str]]:
+    """Each pod's rank in upstream's victim order (``MoreImportantPod``: priority, then start
+    time), by namespace/name."""
+    return {f"{(o.get('metadata') or {}).get('namespace') or 'default'}/"
+            f"{(o.get('metadata') or {}).get('name')}":
+            (int((o.get("spec") or {}).get("priority") or 0),
+             str((o.get("status") or {}).get("startTime") or ""))
+            for o in objects if o.get("kind") == "Pod"}
+
+
+def equal_victims(a: Answer, b: Answer, ranks: dict[str, tuple[int, str]]) -> bool:
+    """Whether two preemptions on one node differ only by victims of equal rank: upstream
+    sorts the victims with ``sort.Slice`` (not stable) in ``SelectVictimsOnNode``, so which
+    of equal pods it reprieves follows the order its cache lists them in."""
+    if a.kind != "preemption" or b.kind != "preemption" or a.node != b.node:
+        return False
+    only_a = sorted(ranks.get(v, (0, "?" + v)) for v in set(a.victims) - set(b.victims))
+    only_b = sorted(ranks.get(v, (0, "?" + v)) for v in set(b.victims) - set(a.victims))
+    return only_a == only_b
+
+
+# ----------------------------------------------------------------------------- the state
+
+def _key(obj: JSON) -> str:
+    metadata = obj.get("metadata") or {}
+    return f"{obj.get('kind')}/{metadata.get('namespace') or ''}/{metadata.get('name')}"
+
+
+def finished(obj: JSON) -> bool:
+    """A pod that succeeded or failed: upstream's scheduler never sees one (its pod informer
+    lists and watches with ``status.phase!=Succeeded,status.phase!=Failed``,
+    ``pkg/scheduler/scheduler.go``), but the oracle's fake clientset ignores field
+    selectors, so such pods are left out of the state."""
+    return obj.get("kind") == "Pod" and (obj.get("status") or {}).get("phase") in (
+        "Succeeded", "Failed")
+
+
+def fold(events: Iterable[StoredEvent], state: dict[str, JSON] | None = None
+         ) -> dict[str, JSON]:
+    """Every object of :data:`STATE_KINDS` as ``events`` leave it, by kind/namespace/name
+    (finished pods left out)."""
+    state = {} if state is None else state
+    for event in events:
+        if event.kind not in STATE_KINDS:
+            continue
+        key = _key({**event.object, "kind": event.kind})
+        if event.type == "DELETED" or finished({**event.object, "kind": event.kind}):
+            state.pop(key, None)
+        else:
+            state[key] = {**event.object, "kind": event.kind}
+    return state
+
+
+def pending_pod(events: list[StoredEvent], moment: int, pod: str) -> JSON:
+    """The pod as last recorded before ``moment`` (else as first recorded at or after it),
+    without ``spec.nodeName``."""
+    namespace, _, name = pod.partition("/")
+    mine = [e for e in events if e.kind == "Pod" and e.namespace == namespace
+            and e.name == name and e.type != "DELETED"]
+    before = [e for e in mine if e.seq < moment]
+    chosen = before[-1] if before else next((e for e in mine if e.seq >= moment), None)
+    if chosen is None:
+        raise InputError(f"pod {pod}: not in the trace")
+    obj = {**chosen.object, "kind": "Pod"}
+    return {**obj, "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k != "nodeName"}}
+
+
+def scenario(state: dict[str, JSON], pod: JSON, config: str, without: Iterable[str] = ()
+             ) -> JSON:
+    """The oracle's cycle scenario: ``state`` without the pod itself and without the pods
+    ``without`` (namespace/name)."""
+    dropped = {f"Pod/{key}" for key in without} | {_key(pod)}
+    return {"objects": [obj for key, obj in state.items() if key not in dropped],
+            "pod": pod, "config": config}
+
+
+# ----------------------------------------------------------------------------- explaining
+
+class Explainer:
+    """Explains the disagreements of one audit run against one stored trace."""
+
+    def __init__(self, engine: Engine, run: str, trace: str | None = None, *,
+                 cycle_program: Path, repeats: int = 3, window_us: int = 1_000_000) -> None:
+        self.report = audit_report(engine, run)
+        summary = get_trace(engine, trace or self.report["trace"])
+        self.events = list(iter_events(engine, summary.id))
+        with engine.connect() as connection:
+            config = connection.execute(select(Run.config).where(
+                Run.name == self.report["run"])).scalar_one()
+        self.config: str = config
+        self.cycle_program = cycle_program
+        self.repeats = repeats
+        self.window_us = window_us
+        self.index = {event.seq: i for i, event in enumerate(self.events)}
+
+    def disagreements(self) -> list[JSON]:
+        return list(self.report["disagreements"])
+
+    def explain_all(self) -> list[Explanation]:
+        records = self.disagreements()
+        cases = [self._case(record) for record in records]
+        requests = [{"id": f"{i}-{n}", "objects": c["objects"], "pod": c["pod"],
+                     "config": c["config"]}
+                    for i, c in enumerate(cases) for n in range(self.repeats)]
+        answers = run_cycles(self.cycle_program, requests) if requests else {}
+        return [self._explain(record, case, [answers[f"{i}-{n}"] for n in range(self.repeats)])
+                for i, (record, case) in enumerate(zip(records, cases, strict=True))]
+
+    def _position(self, moment: int) -> int:
+        """The index of the first event at or after seq ``moment``."""
+        if moment in self.index:
+            return self.index[moment]
+        return next((i for i, e in enumerate(self.events) if e.seq >= moment), len(self.events))
+
+    def _case(self, record: JSON, shift: int = 0) -> JSON:
+        """The scenario of ``record``'s moment, ``shift`` events later (or earlier when
+        negative; the pod's own events are never moved)."""
+        moment = record["momentSeq"]
+        at = self._position(moment)
+        pod = pending_pod(self.events, moment, record["pod"])
+        namespace, _, name = record["pod"].partition("/")
+
+        def other(e: StoredEvent) -> bool:
+            return not (e.kind == "Pod" and e.namespace == namespace and e.name == name)
+        if shift >= 0:
+            state = fold(self.events[:at])
+            fold([e for e in self.events[at:at + shift] if other(e)], state)
+        else:
+            state = fold([e for e in self.events[:at + shift]])
+            fold([e for e in self.events[:at] if not other(e)], state)
+        return scenario(state, pod, self.config, record.get("decidedAfter") or ())
+
+    def _explain(self, record: JSON, case: JSON, answers: list[JSON]) -> Explanation:
+        recorded = recorded_answer(record)
+        notes: list[str] = []
+        errors = [a["error"] for a in answers if "error" in a]
+        report = whatif_report(case)
+        kaudit = kaudit_answer(report)
+        audit = audit_answer(record)
+        rebuilt_differs = not audit.same_as(kaudit) and not kaudit.same_as(audit)
+        if rebuilt_differs:
+            notes.append(f"the rebuilt state is not the audit's: the audit said {audit.text()}, "
+                         f"kaudit on the rebuilt state says {kaudit.text()}")
+        if errors:
+            return Explanation(record["pod"], record["class"], record.get("cause", ""),
+                               record["momentSeq"], recorded, audit, kaudit, [],
+                               f"not decided: upstream's cycle failed: {errors[0]}", notes=notes)
+        expects = [a["expect"] for a in answers]
+        upstream = [upstream_answer(e) for e in expects]
+        ranks = importance(case["objects"])
+        agreeing = [u for u in upstream
+                    if u.same_as(kaudit) or equal_victims(u, kaudit, ranks)]
+        if agreeing and not any(u.same_as(kaudit) for u in upstream):
+            notes.append("kaudit's and upstream's victims differ only by pods of equal "
+                         "priority and start time (upstream's unstable sort of equal victims)")
+        field_diff = differences(compare_cycle(expects[0], report))
+        recorded_there = any(upstream_allows(u, e, recorded) or equal_victims(u, recorded, ranks)
+                             for u, e in zip(upstream, expects, strict=True))
+        if not agreeing:
+            verdict = BUG
+        elif recorded_there and rebuilt_differs:
+            verdict = AUDIT_STATE
+        elif recorded_there:
+            verdict = RANDOMNESS
+        else:
+            verdict = TIMING
+        if len(set(upstream)) > 1:
+            notes.append(f"upstream's answer varies from run to run: "
+                         f"{sorted({u.text() for u in upstream})}")
+        explanation = Explanation(record["pod"], record["class"], record.get("cause", ""),
+                                  record["momentSeq"], recorded, audit, kaudit,
+                                  upstream, verdict, field_diff, notes=notes)
+        if verdict == TIMING:
+            explanation.nearest_state = self._nearest_state(record, recorded)
+        return explanation
+
+    def _nearest_state(self, record: JSON, recorded: Answer) -> JSON | None:
+        """The fewest events around the moment that, taken as seen (after) or as not yet seen
+        (before), make kaudit give the recorded answer; confirmed by upstream."""
+        at = self._position(record["momentSeq"])
+        moment_us = self.events[at].ts_us if at < len(self.events) else 0
+        for shift in _shifts(self.events, at, moment_us, self.window_us):
+            case = self._case(record, shift)
+            try:
+                answer = kaudit_answer(whatif_report(case))
+            except (KauditError, AssertionError, KeyError):
+                continue
+            if not recorded.same_as(answer) and not answer.same_as(recorded):
+                continue
+            lo, hi = (at, at + shift) if shift > 0 else (at + shift, at)
+            moved = [e for e in self.events[lo:hi] if e.kind in STATE_KINDS
+                     and f"{e.namespace}/{e.name}" != record["pod"]]
+            confirm = run_cycles(self.cycle_program, [{"id": "probe", **case}])["probe"]
+            upstream = (upstream_answer(confirm["expect"]).text() if "expect" in confirm
+                        else f"error: {confirm['error']}")
+            return {"events": shift,
+                    "as": "already seen" if shift > 0 else "not yet seen",
+                    "changes": [_describe(e, moment_us) for e in moved],
+                    "kaudit": answer.text(), "upstream": upstream}
+        return None
+
+
+
+def _shifts(events: list[StoredEvent], at: int, moment_us: int, window_us: int) -> list[int]:
+    """Event counts to try, nearest first: +1, -1, +2, -2 ... within the window."""
+    out = []
+    for n in range(1, PROBE_EVENTS + 1):
+        if at + n <= len(events) and events[at + n - 1].ts_us - moment_us <= window_us:
+            out.append(n)
+        if at - n >= 0 and moment_us - events[at - n].ts_us <= window_us:
+            out.append(-n)
+    return out
+
+
+def _describe(event: StoredEvent, moment_us: int) -> str:
+    obj = event.object
+    what = f"{event.type} {event.kind} {event.namespace + '/' if event.namespace else ''}" \
+           f"{event.name}"
+    if event.kind == "Pod":
+        node = (obj.get("spec") or {}).get("nodeName")
+        nominated = (obj.get("status") or {}).get("nominatedNodeName")
+        deleting = (obj.get("metadata") or {}).get("deletionTimestamp")
+        parts = ([f"on {node}"] if node else []) + \
+            ([f"nominated {nominated}"] if nominated and not node else []) + \
+            (["terminating"] if deleting else [])
+        if parts:
+            what += f" ({', '.join(parts)})"
+    return f"{what} at {(event.ts_us - moment_us) / 1000:+.1f} ms"
+
+
+# ----------------------------------------------------------------------------- the command
+
+def render(explanations: list[Explanation]) -> str:
+    lines = []
+    for e in explanations:
+        lines.append(f"{e.pod} (momentSeq {e.moment_seq}; {e.audit_class}: {e.cause})")
+        lines.append(f"  recorded:             {e.recorded.text()}")
+        lines.append(f"  kaudit (audit):       {e.audit.text()}")
+        lines.append(f"  kaudit on the state:  {e.kaudit.text()}")
+        for n, answer in enumerate(e.upstream, 1):
+            lines.append(f"  upstream, run {n}:      {answer.text()}")
+        lines.append(f"  verdict: {e.verdict}")
+        for note in e.notes:
+            lines.append(f"  note: {note}")
+        if e.verdict == BUG and e.field_differences:
+            lines.append("  differing fields:")
+            lines.extend("  " + line for line in e.field_differences.splitlines())
+        if e.nearest_state:
+            near = e.nearest_state
+            lines.append(f"  the recorded answer once {abs(near['events'])} event(s) are taken "
+                         f"as {near['as']} (kaudit: {near['kaudit']}; upstream: "
+                         f"{near['upstream']}):")
+            changes = near["changes"]
+            shown = changes[:LISTED_CHANGES] if near["events"] > 0 else \
+                changes[-LISTED_CHANGES:]
+            lines.extend(f"    {change}" for change in shown)
+            if len(changes) > len(shown):
+                lines.append(f"    ... and {len(changes) - len(shown)} more, farther from "
+                             "the moment")
+        elif e.verdict == TIMING:
+            lines.append("  no state within the window gives the recorded answer")
+        lines.append("")
+    counts: dict[str, int] = {}
+    for e in explanations:
+        counts[e.verdict] = counts.get(e.verdict, 0) + 1
+    lines.append(f"{len(explanations)} disagreement(s): " +
+                 "; ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.realcluster.disagreements",
+                                     description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--db", help="the database URL (default: KAUDIT_DB)")
+    parser.add_argument("--run", required=True, help="the audit run")
+    parser.add_argument("--trace", help="the stored trace (default: the run's)")
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="upstream cycles per decision (default 3)")
+    parser.add_argument("--window-ms", type=float, default=1000.0,
+                        help="how far around the moment the timing probe looks (default 1000)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    from tests.oracle.build import build_oracle, skip_reason
+    engine = open_database(args.db, create=False)
+    try:
+        audit_report(engine, args.run)  # an unknown run, or one that is no audit, is refused
+        reason = skip_reason()
+        if reason is not None:
+            print(f"upstream's oracle cannot be built: {reason}", file=sys.stderr)
+            return 2
+        explainer = Explainer(engine, args.run, args.trace,
+                              cycle_program=build_oracle()["cycle"], repeats=args.repeats,
+                              window_us=int(args.window_ms * 1000))
+        explanations = explainer.explain_all()
+    except KauditError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps([e.as_json() for e in explanations], indent=2))
+    else:
+        print(render(explanations))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

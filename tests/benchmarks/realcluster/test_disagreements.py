@@ -1,0 +1,79 @@
+"""``python -m benchmarks.realcluster.disagreements`` on a small synthetic trace: each
+disagreement of an audit judged on kaudit's state by upstream's own cycle (the oracle; skipped
+without it, like ``tests/oracle``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from benchmarks.realcluster.disagreements import TIMING, Explainer, main
+from kaudit.store.schema import open_database
+from kaudit.tracegen.builders import make_pod
+from tests.oracle.conftest import oracle_programs
+from tests.replay.test_audit import audit_steps, deletion_just_before
+
+
+@pytest.fixture
+def oracle() -> dict[str, Path]:
+    return oracle_programs()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> Any:
+    engine = open_database(f"sqlite:///{tmp_path / 'kaudit.db'}")
+    yield engine
+    engine.dispose()
+
+
+def audited_late_deletion(engine: Engine, directory: Path) -> str:
+    """The audit (10 ms window) of a trace where old's deletion from n2 is recorded 50 ms
+    before p's binding to n1: kaudit, seeing n2 free, puts p there; so would upstream. A pod
+    that succeeded still stands on n2 (3 of its 4 CPU): neither scheduler counts it."""
+    steps = deletion_just_before(0.05)
+    done = make_pod("done").req(cpu="3").node("n2").obj()
+    done["status"]["phase"] = "Succeeded"
+    steps.insert(4, (0.0, "ADDED", done))
+    return str(audit_steps(engine, directory, steps, window_s=0.01)["run"])
+
+
+def test_a_disagreement_upstream_shares_on_that_state_is_timing(
+        oracle: dict[str, Path], sqlite_engine: Engine, tmp_path: Path) -> None:
+    run = audited_late_deletion(sqlite_engine, tmp_path)
+    (explained,) = Explainer(sqlite_engine, run, cycle_program=oracle["cycle"],
+                             repeats=2).explain_all()
+
+    assert (explained.pod, explained.audit_class) == ("default/p", "scoredLower")
+    assert explained.recorded.node == "n1"
+    assert explained.audit.node == explained.kaudit.node == "n2"
+    # Upstream on the same state (the succeeded pod left out, as its informer does).
+    assert [u.ties for u in explained.upstream] == [("n2",), ("n2",)]
+    assert explained.verdict == TIMING
+    # The state just before old's deletion gives the recorded answer, to both schedulers.
+    assert explained.nearest_state == {
+        "events": -1, "as": "not yet seen",
+        "changes": ["DELETED Pod default/old (on n2) at -50.0 ms"],
+        "kaudit": "bind n1", "upstream": "bind n1"}
+
+
+def test_the_command_prints_every_disagreement_as_json(
+        oracle: dict[str, Path], sqlite_engine: Engine, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    run = audited_late_deletion(sqlite_engine, tmp_path)
+
+    assert main(["--db", f"sqlite:///{tmp_path / 'kaudit.db'}", "--run", run, "--json",
+                 "--repeats", "1"]) == 0
+    (explained,) = json.loads(capsys.readouterr().out)
+    assert explained["verdict"] == TIMING
+    assert explained["recorded"]["text"] == "bind n1"
+    assert [u["text"] for u in explained["upstream"]] == ["bind n2"]
+
+
+def test_an_unknown_run_is_refused_naming_it(sqlite_engine: Engine, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", f"sqlite:///{tmp_path / 'kaudit.db'}", "--run", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
