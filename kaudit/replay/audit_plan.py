@@ -45,6 +45,12 @@ BIND, UNSCHEDULABLE, PREEMPTION, NODE_NAME = "bind", "unschedulable", "preemptio
 #: How far apart a victim's DisruptionTarget condition and the preemptor's nomination may be
 #: to be linked (the scheduler writes both within one preemption, milliseconds apart).
 LINK_WINDOW_US = 10_000_000
+#: How much earlier than its preemptor's nomination a victim's condition may be recorded:
+#: upstream's preemption starts its victims' API calls in PostFilter
+#: (``prepareCandidateAsync``, ``pkg/scheduler/framework/preemption/preemption.go``) and the
+#: nomination is written as that cycle ends, so a victim recorded seconds before a nomination
+#: is an earlier preemption's (one slow to be written).
+EARLY_LINK_US = 1_000_000
 PREEMPTION_REASON = "PreemptionByScheduler"
 #: At most this many later writes are linked to a decision (memory stays linear in a burst of
 #: decisions at one instant).
@@ -272,8 +278,9 @@ class _Planner:
         """Each preemption's victims: the victims of one node are cut into bursts (one
         preemption deletes its victims together, in parallel: conditions less than
         :data:`BURST_GAP_US` apart), and bursts and nominations of that node are paired one
-        to one, the closest in time first, within :data:`LINK_WINDOW_US`; a burst left over
-        joins the nomination nearest to it."""
+        to one, the closest in time first, within :data:`LINK_WINDOW_US` after the nomination
+        or :data:`EARLY_LINK_US` before it; a burst left over joins the nomination nearest to
+        it."""
         nominations: dict[str, list[RecordedDecision]] = {}
         for decision in self.decisions:
             if decision.kind == PREEMPTION and decision.node:
@@ -290,7 +297,7 @@ class _Planner:
                 (abs(group[0][0] - decision.ts_us), g, n)
                 for g, group in enumerate(groups)
                 for n, decision in enumerate(nominations.get(node) or [])
-                if abs(group[0][0] - decision.ts_us) <= LINK_WINDOW_US)
+                if -EARLY_LINK_US <= group[0][0] - decision.ts_us <= LINK_WINDOW_US)
             used_groups: set[int] = set()
             used_nominations: set[int] = set()
             # One burst per nomination first; a burst left over (a victim slow to go, with no

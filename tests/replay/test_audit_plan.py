@@ -279,3 +279,28 @@ def test_two_preemptions_on_one_node_each_take_their_own_burst_of_victims() -> N
     assert (one.shared_victims, two.shared_victims) == ([], [])
     wide = by_pod(plan_decisions(events, window_us=10_000).decisions)
     assert "default/w1" in wide["default/first"][0].shared_victims
+
+
+def test_a_victim_recorded_seconds_before_a_nomination_is_an_earlier_preemptions() -> None:
+    """first's preemption writes v1's condition with its nomination and v2's half a second
+    later (async preemption's API calls); second is nominated to n1 four seconds later with
+    no new victim (it takes pods already preempted). v2 is first's: a preemption's victims
+    are never written seconds before its nomination."""
+    first = make_pod("first").req(cpu="2").priority(1000).obj()
+    second = make_pod("second").req(cpu="1").priority(1000).obj()
+    v1, v2 = (make_pod(name).req(cpu="1").priority(1).node("n1").obj() for name in ("v1", "v2"))
+    events = stored(
+        (0.0, "ADDED", make_node("n1").capacity(cpu="3", memory="4Gi").obj()),
+        (0.0, "ADDED", v1), (0.0, "ADDED", v2),                               # 1-2
+        (1.0, "ADDED", first), (1.0, "ADDED", second),                        # 3-4
+        (2.0, "MODIFIED", preempted(v1)),                                     # 5
+        (2.001, "MODIFIED", failed(first, "0/1 nodes are available: 1 Insufficient cpu.",
+                                   nominated="n1")),                          # 6
+        (2.5, "MODIFIED", preempted(v2)),                                     # 7: slow
+        (6.5, "MODIFIED", failed(second, "0/1 nodes are available: 1 Insufficient cpu.",
+                                 nominated="n1")),                            # 8
+    )
+    by = by_pod(plan_decisions(events).decisions)
+
+    assert by["default/first"][0].victims == ["default/v1", "default/v2"]
+    assert by["default/second"][0].victims == []
