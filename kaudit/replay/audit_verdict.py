@@ -32,7 +32,14 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.status import Code, Status
-from kaudit.replay.audit_plan import BIND, PREEMPTION, UNSCHEDULABLE, RecordedDecision
+from kaudit.model.pod import PodInfo
+from kaudit.replay.audit_plan import (
+    BIND,
+    PREEMPTION,
+    PREEMPTION_REASON,
+    UNSCHEDULABLE,
+    RecordedDecision,
+)
 from kaudit.scheduler.schedule import Attempt, Scheduler, num_feasible_nodes_to_find
 
 CLASSES = ("agrees", "tie", "sampled", "scoredLower", "infeasible", "unschedulableSame",
@@ -250,6 +257,18 @@ def _judge_failure(decision: RecordedDecision, attempt: Attempt) -> Judgment:
             "reason": f"kaudit's message differs: {mine!r}"}
 
 
+def _already_preempted(victim: PodInfo) -> bool:
+    """Whether ``victim`` already carries the DisruptionTarget condition a preemption by the
+    scheduler writes (``PreemptPod`` in ``pkg/scheduler/framework/preemption/preemption.go``,
+    Kubernetes v1.34, patches it only when ``UpdatePodCondition`` changes it, and deleting a
+    pod already terminating writes nothing)."""
+    for condition in (victim.obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget":
+            return condition.get("status") == "True" and \
+                condition.get("reason") == PREEMPTION_REASON
+    return False
+
+
 def _judge_preemption(decision: RecordedDecision, attempt: Attempt) -> Judgment:
     recorded = decision.node or ""
     if attempt.selected is not None:
@@ -281,7 +300,9 @@ def _judge_preemption(decision: RecordedDecision, attempt: Attempt) -> Judgment:
     if not decision.victims:
         return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",
                 "reason": "the same node; the recording shows no victims to compare"}
-    mine = {v.key for v in candidate.victims}
+    # A victim an earlier preemption already took is chosen again without a trace: upstream's
+    # PreemptPod writes its DisruptionTarget condition only when that changes it.
+    mine = {v.key for v in candidate.victims if not _already_preempted(v)}
     theirs = set(decision.victims)
     if mine == theirs:
         return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",

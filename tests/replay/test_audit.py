@@ -811,3 +811,38 @@ def test_a_lagging_view_puts_back_each_object_as_last_recorded(engine: Engine,
     assert preemption["recorded"]["victims"] == ["default/low-a"]
     assert (preemption["class"], preemption["kaudit"]["victims"]) == ("preemptionSame",
                                                                       ["default/low-a"])
+
+
+def test_a_victim_an_earlier_preemption_took_is_not_looked_for_again(engine: Engine,
+                                                                     tmp_path: Path) -> None:
+    # first preempts low-b on n1; second, nominated there too while low-b terminates, needs
+    # low-b and low-a gone. Upstream takes both, but only low-a gets a new DisruptionTarget
+    # condition: low-b's is already there, so the recording shows low-a alone.
+    low_a = make_pod("low-a").req(cpu="1").priority(10).node("n1").obj()
+    low_a["status"]["startTime"] = "2026-01-05T08:00:00Z"
+    low_b = make_pod("low-b").req(cpu="1").priority(10).node("n1").obj()
+    low_b["status"]["startTime"] = "2026-01-05T08:30:00Z"
+    terminating = preempted(low_b)
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:32Z"
+    first = make_pod("first").req(cpu="1").priority(1000).obj()
+    second = make_pod("second").req(cpu="1").priority(1000).obj()
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="2", memory="4Gi").obj()),
+        (0.0, "ADDED", low_a),
+        (0.0, "ADDED", low_b),
+        (1.0, "ADDED", first),
+        (2.0, "MODIFIED", preempted(low_b)),
+        (2.0, "MODIFIED", failed(first, message, nominated="n1")),
+        (2.1, "MODIFIED", terminating),
+        (3.0, "ADDED", second),
+        (4.0, "MODIFIED", preempted(low_a)),
+        (4.0, "MODIFIED", failed(second, message, nominated="n1")),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    assert one(records, "first")["recorded"]["victims"] == ["default/low-b"]
+    taken = one(records, "second")
+    assert taken["recorded"]["victims"] == ["default/low-a"]
+    assert sorted(taken["kaudit"]["victims"]) == ["default/low-a", "default/low-b"]
+    assert taken["class"] == "preemptionSame"
