@@ -313,23 +313,24 @@ class Explainer:
             return self.index[moment]
         return next((i for i, e in enumerate(self.events) if e.seq >= moment), len(self.events))
 
-    def _case(self, record: JSON, shift: int = 0) -> JSON:
+    def _case(self, record: JSON, shift: int = 0, *, toggled: int | None = None) -> JSON:
         """The scenario of ``record``'s moment, ``shift`` events later (or earlier when
-        negative; the pod's own events are never moved)."""
-        moment = record["momentSeq"]
-        at = self._position(moment)
-        pod = pending_pod(self.events, moment, record["pod"])
-        namespace, _, name = record["pod"].partition("/")
-
-        def other(e: StoredEvent) -> bool:
-            return not (e.kind == "Pod" and e.namespace == namespace and e.name == name)
-        if shift >= 0:
-            state = fold(self.events[:at])
-            fold([e for e in self.events[at:at + shift] if other(e)], state)
+        negative), or with the one event at index ``toggled`` taken as seen (after the moment)
+        or as not yet seen (before it); the pod's own events are never moved."""
+        at = self._position(record["momentSeq"])
+        pod = pending_pod(self.events, record["momentSeq"], record["pod"])
+        if toggled is not None:
+            seen = [i for i in range(at) if i != toggled] + ([toggled] if toggled >= at else [])
         else:
-            state = fold([e for e in self.events[:at + shift]])
-            fold([e for e in self.events[:at] if not other(e)], state)
+            seen = list(range(at + shift))
+        chosen = sorted({i for i in seen if not self._own(i, record["pod"])}
+                        | {i for i in range(at) if self._own(i, record["pod"])})
+        state = fold(self.events[i] for i in chosen)
         return scenario(state, pod, self.config, record.get("decidedAfter") or ())
+
+    def _own(self, index: int, pod: str) -> bool:
+        event = self.events[index]
+        return event.kind == "Pod" and f"{event.namespace}/{event.name}" == pod
 
     def _explain(self, record: JSON, case: JSON, answers: list[JSON]) -> Explanation:
         recorded = recorded_answer(record)
@@ -380,6 +381,9 @@ class Explainer:
         (before), make kaudit give the recorded answer; confirmed by upstream."""
         at = self._position(record["momentSeq"])
         moment_us = self.events[at].ts_us if at < len(self.events) else 0
+        single = self._single_change(record, recorded, at, moment_us)
+        if single is not None:
+            return single
         for shift in _shifts(self.events, at, moment_us, self.window_us):
             case = self._case(record, shift)
             try:
@@ -400,6 +404,33 @@ class Explainer:
                     "kaudit": answer.text(), "upstream": upstream}
         return None
 
+    def _single_change(self, record: JSON, recorded: Answer, at: int, moment_us: int
+                       ) -> JSON | None:
+        """The one event nearest the moment that, alone taken as seen (after it) or as not
+        yet seen (before it), makes kaudit give the recorded answer; confirmed by upstream."""
+        for shift in _shifts(self.events, at, moment_us, self.window_us):
+            index = at + shift - 1 if shift > 0 else at + shift
+            event = self.events[index]
+            if event.kind not in STATE_KINDS or self._own(index, record["pod"]):
+                continue
+            if shift < 0 and any(e.kind == event.kind and e.namespace == event.namespace
+                                 and e.name == event.name for e in self.events[index + 1:at]):
+                continue  # a later event of that object hides it
+            case = self._case(record, toggled=index)
+            try:
+                answer = kaudit_answer(whatif_report(case))
+            except (KauditError, AssertionError, KeyError):
+                continue
+            if not recorded.same_as(answer) and not answer.same_as(recorded):
+                continue
+            confirm = run_cycles(self.cycle_program, [{"id": "probe", **case}])["probe"]
+            upstream = (upstream_answer(confirm["expect"]).text() if "expect" in confirm
+                        else f"error: {confirm['error']}")
+            return {"events": 1 if shift > 0 else -1, "single": True,
+                    "as": "already seen" if shift > 0 else "not yet seen",
+                    "changes": [_describe(event, moment_us)],
+                    "kaudit": answer.text(), "upstream": upstream}
+        return None
 
 
 def _shifts(events: list[StoredEvent], at: int, moment_us: int, window_us: int) -> list[int]:
@@ -448,8 +479,9 @@ def render(explanations: list[Explanation]) -> str:
             lines.extend("  " + line for line in e.field_differences.splitlines())
         if e.nearest_state:
             near = e.nearest_state
+            alone = " (that one event alone)" if near.get("single") else ""
             lines.append(f"  the recorded answer once {abs(near['events'])} event(s) are taken "
-                         f"as {near['as']} (kaudit: {near['kaudit']}; upstream: "
+                         f"as {near['as']}{alone} (kaudit: {near['kaudit']}; upstream: "
                          f"{near['upstream']}):")
             changes = near["changes"]
             shown = changes[:LISTED_CHANGES] if near["events"] > 0 else \

@@ -55,7 +55,7 @@ def test_a_disagreement_upstream_shares_on_that_state_is_timing(
     assert explained.verdict == TIMING
     # The state just before old's deletion gives the recorded answer, to both schedulers.
     assert explained.nearest_state == {
-        "events": -1, "as": "not yet seen",
+        "events": -1, "single": True, "as": "not yet seen",
         "changes": ["DELETED Pod default/old (on n2) at -50.0 ms"],
         "kaudit": "bind n1", "upstream": "bind n1"}
 
