@@ -24,7 +24,13 @@ from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
 from kaudit.model.resources import PODS
-from kaudit.replay.audit_changes import Change, counted_on_node, scheduling_state
+from kaudit.replay.audit_changes import (
+    TRACKED_KINDS,
+    Change,
+    counted_on_node,
+    lagging_views,
+    scheduling_state,
+)
 from kaudit.replay.audit_plan import BIND, NODE_NAME, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
@@ -85,8 +91,8 @@ class DecisionAudit:
                                      f"{event.name}"))
             while self.recent and self.recent[0][0] < now - WINDOW_US:
                 self.recent.popleft()
-            if self.plan.window_us > 0:
-                self._remember(event)
+        if event.kind in TRACKED_KINDS and self.plan.window_us > 0:
+            self._remember(event)
         if event.kind != "Pod":
             return
         key = f"{event.namespace}/{event.name}"
@@ -234,16 +240,7 @@ class DecisionAudit:
         in_flight = [write for write in decision.in_flight if write[1] in self.pending
                      and self.scheduler.framework_for(pod_info(
                          self.cluster, self.pending[write[1]])) is not None]
-        # The scheduler saw everything up to its cycle and nothing after: the changes it had
-        # not seen are the last few (a suffix), and the writes it had made before this
-        # decision but the API recorded after it are the first few recorded after (a prefix).
-        suffixes = [unseen[len(unseen) - n:] for n in range(1, len(unseen) + 1)]
-        prefixes = [in_flight[:n] for n in range(1, len(in_flight) + 1)]
-        variants: list[tuple[list[Change], list[tuple[str, str, str]]]] = [
-            (back, []) for back in suffixes]
-        variants += [([], ahead) for ahead in prefixes]
-        variants += [(back, ahead) for ahead in prefixes for back in suffixes]
-        for back, ahead in variants[:MAX_VIEWS]:
+        for back, ahead in lagging_views(unseen, in_flight)[:MAX_VIEWS]:
             with self._rewound(back), self._assuming(ahead) as possible:
                 if not possible:
                     continue  # an assumed pod does not fit beside what is bound

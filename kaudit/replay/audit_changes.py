@@ -1,12 +1,20 @@
-"""The recorded changes a lagging view of the audit may undo: a node added, updated or
-removed, and a pod counted on a node or no longer (bound, finished, deleted).
+"""The recorded changes a lagging view of the audit may undo (a node added, updated or
+removed; a pod counted on a node or no longer: bound, finished, deleted; a
+PodDisruptionBudget's allowed disruptions), and the views to try.
 
 A change keeps the object before and after it, so the audit can put the cluster back as it was
 just before the last few changes (the ones a scheduler whose view lags the recording had not
 seen yet) and redo them afterwards. Only changes to what kube-scheduler reads are kept: a node's
 schedulability, taints, labels and allocatable (``nodeSchedulingPropertiesChange`` in
-``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34), a pod's node; a status write that
-changes none of them changes no decision.
+``pkg/scheduler/eventhandlers.go``, Kubernetes v1.34), a pod's node, a budget's spec and
+``disruptionsAllowed`` (preemption's PDB violations); a status write that changes none of them
+changes no decision.
+
+:func:`lagging_views` lists the states a scheduler whose view lags the recording could have
+seen, most plausible first: the last few changes not yet seen (a suffix of the recording), or
+the last few of one kind only (the scheduler watches pods, nodes and budgets through separate
+informers, each with its own lag); its own writes recorded just after already made, the first
+few or one alone (bindings run in parallel goroutines and commit in any order); and both.
 """
 
 from __future__ import annotations
@@ -19,6 +27,12 @@ import orjson
 from kaudit.cluster.objects import apply_object
 from kaudit.cluster.state import ClusterState
 from kaudit.model.pod import FINISHED_PHASES
+
+#: The kinds whose changes a lagging view may undo.
+TRACKED_KINDS = frozenset({"Pod", "Node", "PodDisruptionBudget"})
+
+Write = tuple[str, str, str]  # (kind of write, pod, node)
+View = tuple[list["Change"], list[Write]]
 
 
 def counted_on_node(pod: dict[str, Any]) -> bool:
@@ -36,6 +50,8 @@ def scheduling_state(kind: str, obj: dict[str, Any] | None) -> tuple[Any, ...] |
     if obj is None:
         return None
     spec = obj.get("spec") or {}
+    if kind == "PodDisruptionBudget":
+        return (_canonical(spec), (obj.get("status") or {}).get("disruptionsAllowed"))
     if kind == "Pod":
         return (spec.get("nodeName"), _canonical(spec.get("containers")),
                 _canonical(spec.get("initContainers")), _canonical(spec.get("overhead")))
@@ -58,6 +74,8 @@ class Change:
 
     def describe(self) -> str:
         name = self.key.lstrip("/")
+        if self.kind == "PodDisruptionBudget":
+            return f"update PodDisruptionBudget {name}"
         if self.kind == "Node":
             verb = "add" if self.before is None else "remove" if self.after is None else "update"
             return f"{verb} Node {name}"
@@ -80,3 +98,31 @@ def _put(cluster: ClusterState, state: dict[str, Any] | None,
         apply_object(cluster, state)
     elif other is not None:
         apply_object(cluster, other, deleted=True)
+
+
+def _suffixes(changes: list[Change]) -> list[list[Change]]:
+    return [changes[len(changes) - n:] for n in range(1, len(changes) + 1)]
+
+
+def lagging_views(unseen: list[Change], in_flight: list[Write]) -> list[View]:
+    """The views to try, most plausible first, each once: ``unseen`` are the changes recorded
+    within the window before the decision (oldest first), ``in_flight`` the scheduler's own
+    writes recorded within the window after it (in recorded order)."""
+    backs = _suffixes(unseen)
+    kinds = sorted({change.kind for change in unseen})
+    if len(kinds) > 1:
+        for kind in kinds:
+            backs += _suffixes([change for change in unseen if change.kind == kind])
+    aheads = [in_flight[:n] for n in range(1, len(in_flight) + 1)]
+    aheads += [[write] for write in in_flight[1:]]
+    views: list[View] = [(back, []) for back in backs]
+    views += [([], ahead) for ahead in aheads]
+    views += [(back, ahead) for ahead in aheads for back in backs]
+    seen: set[tuple[tuple[int, ...], tuple[Write, ...]]] = set()
+    unique = []
+    for back, ahead in views:
+        key = (tuple(id(change) for change in back), tuple(ahead))
+        if key not in seen:
+            seen.add(key)
+            unique.append((back, ahead))
+    return unique

@@ -1,0 +1,39 @@
+"""The views a lagging audit tries (kaudit/replay/audit_changes.py)."""
+
+from __future__ import annotations
+
+from kaudit.replay.audit_changes import Change, lagging_views, scheduling_state
+
+
+def change(ts: int, kind: str, key: str) -> Change:
+    return Change(ts, kind, key, None, {"kind": kind})
+
+
+def test_the_last_changes_of_one_informer_may_be_unseen_alone() -> None:
+    pod1, node, pod2 = change(1, "Pod", "a/p1"), change(2, "Node", "/n1"), change(3, "Pod", "a/p2")
+    backs = [back for back, ahead in lagging_views([pod1, node, pod2], []) if not ahead]
+
+    # Every suffix of the recording first ...
+    assert backs[:3] == [[pod2], [node, pod2], [pod1, node, pod2]]
+    # ... then the pods' informer lagging alone (the node update seen), and the nodes'.
+    assert [pod1, pod2] in backs and [node] in backs
+    assert len(backs) == len({tuple(map(id, back)) for back in backs})
+
+
+def test_any_one_of_its_own_writes_may_have_been_made_first() -> None:
+    writes = [("bind", "a/x", "n1"), ("bind", "a/y", "n2"), ("bind", "a/z", "n3")]
+    aheads = [ahead for back, ahead in lagging_views([], writes) if not back]
+
+    assert aheads[:3] == [writes[:1], writes[:2], writes]
+    assert [writes[1]] in aheads and [writes[2]] in aheads
+    assert len(aheads) == 5
+
+
+def test_a_budgets_allowed_disruptions_are_what_the_scheduler_reads_of_it() -> None:
+    budget = {"spec": {"maxUnavailable": 1}, "status": {"disruptionsAllowed": 1}}
+    other = {"spec": {"maxUnavailable": 1}, "status": {"disruptionsAllowed": 0,
+                                                        "currentHealthy": 3}}
+    assert scheduling_state("PodDisruptionBudget", budget) != \
+        scheduling_state("PodDisruptionBudget", other)
+    assert scheduling_state("PodDisruptionBudget", other) == scheduling_state(
+        "PodDisruptionBudget", {**other, "status": {"disruptionsAllowed": 0}})
