@@ -12,6 +12,9 @@ from typing import Any
 #: The state entry holding the seed of this decision (run seed, pod UID, attempt): ties among
 #: top-scoring nodes and preemption's random choices are drawn from it, so a replay repeats.
 DECISION_SEED_KEY = "kaudit/decision-seed"
+#: The state entry naming a node preemption's dry run starts at instead of its random offset
+#: (the audit asks whether upstream's offset could have led to a recorded nomination).
+PREEMPTION_START_KEY = "kaudit/preemption-start"
 #: ``framework.ErrNotFound``'s text: what ``CycleState.Read`` fails with for a key never written.
 NOT_FOUND = "not found"
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
-from kaudit.framework.cycle_state import DECISION_SEED_KEY, CycleState
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_START_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.extender import ExtenderError
@@ -252,6 +252,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
             offset = rng.randrange(len(potential))
+            start = cluster.slot_of.get(state.read(PREEMPTION_START_KEY) or "")
+            if start is not None and start in potential:
+                offset = potential.index(start)
             self._dry_run(state, pod, cluster, potential, offset, details)
         if not details.candidates and details.errors:
             # ``Preempt``: the dry run's errors, when it found no candidate, are the answer.

@@ -207,7 +207,35 @@ class DecisionAudit:
                     # explain and the pod page read beside the recorded free amounts); the
                     # judgment says in which view the decision agrees.
                     judgment = lagging
+            if judgment.get("cause") == "not a candidate":
+                reached = self._from_recorded_offset(decision, info, attempt)
+                if reached is not None:
+                    judgment = reached
         return judgment, (document, blob, attempt.selected)
+
+    def _from_recorded_offset(self, decision: RecordedDecision, info: Any,
+                              attempt: Any) -> Judgment | None:
+        """A nomination kaudit's dry run did not reach: upstream's ``DryRunPreemption``
+        stops once it has enough candidates, walking the potential nodes from a random
+        offset. Judged again from an offset at the recorded node; when it then agrees, the
+        decision is ``sampled`` (another offset), not a disagreement."""
+        details = getattr(attempt.post_filter_result, "details", None)
+        if details is None or details.examined_nodes >= details.potential_nodes \
+                or details.chosen is None:
+            return None
+        again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                        exhaustive=True, preemption_start=decision.node)
+        self.summary.attempts += 1
+        judgment = judge(decision, again, self.cluster, self.scheduler,
+                         info.nominated_node_name)
+        if judgment["class"] not in AGREEING:
+            return None
+        return {**judgment, "class": "sampled", "cause": "preemption's random offset",
+                "reason": f"from its own random offset kaudit's dry run (examining "
+                          f"{details.examined_nodes} of {details.potential_nodes} potential "
+                          f"nodes) nominates {details.chosen.node}; from an offset at "
+                          f"{decision.node} it nominates {decision.node} with the recorded "
+                          "victims, as upstream's random offset may have started"}
 
     @contextmanager
     def _without(self, keys: list[str]) -> Iterator[list[str]]:

@@ -846,3 +846,40 @@ def test_a_victim_an_earlier_preemption_took_is_not_looked_for_again(engine: Eng
     assert taken["recorded"]["victims"] == ["default/low-a"]
     assert sorted(taken["kaudit"]["victims"]) == ["default/low-a", "default/low-b"]
     assert taken["class"] == "preemptionSame"
+
+
+def test_a_nomination_beyond_the_dry_runs_offset_is_sampled_not_a_disagreement(
+        engine: Engine, tmp_path: Path) -> None:
+    # Six equal nodes, each holding one low-priority pod; the dry run stops at its first
+    # candidate (minCandidateNodesAbsolute 1), from a random offset. Each urgent pod is recorded
+    # nominating another node: only an offset at that node reaches it first.
+    config = tmp_path / "one-candidate.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n"
+        "  - name: DefaultPreemption\n    args:\n      minCandidateNodesPercentage: 0\n"
+        "      minCandidateNodesAbsolute: 1\n")
+    steps: list[Step] = []
+    for index in range(6):
+        steps.append((0.0, "ADDED", make_node(f"n{index}").capacity(cpu="2", memory="4Gi")
+                      .obj()))
+        steps.append((0.0, "ADDED", make_pod(f"low{index}").req(cpu="1500m", memory="1Gi")
+                      .priority(10).node(f"n{index}").obj()))
+    for index in range(6):
+        urgent = make_pod(f"urgent{index}").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+        victim = make_pod(f"low{index}").req(cpu="1500m", memory="1Gi").priority(10) \
+            .node(f"n{index}").obj()
+        at = 1.0 + index
+        steps += [(at, "ADDED", urgent),
+                  (at + 0.1, "MODIFIED", preempted(victim)),
+                  (at + 0.1, "MODIFIED", failed(urgent, "0/6 nodes are available: 6 "
+                                                "Insufficient cpu.", nominated=f"n{index}")),
+                  (at + 0.5, "DELETED", preempted(victim))]
+    report = audit_steps(engine, tmp_path, steps, config=config)
+    records = audit_records(engine, report["run"])
+    judged = [one(records, f"urgent{index}") for index in range(6)]
+
+    assert all(j["class"] in ("preemptionSame", "sampled") for j in judged), \
+        [(j["class"], j["reason"]) for j in judged]
+    sampled = [j for j in judged if j["class"] == "sampled"]
+    assert sampled and all(j["cause"] == "preemption's random offset" for j in sampled)
