@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row['disagreementsByReason'] or 'none'}, "
                           f"not judged {row['notJudged']}")
                 print(f"{configuration}: traces agree: {run.comparison.agree}; "
+                      f"decision lags behind their cycles {run.lags}; "
                       f"timings {run.timings}; peak memory (KiB) {run.memory_kib}")
     finally:
         if args.workdir is None:

@@ -281,6 +281,13 @@ class ControlPlane:
                     f"{component.name} exited (status {component.process.returncode}):\n"
                     f"{component.log_tail()}")
 
+    def audit_logs(self) -> list[Path]:
+        """The audit log's files: the rotated ones (the API server rotates at 100 MB, its log
+        library's default) and the current one."""
+        pattern = f"{self.audit_log.stem}-*{self.audit_log.suffix}"
+        rotated = sorted(self.audit_log.parent.glob(pattern))
+        return [*rotated, self.audit_log]
+
     def memory_kib(self) -> dict[str, int]:
         """Peak resident memory of each running component."""
         return {name: c.peak_rss_kib() for name, c in self.components.items()}

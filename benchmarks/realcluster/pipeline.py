@@ -25,6 +25,7 @@ import kubernetes
 
 from benchmarks.realcluster.build import RELEASES, build_control_plane
 from benchmarks.realcluster.controlplane import ControlPlane
+from benchmarks.realcluster.lag import decision_lags
 from benchmarks.realcluster.trace_compare import TraceComparison, compare_traces
 from benchmarks.realcluster.workload import Driver, WorkloadSpec
 from kaudit.store.engine import make_engine
@@ -69,6 +70,8 @@ class FidelityRun:
     comparison: TraceComparison
     audits: dict[str, dict[str, Any]]
     diff: dict[str, Any]
+    #: How far the real scheduler's decisions precede their recording (its -v=3 log).
+    lags: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     memory_kib: dict[str, int] = field(default_factory=dict)
     workdir: str = ""
@@ -77,7 +80,8 @@ class FidelityRun:
         return {"nodes": self.nodes, "pods": self.pods, "seed": self.seed,
                 "configuration": self.configuration, "version": self.version,
                 "workload": self.workload, "traces": self.comparison.as_json(),
-                "audits": self.audits, "diff": self.diff, "timings": self.timings,
+                "audits": self.audits, "diff": self.diff, "decisionLags": self.lags,
+                "timings": self.timings,
                 "memoryKiB": self.memory_kib, "workdir": self.workdir}
 
 
@@ -114,8 +118,8 @@ class Recording:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL)
-        kubernetes.client.CoreV1Api(api).create_namespace(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SENTINEL_NAMESPACE}})
+        kubernetes.client.CoreV1Api(api).create_namespace(kubernetes.client.V1Namespace(
+            metadata=kubernetes.client.V1ObjectMeta(name=SENTINEL_NAMESPACE)))
         marker = f'"name":"{SENTINEL_NAMESPACE}"'.encode()
         deadline = time.monotonic() + RECORDER_READY_TIMEOUT
         while not (self.output.exists() and marker in self.output.read_bytes()):
@@ -208,11 +212,14 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     workload["recorder"] = record_summary
     say("ingesting the recording and the audit log")
     kaudit_command("ingest", str(trace_file), "--name", "recording", db=db)
-    kaudit_command("ingest", str(plane.audit_log), "--format", "audit", "--name", "audit-log",
-                   db=db)
+    kaudit_command("ingest", *map(str, plane.audit_logs()), "--format", "audit",
+                   "--name", "audit-log", db=db)
     lap("ingest")
-    comparison = compare_traces(stored_events(db, "recording"),
+    recorded = stored_events(db, "recording")
+    comparison = compare_traces(recorded,
                                 stored_events(db, "audit-log", until_us=recording.stopped_at_us))
+    lags = decision_lags(recorded, plane.workdir / "logs" / "kube-scheduler.log")
+    del recorded
     lap("compare")
     audits = {}
     config = str(plane.scheduler_config)
@@ -228,4 +235,4 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     diff = kaudit_command("diff", str(replay.get("run", "replay")), "recorded", db=db)
     lap("replay and diff")
     return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
-                       comparison, audits, diff, timings, memory, str(workdir))
+                       comparison, audits, diff, lags, timings, memory, str(workdir))
