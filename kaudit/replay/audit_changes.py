@@ -13,8 +13,9 @@ changes no decision.
 :func:`lagging_views` lists the states a scheduler whose view lags the recording could have
 seen, most plausible first: the last few changes not yet seen (a suffix of the recording), or
 the last few of one kind only (the scheduler watches pods, nodes and budgets through separate
-informers, each with its own lag); its own writes recorded just after already made, the first
-few or one alone (bindings run in parallel goroutines and commit in any order); and both.
+informers, each with its own lag), or the last few other than bindings (it assumed its own
+bindings before the API recorded them); its own writes recorded just after already made, the
+first few or one alone (bindings run in parallel goroutines and commit in any order); and both.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ class Change:
     after: dict[str, Any] | None
     event: str = "MODIFIED"  # the trace event's type
 
+    @property
+    def is_binding(self) -> bool:
+        """A pod bound: counted on a node from now on, not before."""
+        return self.kind == "Pod" and self.before is None and self.after is not None
+
     def describe(self) -> str:
         name = self.key.lstrip("/")
         if self.kind == "PodDisruptionBudget":
@@ -113,6 +119,12 @@ def lagging_views(unseen: list[Change], in_flight: list[Write]) -> list[View]:
     if len(kinds) > 1:
         for kind in kinds:
             backs += _suffixes([change for change in unseen if change.kind == kind])
+    # The scheduler assumes its own bindings in its cache before the API records them: the
+    # changes it had not seen may be the last few others (deletions, node updates), its
+    # bindings recorded among them already known.
+    others = [change for change in unseen if not change.is_binding]
+    if len(others) < len(unseen):
+        backs += _suffixes(others)
     aheads = [in_flight[:n] for n in range(1, len(in_flight) + 1)]
     aheads += [[write] for write in in_flight[1:]]
     views: list[View] = [(back, []) for back in backs]

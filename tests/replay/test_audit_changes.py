@@ -37,3 +37,13 @@ def test_a_budgets_allowed_disruptions_are_what_the_scheduler_reads_of_it() -> N
         scheduling_state("PodDisruptionBudget", other)
     assert scheduling_state("PodDisruptionBudget", other) == scheduling_state(
         "PodDisruptionBudget", {**other, "status": {"disruptionsAllowed": 0}})
+
+
+def test_the_last_changes_but_its_own_bindings_may_be_unseen() -> None:
+    # A deletion the scheduler had not seen, then bindings it had made (and assumed) itself.
+    gone = Change(1, "Pod", "a/old", {"kind": "Pod"}, None, "DELETED")
+    bound = Change(2, "Pod", "a/new", None, {"kind": "Pod"})
+    backs = [back for back, ahead in lagging_views([gone, bound], []) if not ahead]
+
+    assert [gone] in backs
+    assert bound.is_binding and not gone.is_binding
