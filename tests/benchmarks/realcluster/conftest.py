@@ -36,6 +36,14 @@ def realcluster_binaries() -> dict[str, Path]:
         pytest.skip(f"the control plane could not be built: {exc}")
 
 
+@pytest.fixture(scope="session")
+def oracle() -> dict[str, Path]:
+    """Upstream's own cycle and sequence programs (tests/oracle), which judge the
+    disagreements on the states kaudit judged."""
+    from tests.oracle.conftest import oracle_programs
+    return oracle_programs()
+
+
 @pytest.fixture
 def control_plane(realcluster_binaries: dict[str, Path], tmp_path: Path) -> Iterator[ControlPlane]:
     """A started control plane with the scheduler's default configuration."""
