@@ -31,7 +31,7 @@ from kaudit.replay.audit_changes import (
     lagging_views,
     scheduling_state,
 )
-from kaudit.replay.audit_plan import BIND, NODE_NAME, AuditPlan, RecordedDecision
+from kaudit.replay.audit_plan import BIND, NODE_NAME, UNSCHEDULABLE, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
 from kaudit.scheduler.nominator import Nominator
@@ -263,15 +263,16 @@ class DecisionAudit:
         since = decision.ts_us - self.plan.window_us
         # Not the pod's own changes, nor those of pods already taken as decided after it.
         unseen = [c for c in self.changes if c.ts_us >= since and c.key != decision.pod
-                  and not (c.kind == "Pod" and c.key in absent)]
+                  and not (c.kind == "Pod" and c.key in absent)
+                  and not (decision.kind != UNSCHEDULABLE and self._own_binding(c))]
         # Only this scheduler's own writes: it assumes and nominates only the pods it serves.
         in_flight = [write for write in decision.in_flight if write[1] in self.pending
                      and self.scheduler.framework_for(pod_info(
                          self.cluster, self.pending[write[1]])) is not None]
         for back, ahead in lagging_views(unseen, in_flight)[:MAX_VIEWS]:
-            with self._rewound(back), self._assuming(ahead) as possible:
-                if not possible:
-                    continue  # an assumed pod does not fit beside what is bound
+            with self._rewound(back) as put_back, self._assuming(ahead) as possible:
+                if not possible or self._overcommitted(put_back):
+                    continue  # a pod put back or assumed does not fit beside what is bound
                 attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                                   exhaustive=True)
                 self.summary.attempts += 1
@@ -293,14 +294,23 @@ class DecisionAudit:
             return judgment
         return None
 
+    def _own_binding(self, change: Change) -> bool:
+        """Whether ``change`` binds a pod of this scheduler: it assumed the pod in its cache
+        when it decided, so only a decision that took no room (a failure, whose write lags
+        its cycle) can have been made before it."""
+        return change.is_binding and change.after is not None and \
+            self.scheduler.framework_for(pod_info(self.cluster, change.after)) is not None
+
     @contextmanager
-    def _rewound(self, changes: list[Change]) -> Iterator[None]:
+    def _rewound(self, changes: list[Change]) -> Iterator[list[str]]:
         """The cluster as it was before ``changes`` (the latest recorded ones), redone
-        afterwards, each object as last recorded."""
+        afterwards, each object as last recorded; yields the pods put back on a node and the
+        pods on nodes taken back to an earlier state (to check that none over-commits)."""
         for change in reversed(changes):
             change.undo(self.cluster)
+        touched = [uid for change in changes for uid in change.uids_to_check(self.cluster)]
         try:
-            yield
+            yield touched
         finally:
             for change in changes:
                 change.redo(self.cluster)

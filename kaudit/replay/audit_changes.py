@@ -91,6 +91,17 @@ class Change:
             return f"{verb} {name} on {node}"
         return f"bind {name} {(self.after.get('spec') or {}).get('nodeName')}"
 
+    def uids_to_check(self, cluster: ClusterState) -> list[str]:
+        """After :meth:`undo`: the pods whose node may now hold more than it can (a pod put
+        back; one pod of a node taken back to an earlier allocatable)."""
+        if self.kind == "Pod" and self.before is not None:
+            return [str((self.before.get("metadata") or {}).get("uid") or "")]
+        if self.kind == "Node" and self.before is not None:
+            name = (self.before.get("metadata") or {}).get("name")
+            return next(([uid] for uid, pod in cluster.pods.items()
+                         if pod.node_name == name), [])
+        return []
+
     def undo(self, cluster: ClusterState) -> None:
         _put(cluster, self.before, self.after)
 

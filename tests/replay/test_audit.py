@@ -883,3 +883,29 @@ def test_a_nomination_beyond_the_dry_runs_offset_is_sampled_not_a_disagreement(
         [(j["class"], j["reason"]) for j in judged]
     sampled = [j for j in judged if j["class"] == "sampled"]
     assert sampled and all(j["cause"] == "preemption's random offset" for j in sampled)
+
+
+def test_a_binding_is_not_explained_by_undoing_the_schedulers_own_earlier_binding(
+        engine: Engine, tmp_path: Path) -> None:
+    # a is bound to n1, then b to n2 5 ms later. Judged under bin packing (MostAllocated), b
+    # belongs beside a on n1: a view in which a's binding was not yet seen would make n1 and
+    # n2 tie, but the scheduler assumed a on n1 when it decided it, before b's cycle.
+    config = tmp_path / "most-allocated.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n"
+        "  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n"
+        "        type: MostAllocated\n")
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="8Gi").obj()),
+        (1.0, "ADDED", make_pod("a").req(cpu="1", memory="1Gi").obj()),
+        (1.0, "ADDED", make_pod("b").req(cpu="1", memory="1Gi").obj()),
+        (2.0, "MODIFIED", bound("a", "n1", "1", "1Gi")),
+        (2.005, "MODIFIED", bound("b", "n2", "1", "1Gi")),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps, config=config)["run"])
+
+    b = one(records, "b")
+    assert b["class"] == "scoredLower", b["reason"]
+    assert "laggingView" not in b
