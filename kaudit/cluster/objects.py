@@ -69,9 +69,12 @@ def apply_object(cluster: ClusterState, obj: dict[str, Any], deleted: bool = Fal
 
 
 def cluster_from_objects(objects: list[dict[str, Any]]) -> tuple[ClusterState, list[PodInfo]]:
-    """Build a cluster from a list of objects; returns it and the pods not bound to a node."""
+    """Build a cluster from a list of objects; returns it and the pods not bound to a node.
+    Pods come last, in the API server's list order (by storage key, namespace/name), as a
+    scheduler starting on that state lists them: that order is its nodes' pod order, which
+    breaks preemption's ties between equally important victims."""
     cluster = ClusterState()
-    ordered = sorted(objects, key=lambda o: (o.get("kind") == "Pod", o.get("kind") == "Node"))
+    ordered = sorted(objects, key=_listed_order)
     pending: list[PodInfo] = []
     for obj in ordered:
         if obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
@@ -79,3 +82,12 @@ def cluster_from_objects(objects: list[dict[str, Any]]) -> tuple[ClusterState, l
             continue
         apply_object(cluster, obj)
     return cluster, pending
+
+
+def _listed_order(obj: dict[str, Any]) -> tuple[bool, bool, str]:
+    """Other kinds first, then nodes, each as given; then pods by ``namespace/name``."""
+    kind = obj.get("kind")
+    if kind != "Pod":
+        return False, kind == "Node", ""
+    metadata = obj.get("metadata") or {}
+    return True, False, f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"

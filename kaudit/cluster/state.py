@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.gpus import GpuDevices
-from kaudit.cluster.victim_columns import VictimColumns
+from kaudit.cluster.victim_columns import VictimColumns, remove_from_node
 from kaudit.model.gpu import GPU_MODEL_KEY, NVIDIA_GPU
 from kaudit.model.node import NodeInfo, parse_node
 from kaudit.model.pod import HostPort, PodInfo, Taint
@@ -386,7 +386,7 @@ class ClusterState:
         """Everything ``remove_pod`` does but the resource accounting; the pod's slot."""
         uid = pod.uid
         slot = self.slot_of[pod.node_name]
-        self.pods_on[slot].pop(uid, None)
+        moved = remove_from_node(self.pods_on[slot], uid)
         if not self._nodes_only:
             self.pods.pop(uid, None)
             self.affinity_pods.pop(uid, None)
@@ -396,7 +396,8 @@ class ClusterState:
             if row is not None:
                 self.pod_row_namespace[row] = -1
                 if self.victim_columns is not None:
-                    self.victim_columns.leave(row)
+                    self.victim_columns.leave(row, None if moved is None
+                                              else self.pod_row.get(moved))
         self.gpus.release(uid)
         if pod.host_ports:
             ports = self.ports_on[slot]

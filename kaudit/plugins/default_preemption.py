@@ -7,8 +7,10 @@ Mirrors ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.g
 2. potential nodes are those whose filter status is Unschedulable (never UU or absent);
 3. a dry run from a random offset over ``max(n * minCandidateNodesPercentage / 100,
    minCandidateNodesAbsolute)`` candidates: remove every lower-priority pod, check the pod
-   fits, then reprieve victims (PDB-violating first, each group most important first) while it
-   still fits; stop once a non-violating candidate exists and enough candidates are found;
+   fits, then reprieve victims (PDB-violating first, each group most important first, equals
+   in the node's pod order: upstream's ``NodeInfo.Pods``, ``kaudit.cluster.victim_columns``)
+   while it still fits; stop once a non-violating candidate exists and enough candidates are
+   found;
 4. ``pickOneNodeForPreemption``: fewest PDB violations, lowest highest-victim priority,
    smallest sum of priorities, fewest victims, latest earliest start time, then the first.
 
@@ -80,8 +82,10 @@ class Candidate:
     @functools.cached_property
     def victim_ties(self) -> tuple[tuple[str, ...], ...]:
         """Groups of equally ranked potential victims (same priority and start time) whose
-        fates differed: upstream orders them with an unstable sort, so which of them are
-        evicted (or count against a PodDisruptionBudget) is a coin flip."""
+        fates differed: upstream reprieves them in its cache's pod order, which kaudit
+        mirrors but a recording cannot pin down (when the scheduler assumed each pod, and
+        ``sort.Slice`` past 12 pods reorders equals), so which of them are evicted (or count
+        against a PodDisruptionBudget) may differ."""
         return self.find_ties()
 
 

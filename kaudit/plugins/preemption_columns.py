@@ -6,8 +6,9 @@ v1.34) for a block of nodes, with the potential victims taken from the cluster s
 columns instead of each node's pod map:
 
 1. the lower-priority pods of every node, ordered most important first (higher priority,
-   then earlier start; equal pods keep the order they joined the node, as Python's stable
-   sort of the node's pods would);
+   then earlier start; equal pods keep their order among the node's pods, upstream's
+   ``NodeInfo.Pods`` order, ``VictimColumns.place``, as the node-by-node path's stable sort
+   does);
 2. split against copies of the PodDisruptionBudgets' budgets, node by node, in that order;
 3. all of them taken off their nodes' sums at once, one filter run over the nodes;
 4. reprieve rounds, violating pods first: round *r* gives every node its *r*-th pod back and
@@ -84,7 +85,7 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     priority = columns.priority[rows]
     start = columns.start[rows]
     start = np.where(start == NO_START_TIME, now, start)
-    ranked = np.lexsort((rows, start, -priority, node))
+    ranked = np.lexsort((columns.place[rows], start, -priority, node))
     rows, node, priority, start = rows[ranked], node[ranked], priority[ranked], start[ranked]
     sizes = np.bincount(node, minlength=len(slots))
     firsts = np.cumsum(sizes) - sizes

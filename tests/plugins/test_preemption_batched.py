@@ -57,7 +57,7 @@ def random_cluster(seed: int) -> tuple[ClusterState, list[PodInfo], PodInfo]:
         if rng.random() < 0.85:  # else it counts as starting now
             obj["status"]["startTime"] = f"2026-01-05T08:{rng.randint(0, 3):02d}:00Z"
         cluster.add_pod(pod_info(cluster, obj))
-    # Updated pods leave their node and join it again: equals keep the order they joined in.
+    # Updated pods leave their node (its last pod takes their place) and join it again last.
     for uid in rng.sample(sorted(cluster.pods), len(cluster.pods) // 4):
         pod = cluster.pods[uid]
         cluster.remove_pod(uid)
