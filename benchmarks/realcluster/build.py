@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +29,8 @@ from pathlib import Path
 GO_DIR = Path(__file__).resolve().parent / "go"
 #: Lines of ``go build``'s output quoted in a build error.
 STDERR_TAIL_LINES = 40
+#: The oldest Go that builds every module here (KWOK v0.8.0 declares go 1.26).
+MINIMUM_GO = (1, 26)
 #: Builds kept per module (the Kubernetes programs are some 400 MB together).
 KEEP_BUILDS = 2
 
@@ -84,6 +87,12 @@ def skip_reason() -> str | None:
     """Why the control plane cannot be built or started here, or None."""
     if shutil.which("go") is None:
         return "the Go toolchain (go) is not on PATH"
+    done = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True,
+                          check=False)
+    version = tuple(int(part) for part in re.findall(r"\d+", done.stdout)[:2])
+    if version < MINIMUM_GO:
+        return (f"Go {'.'.join(map(str, MINIMUM_GO))} or newer is needed (KWOK v0.8.0's "
+                f"go.mod); found {done.stdout.strip() or 'none'}")
     if shutil.which("openssl") is None:
         return "openssl (for the control plane's certificates) is not on PATH"
     return None

@@ -62,6 +62,8 @@ RANDOMNESS = ("kaudit = upstream on kaudit's state, and the recorded answer is a
 BUG = "kaudit ≠ upstream: kaudit bug"
 AUDIT_STATE = ("kaudit = upstream on the trace's state, which gives the recorded answer, but the "
                "audit judged another: kaudit bug (the audit's state)")
+UNREBUILT = ("the rebuilt state is not the one the audit judged (kaudit answers otherwise "
+             "there): not explained")
 #: Kinds of objects the schedulers read (the trace's other kinds are left out of the state).
 STATE_KINDS = frozenset({
     "Node", "Pod", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet",
@@ -83,6 +85,8 @@ class Answer:
     node: str | None = None
     victims: tuple[str, ...] = ()
     ties: tuple[str, ...] = ()
+    #: An unschedulable answer's message (the ``0/N nodes are available`` FitError), when known.
+    message: str = ""
 
     def text(self) -> str:
         if self.kind == "bind":
@@ -91,7 +95,7 @@ class Answer:
         if self.kind == "preemption":
             tied = f" (tied: {', '.join(self.ties)})" if len(self.ties) > 1 else ""
             return f"preempt on {self.node}{tied}: victims {list(self.victims)}"
-        return "unschedulable"
+        return f"unschedulable: {self.message}" if self.message else "unschedulable"
 
     def same_as(self, other: Answer) -> bool:
         """Whether ``other`` is a possible outcome of this answer (a node among its ties,
@@ -99,7 +103,7 @@ class Answer:
         if self.kind != other.kind:
             return False
         if self.kind == "unschedulable":
-            return True
+            return not (self.message and other.message) or self.message == other.message
         nodes = set(self.ties) | {self.node} - {None}
         if other.node not in nodes:
             return False
@@ -139,7 +143,8 @@ def recorded_answer(record: JSON) -> Answer:
     recorded = record["recorded"]
     kind = {"bind": "bind", "preemption": "preemption"}.get(recorded["kind"], "unschedulable")
     return Answer(kind, recorded.get("node"), tuple(sorted(recorded.get("victims") or ())),
-                  (recorded["node"],) if recorded.get("node") else ())
+                  (recorded["node"],) if recorded.get("node") else (),
+                  recorded.get("message") or "" if kind == "unschedulable" else "")
 
 
 def audit_answer(record: JSON) -> Answer:
@@ -151,7 +156,7 @@ def audit_answer(record: JSON) -> Answer:
     if said.get("node"):
         return Answer("bind", said["node"], (),
                       tuple(sorted(said.get("tied") or said.get("tiedNodes") or [said["node"]])))
-    return Answer("unschedulable")
+    return Answer("unschedulable", message=said.get("message") or "")
 
 
 def kaudit_answer(report: JSON) -> Answer:
@@ -167,7 +172,7 @@ def kaudit_answer(report: JSON) -> Answer:
         return Answer("preemption", preemption["nominatedNode"],
                       tuple(sorted(preemption.get("victims") or ())),
                       tuple(sorted(preemption.get("tiedNodes") or ())))
-    return Answer("unschedulable")
+    return Answer("unschedulable", message=report.get("message") or "")
 
 
 def upstream_answer(expect: JSON) -> Answer:
@@ -183,7 +188,7 @@ def upstream_answer(expect: JSON) -> Answer:
         return Answer("preemption", preemption["nominatedNode"],
                       tuple(sorted(preemption.get("victims") or ())),
                       tuple(sorted(preemption.get("tiedNodes") or ())))
-    return Answer("unschedulable")
+    return Answer("unschedulable", message=expect.get("message") or "")
 
 
 def upstream_allows(upstream: Answer, expect: JSON, other: Answer) -> bool:
@@ -362,6 +367,8 @@ class Explainer:
             verdict = BUG
         elif recorded_there and rebuilt_differs:
             verdict = AUDIT_STATE
+        elif rebuilt_differs:
+            verdict = UNREBUILT
         elif recorded_there:
             verdict = RANDOMNESS
         else:

@@ -27,7 +27,7 @@ _ATTEMPT = re.compile(r'^I(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6})\s+\d+ 
 
 
 def cycle_starts(log: Path, year: int) -> dict[str, list[int]]:
-    """Each pod's cycle start times (µs since the epoch, UTC), in order, from the log."""
+    """Each pod's cycle start times (µs since the epoch), in order, from the log."""
     starts: dict[str, list[int]] = defaultdict(list)
     with open(log, errors="replace") as lines:
         for line in lines:
@@ -35,7 +35,8 @@ def cycle_starts(log: Path, year: int) -> dict[str, list[int]]:
             if match is None:
                 continue
             month, day, hour, minute, second, micro = (int(g) for g in match.groups()[:6])
-            moment = datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
+            # klog writes the local time of the scheduler's machine (this one).
+            moment = datetime(year, month, day, hour, minute, second, micro).astimezone()
             starts[match.group(7)].append(int(moment.timestamp() * 1_000_000))
     for times in starts.values():
         times.sort()

@@ -127,10 +127,17 @@ class Recording:
                 raise PipelineError(f"kaudit record exited {self.process.returncode}:\n"
                                     f"{self.log.read_text()[-3000:]}")
             if time.monotonic() > deadline:
+                self.kill()
                 raise PipelineError("kaudit record did not record its first objects in "
                                     f"{RECORDER_READY_TIMEOUT:.0f}s")
             time.sleep(0.1)
         return self
+
+    def kill(self) -> None:
+        """End the recorder at once (a failed run must not leave it watching)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
     def stop(self) -> dict[str, Any]:
         """Stop it as a user would (SIGINT) and return its JSON summary."""
@@ -195,17 +202,19 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     with plane:
         lap("start")
         api = kubernetes.config.new_client_from_config(config_file=str(plane.kubeconfigs["admin"]))
+        recording = Recording(plane, trace_file)
         try:
-            recording = Recording(plane, trace_file).start(api)
+            recording.start(api)
             lap("recorder ready")
             say(f"driving the workload: {nodes} nodes, {pods} pods, seed {seed}")
             spec = WorkloadSpec(nodes=nodes, pods=pods, seed=seed, duration_seconds=duration_s)
             summary = Driver(api, spec).run(say)
+            lap("workload")
+            plane.check_running()
+            record_summary = recording.stop()
         finally:
+            recording.kill()
             api.close()
-        lap("workload")
-        plane.check_running()
-        record_summary = recording.stop()
         memory = plane.memory_kib()
     lap("stop")
     workload = asdict(summary)

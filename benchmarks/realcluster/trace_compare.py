@@ -145,9 +145,11 @@ def _label(key: ObjectKey) -> str:
     return f"{kind} {namespace + '/' if namespace else ''}{name}"
 
 
-def _decision_keys(events: list[StoredEvent]) -> list[tuple[str, str, str, str, str]]:
+def _decision_keys(events: list[StoredEvent]
+                   ) -> list[tuple[str, str, str, str, str, tuple[str, ...]]]:
     plan = plan_decisions(events)
-    return sorted((d.pod, d.uid, d.kind, d.node or "", d.message or "") for d in plan.decisions)
+    return sorted((d.pod, d.uid, d.kind, d.node or "", d.message or "", tuple(sorted(d.victims)))
+                  for d in plan.decisions)
 
 
 def compare_traces(recording: list[StoredEvent], audit_log: list[StoredEvent]) -> TraceComparison:
@@ -162,7 +164,13 @@ def compare_traces(recording: list[StoredEvent], audit_log: list[StoredEvent]) -
                         if right[k].last_us >= start and right[k].first_us <= end)
     transitions, deletions = [], []
     for key in sorted(left.keys() & right.keys()):
-        a, b = _aligned(left[key].states, right[key].states)
+        # Only an object that existed before the recording started may begin later in it.
+        existed = right[key].first_us < start or not right[key].created
+        if not existed and left[key].created != right[key].created:
+            deletions.append(f"{_label(key)}: created in "
+                             f"{'the recording' if left[key].created else 'the audit log'} only")
+        a, b = (_aligned(left[key].states, right[key].states) if existed
+                else (left[key].states, right[key].states))
         if a != b:
             transitions.append(f"{_label(key)}: recording {a} vs audit log {b}")
         if left[key].deleted != right[key].deleted:
@@ -177,7 +185,7 @@ def compare_traces(recording: list[StoredEvent], audit_log: list[StoredEvent]) -
     for kind, *_ in left.keys() & right.keys():
         objects[kind] += 1
     counts: dict[str, int] = defaultdict(int)
-    for _, _, kind, _, _ in decisions_left:
+    for _, _, kind, *_ in decisions_left:
         counts[kind] += 1
     return TraceComparison(dict(sorted(objects.items())), only_left, only_right, transitions,
                            deletions, dict(sorted(counts.items())), different)

@@ -22,7 +22,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from benchmarks.realcluster.disagreements import AUDIT_STATE, BUG, Explainer, render
+from benchmarks.realcluster.disagreements import (
+    AUDIT_STATE,
+    BUG,
+    UNREBUILT,
+    Explainer,
+    render,
+)
 from benchmarks.realcluster.pipeline import FidelityRun, run_fidelity
 from kaudit.store.engine import make_engine
 
@@ -67,8 +73,6 @@ def test_the_real_scheduler_agrees_with_kaudit(configuration: str, realcluster_b
         assert share >= minimum, (
             f"{trace}: {audit['agreeOrTie']}/{audit['judged']} agree or tie "
             f"({share:.2%}):\n{_disagreements(run, trace)}")
-        for disagreement in audit["disagreements"]:
-            assert disagreement.get("cause"), disagreement
 
     engine = make_engine(f"sqlite:///{tmp_path / 'kaudit.db'}")
     try:
@@ -77,7 +81,7 @@ def test_the_real_scheduler_agrees_with_kaudit(configuration: str, realcluster_b
         explanations = explainer.explain_all()
     finally:
         engine.dispose()
-    bugs = [e for e in explanations if e.verdict in (BUG, AUDIT_STATE)]
+    bugs = [e for e in explanations if e.verdict in (BUG, AUDIT_STATE, UNREBUILT)]
     assert not bugs, render(bugs)
 
     assert run.diff["compared"] > 0, run.diff

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from benchmarks.realcluster.lag import cycle_starts, decision_lags
@@ -10,7 +10,8 @@ from kaudit.store.traces import StoredEvent
 
 
 def _us(text: str) -> int:
-    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1_000_000)
+    """A local time (as klog writes it) in µs since the epoch."""
+    return int(datetime.fromisoformat(text).astimezone().timestamp() * 1_000_000)
 
 
 def _pod(seq: int, at: str, node: str | None) -> StoredEvent:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import orjson
@@ -41,13 +42,11 @@ def _wait_for_service_account(core: kubernetes.client.CoreV1Api) -> None:
             time.sleep(0.2)
 
 
-def test_record_survives_an_apiserver_restart(control_plane: ControlPlane,
-                                              tmp_path: Path) -> None:
-    api = kubernetes.config.new_client_from_config(
-        config_file=str(control_plane.kubeconfigs["admin"]))
-    core = kubernetes.client.CoreV1Api(api)
-    output = tmp_path / "recording.jsonl"
-    recording = Recording(control_plane, output).start(api)
+def _record_through_a_restart(control_plane: ControlPlane, recording: Recording,
+                              api: kubernetes.client.ApiClient,
+                              core: kubernetes.client.CoreV1Api) -> dict[str, Any]:
+    """Record while pods are created, kube-apiserver restarts, and more pods come and go."""
+    recording.start(api)
     for index in range(3):
         core.create_node(body=node_object(f"node-{index}", "8", "16Gi"))
     _wait_for_service_account(core)
@@ -63,9 +62,21 @@ def test_record_survives_an_apiserver_restart(control_plane: ControlPlane,
         core.delete_namespaced_pod(f"before-{index}", "default")
     core.patch_node("node-0", {"spec": {"unschedulable": True}})
     time.sleep(5)  # bindings, KWOK's status writes and the graceful deletions land
-    summary = recording.stop()
-    api.close()
+    return recording.stop()
 
+
+def test_record_survives_an_apiserver_restart(control_plane: ControlPlane,
+                                              tmp_path: Path) -> None:
+    api = kubernetes.config.new_client_from_config(
+        config_file=str(control_plane.kubeconfigs["admin"]))
+    core = kubernetes.client.CoreV1Api(api)
+    output = tmp_path / "recording.jsonl"
+    recording = Recording(control_plane, output)
+    try:
+        summary = _record_through_a_restart(control_plane, recording, api, core)
+    finally:
+        recording.kill()
+        api.close()
     lines = [orjson.loads(line) for line in output.read_bytes().splitlines() if line.strip()]
     seen = Counter((e["object"]["kind"], e["object"]["metadata"].get("namespace", ""),
                     e["object"]["metadata"]["name"], e["object"]["metadata"]["resourceVersion"],
