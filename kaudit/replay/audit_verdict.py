@@ -303,6 +303,11 @@ def _judge_preemption(decision: RecordedDecision, attempt: Attempt) -> Judgment:
     # A victim an earlier preemption already took is chosen again without a trace: upstream's
     # PreemptPod writes its DisruptionTarget condition only when that changes it.
     mine = {v.key for v in candidate.victims if not _already_preempted(v)}
+    again = sorted(v.key for v in candidate.victims if _already_preempted(v))
+    if again:
+        # Not compared (the recording cannot show them) but listed, so a victim kaudit
+        # should not have taken again is in sight.
+        kaudit = {**kaudit, "victimsAlreadyPreempted": again}
     theirs = set(decision.victims)
     if mine == theirs:
         return {"class": "preemptionSame", "kaudit": kaudit, "cause": "",

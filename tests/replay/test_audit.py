@@ -846,6 +846,8 @@ def test_a_victim_an_earlier_preemption_took_is_not_looked_for_again(engine: Eng
     assert taken["recorded"]["victims"] == ["default/low-a"]
     assert sorted(taken["kaudit"]["victims"]) == ["default/low-a", "default/low-b"]
     assert taken["class"] == "preemptionSame"
+    # Left out of the comparison, but in sight.
+    assert taken["kaudit"]["victimsAlreadyPreempted"] == ["default/low-b"]
 
 
 def test_a_nomination_beyond_the_dry_runs_offset_is_sampled_not_a_disagreement(
