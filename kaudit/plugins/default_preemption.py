@@ -7,10 +7,10 @@ Mirrors ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.g
 2. potential nodes are those whose filter status is Unschedulable (never UU or absent);
 3. a dry run from a random offset over ``max(n * minCandidateNodesPercentage / 100,
    minCandidateNodesAbsolute)`` candidates: remove every lower-priority pod, check the pod
-   fits, then reprieve victims (PDB-violating first, each group most important first, equals
-   in the node's pod order: upstream's ``NodeInfo.Pods``, ``kaudit.cluster.victim_columns``)
-   while it still fits; stop once a non-violating candidate exists and enough candidates are
-   found;
+   fits, then reprieve victims (PDB-violating first, each group most important first, sorted
+   as Go's ``sort.Slice`` sorts the node's pods in upstream's ``NodeInfo.Pods`` order:
+   ``kaudit.cluster.victim_columns``, ``preemption_go_sort``) while it still fits; stop
+   once a non-violating candidate exists and enough candidates are found;
 4. ``pickOneNodeForPreemption``: fewest PDB violations, lowest highest-victim priority,
    smallest sum of priorities, fewest victims, latest earliest start time, then the first.
 
@@ -58,6 +58,7 @@ from kaudit.plugins.preemption_columns import (
     select_victims_by_columns,
     tie_groups,
 )
+from kaudit.plugins.preemption_go_sort import go_sort
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -82,9 +83,9 @@ class Candidate:
     @functools.cached_property
     def victim_ties(self) -> tuple[tuple[str, ...], ...]:
         """Groups of equally ranked potential victims (same priority and start time) whose
-        fates differed: upstream reprieves them in its cache's pod order, which kaudit
-        mirrors but a recording cannot pin down (when the scheduler assumed each pod, and
-        ``sort.Slice`` past 12 pods reorders equals), so which of them are evicted (or count
+        fates differed: upstream reprieves them in the order its cache's pod order and
+        ``sort.Slice`` leave them in, which kaudit mirrors but a recording cannot pin down
+        (when the scheduler assumed each pod), so which of them are evicted (or count
         against a PodDisruptionBudget) may differ."""
         return self.find_ties()
 
@@ -464,7 +465,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                                   nominator)
         if not run.feasible.all():
             return [], 0, run.status(0), no_ties
-        potential.sort(key=self.more_important)
+        go_sort(potential, self.more_important)
         violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         violations = 0
@@ -529,7 +530,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 if not feasible[position]:
                     outcomes[i] = ([], 0, run.status(position), no_ties)
                     continue
-                lower[i].sort(key=self.more_important)
+                go_sort(lower[i], self.more_important)
                 violating_pods, non_violating_pods = filter_pods_with_pdb_violation(lower[i],
                                                                                     pdbs)
                 plans[i] = (violating_pods, non_violating_pods,
@@ -574,7 +575,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  non_violating_pods: list[PodInfo], victims: list[PodInfo],
                  violations: int) -> Outcome:
         if violating_pods and non_violating_pods:
-            victims.sort(key=self.more_important)
+            go_sort(victims, self.more_important)
         keys = [self.more_important(p) for p in ranked]
 
         def find_ties() -> tuple[tuple[str, ...], ...]:

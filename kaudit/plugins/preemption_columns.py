@@ -6,9 +6,9 @@ v1.34) for a block of nodes, with the potential victims taken from the cluster s
 columns instead of each node's pod map:
 
 1. the lower-priority pods of every node, ordered most important first (higher priority,
-   then earlier start; equal pods keep their order among the node's pods, upstream's
-   ``NodeInfo.Pods`` order, ``VictimColumns.place``, as the node-by-node path's stable sort
-   does);
+   then earlier start; equal pods as Go's ``sort.Slice`` leaves them from upstream's
+   ``NodeInfo.Pods`` order, ``VictimColumns.place``: in that order up to 12 pods, as
+   ``preemption_go_sort`` reorders them past 12);
 2. split against copies of the PodDisruptionBudgets' budgets, node by node, in that order;
 3. all of them taken off their nodes' sums at once, one filter run over the nodes;
 4. reprieve rounds, violating pods first: round *r* gives every node its *r*-th pod back and
@@ -36,6 +36,7 @@ from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import LabelSelector, SelectorError
+from kaudit.plugins.preemption_go_sort import INSERTION_SORT_MAX, go_sort
 
 TieFinder = Callable[[], tuple[tuple[str, ...], ...]]
 #: What one node's dry run found: (victims, PDB violations, status, victim ties).
@@ -85,10 +86,15 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     priority = columns.priority[rows]
     start = columns.start[rows]
     start = np.where(start == NO_START_TIME, now, start)
-    ranked = np.lexsort((columns.place[rows], start, -priority, node))
+    place = columns.place[rows]
+    ranked = np.lexsort((place, start, -priority, node))
     rows, node, priority, start = rows[ranked], node[ranked], priority[ranked], start[ranked]
     sizes = np.bincount(node, minlength=len(slots))
     firsts = np.cumsum(sizes) - sizes
+    go_order = _as_go_sorts(place[ranked], priority, start, sizes, firsts)
+    if go_order is not None:
+        rows, node, priority, start = (rows[go_order], node[go_order], priority[go_order],
+                                       start[go_order])
     base = columns.base[rows]
 
     state = state.clone()
@@ -129,12 +135,49 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
             outcomes.append(([], 0, fits_without.status(statuses[k]), no_ties))
             continue
         taken = victim_counts[k]
-        victims = [pods[i] for i in victim_order[at:at + taken]]
+        chosen_here = victim_order[at:at + taken]
         at += taken
+        if taken > INSERTION_SORT_MAX and 0 < violating[first:first + size].sum() < size:
+            chosen_here = _victims_as_go_sorts(chosen_here, violating, priority, start)
+        victims = [pods[i] for i in chosen_here]
         outcomes.append((victims, violation_counts[k], Status.success(),
                          _tie_finder(pods, priority, start, evicted, violating,
                                      first, first + size)))
     return outcomes
+
+
+def _as_go_sorts(place: np.ndarray, priority: np.ndarray, start: np.ndarray,
+                 sizes: np.ndarray, firsts: np.ndarray) -> np.ndarray | None:
+    """The permutation that turns each node's ranked pods (equals in their place order) into
+    the order ``sort.Slice`` leaves them in, or None when it changes nothing: only a node of
+    more than 12 potential victims with equals among them can differ."""
+    long_nodes = np.flatnonzero(sizes > INSERTION_SORT_MAX)
+    if not len(long_nodes):
+        return None
+    equal_next = np.zeros(len(place), dtype=bool)
+    equal_next[:-1] = (priority[1:] == priority[:-1]) & (start[1:] == start[:-1])
+    order: np.ndarray | None = None
+    priorities, starts = priority.tolist(), start.tolist()
+    for k in long_nodes.tolist():
+        lo, hi = int(firsts[k]), int(firsts[k] + sizes[k])
+        if not equal_next[lo:hi - 1].any():
+            continue
+        if order is None:
+            order = np.arange(len(place))
+        listed = (lo + np.argsort(place[lo:hi], kind="stable")).tolist()
+        go_sort(listed, lambda i: (-priorities[i], starts[i]))
+        order[lo:hi] = listed
+    return order
+
+
+def _victims_as_go_sorts(chosen: list[int], violating: np.ndarray, priority: np.ndarray,
+                         start: np.ndarray) -> list[int]:
+    """A node's victims (indices in ranked order) as upstream lists them when it held both
+    PodDisruptionBudget violators and others: reprieved violators first, each group in
+    ranked order, then ``sort.Slice`` by importance."""
+    appended = sorted(chosen, key=lambda i: (not violating[i], i))
+    go_sort(appended, lambda i: (-int(priority[i]), int(start[i])))
+    return appended
 
 
 def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots: np.ndarray,

@@ -9,9 +9,13 @@ for a scheduler that has just listed the cluster, is the API server's key order
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kaudit.framework.runtime import Framework
 from kaudit.tracegen.builders import make_node, make_pod
 from tests.oracle.compare import compare_cycle, differences, whatif_report
 from tests.oracle.conftest import run_cycles
@@ -20,8 +24,9 @@ START = "2026-01-05T08:00:00Z"
 EARLIER = "2026-01-05T07:00:00Z"
 
 
-def _running(name: str, node: str, cpu: str, start: str = START) -> dict[str, Any]:
-    obj = make_pod(name).node(node).req(cpu=cpu, memory="1Gi").priority(0).obj()
+def _running(name: str, node: str, cpu: str, start: str = START,
+             memory: str = "1Gi") -> dict[str, Any]:
+    obj = make_pod(name).node(node).req(cpu=cpu, memory=memory).priority(0).obj()
     obj["status"] = {"phase": "Running", "startTime": start}
     return obj
 
@@ -53,3 +58,48 @@ def test_equal_victims_are_reprieved_in_the_listed_state_s_key_order(
     assert expect["preemption"]["victims"] == ["default/z"]
     diff = compare_cycle(expect, whatif_report(scenario))
     assert not any(diff.values()), differences(diff)
+
+
+def _crowded_scenario(seed: int) -> dict[str, Any]:
+    """One node full of 13 to 20 potential victims of two start times, listed in name order:
+    past 12 of them ``sort.Slice`` is a quicksort that reorders equals. Odd seeds add a
+    PodDisruptionBudget over some of them (upstream then sorts the victims again, violators
+    reprieved first); every third seed's preemptor needs most of the node."""
+    rng = random.Random(seed)
+    count = rng.randint(13, 20)
+    sizes = [rng.choice([250, 500, 1000]) for _ in range(count)]
+    starts = [rng.choice([EARLIER, START]) for _ in range(count)]
+    cpu = -(-sum(sizes) // 1000)
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "default", "uid": "ns-default",
+        "labels": {"kubernetes.io/metadata.name": "default"}}}
+    node = make_node("n0").capacity(cpu=str(cpu), memory="64Gi", pods="110").obj()
+    pods = [_running(f"p{i:02d}", "n0", f"{size}m", start, memory="10Mi")
+            for i, (size, start) in enumerate(zip(sizes, starts, strict=True))]
+    objects = [namespace, node, *pods]
+    if seed % 2:
+        for obj in pods:
+            obj["metadata"]["labels"] = {"app": rng.choice(["guarded", "free"])}
+        objects.append({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard", "namespace": "default", "uid": "pdb-guard"},
+            "spec": {"selector": {"matchLabels": {"app": "guarded"}}},
+            "status": {"disruptionsAllowed": 1, "currentHealthy": 9, "desiredHealthy": 8,
+                       "expectedPods": 9}})
+    wanted = f"{cpu - 1}" if seed % 3 == 0 else "2"
+    preemptor = make_pod("high").req(cpu=wanted, memory="10Mi").priority(100).obj()
+    return {"objects": objects, "pod": preemptor, "config": None}
+
+
+@pytest.mark.parametrize("node_by_node", [False, True], ids=["block", "node-by-node"])
+def test_past_twelve_potential_victims_equals_are_reprieved_as_go_s_sort_leaves_them(
+        oracle: dict[str, Path], node_by_node: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if node_by_node:
+        monkeypatch.setattr(Framework, "judges_nodes_independently", lambda self, state: False)
+    scenarios = {f"crowded-{seed}": _crowded_scenario(seed) for seed in range(16)}
+    answers = run_cycles(oracle["cycle"], [{"id": key, **scen}
+                                           for key, scen in scenarios.items()])
+    for key, scenario in scenarios.items():
+        assert "error" not in answers[key], answers[key].get("error")
+        diff = compare_cycle(answers[key]["expect"], whatif_report(scenario))
+        assert not any(diff.values()), f"{key}:\n{differences(diff)}"
