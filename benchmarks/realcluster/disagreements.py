@@ -151,7 +151,9 @@ def audit_answer(record: JSON) -> Answer:
     """kaudit's answer as the audit stored it (in the recorded state)."""
     said = record.get("kaudit") or {}
     if said.get("nominatedNode"):
-        return Answer("preemption", said["nominatedNode"], tuple(sorted(said["victims"] or ())),
+        # The audit compares only the victims the recording can show; kaudit chose these too.
+        victims = [*(said["victims"] or ()), *(said.get("victimsAlreadyPreempted") or ())]
+        return Answer("preemption", said["nominatedNode"], tuple(sorted(set(victims))),
                       tuple(sorted(said.get("tiedNodes") or [said["nominatedNode"]])))
     if said.get("node"):
         return Answer("bind", said["node"], (),
@@ -345,6 +347,10 @@ class Explainer:
         kaudit = kaudit_answer(report)
         audit = audit_answer(record)
         rebuilt_differs = not audit.same_as(kaudit) and not kaudit.same_as(audit)
+        if audit.kind == "unschedulable" and not audit.message and kaudit.kind == "preemption":
+            # The audit of a binding that fits nowhere records no node and no preemption (it
+            # judges the binding); the rebuilt state's what-if goes on to preempt.
+            rebuilt_differs = False
         if rebuilt_differs:
             notes.append(f"the rebuilt state is not the audit's: the audit said {audit.text()}, "
                          f"kaudit on the rebuilt state says {kaudit.text()}")

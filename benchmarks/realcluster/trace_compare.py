@@ -14,7 +14,8 @@ its *transitions*, the distinct consecutive values of what the scheduler reads:
 
 And the scheduler's decisions as the audit finds them in each trace
 (:func:`kaudit.replay.audit_plan.plan_decisions`): binds, unschedulable messages,
-preemptions with their victims.
+preemptions' nominated nodes (their victims are compared as the victims' DisruptionTarget
+transitions).
 
 Objects that exist before the recording starts appear in the recording as ``ADDED`` at its
 start and in the audit log at their creation, which may be earlier than the log's window: an
@@ -145,11 +146,12 @@ def _label(key: ObjectKey) -> str:
     return f"{kind} {namespace + '/' if namespace else ''}{name}"
 
 
-def _decision_keys(events: list[StoredEvent]
-                   ) -> list[tuple[str, str, str, str, str, tuple[str, ...]]]:
+def _decision_keys(events: list[StoredEvent]) -> list[tuple[str, str, str, str, str]]:
+    # Not a preemption's victims: which nomination a victim belongs to is the audit plan's
+    # inference from times (the recording does not say), and the two traces' times differ.
+    # Which pods were preempted is compared as their DisruptionTarget transitions.
     plan = plan_decisions(events)
-    return sorted((d.pod, d.uid, d.kind, d.node or "", d.message or "", tuple(sorted(d.victims)))
-                  for d in plan.decisions)
+    return sorted((d.pod, d.uid, d.kind, d.node or "", d.message or "") for d in plan.decisions)
 
 
 def compare_traces(recording: list[StoredEvent], audit_log: list[StoredEvent]) -> TraceComparison:

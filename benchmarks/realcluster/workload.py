@@ -665,7 +665,7 @@ class Driver:
         self.time_scale = time_scale  # wall seconds a plan second
         self.poll_seconds = poll_seconds
         self.settle_timeout = settle_timeout if settle_timeout is not None else \
-            max(60.0, spec.duration)
+            max(120.0, spec.duration)
         self._lock = threading.Lock()
         self._applied: Counter[str] = Counter()
         self._already_gone = 0

@@ -56,7 +56,9 @@ def test_the_real_scheduler_agrees_with_kaudit(configuration: str, realcluster_b
     run = run_fidelity(tmp_path, NODES, PODS, SEED, configuration)
     (tmp_path / "fidelity.json").write_bytes(orjson.dumps(run.as_json(), default=str))
     assert run.workload["failures"] == [], run.workload["failures"]
-    assert run.workload["settled"], run.workload
+    # Not that it settled: Jobs may still be running their pods one after the other; the
+    # recording and the audit log are compared up to the moment the recording stopped.
+    assert run.workload["pods_bound"] >= PODS // 2, run.workload
 
     traces = run.comparison
     assert traces.agree, orjson.dumps(traces.as_json(), option=orjson.OPT_INDENT_2).decode()
