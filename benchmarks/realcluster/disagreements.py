@@ -304,8 +304,12 @@ class Explainer:
     def disagreements(self) -> list[JSON]:
         return list(self.report["disagreements"])
 
-    def explain_all(self) -> list[Explanation]:
+    def explain_all(self, limit: int | None = None) -> list[Explanation]:
+        """Every disagreement explained, or ``limit`` of them spread evenly over the run."""
         records = self.disagreements()
+        if limit is not None and len(records) > limit:
+            step = len(records) / limit
+            records = [records[int(i * step)] for i in range(limit)]
         cases = [self._case(record) for record in records]
         requests = [{"id": f"{i}-{n}", "objects": c["objects"], "pod": c["pod"],
                      "config": c["config"]}
@@ -523,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--repeats", type=int, default=3,
                         help="upstream cycles per decision (default 3)")
+    parser.add_argument("--limit", type=int,
+                        help="explain this many disagreements, spread evenly over the run "
+                             "(default: all)")
     parser.add_argument("--window-ms", type=float, default=1000.0,
                         help="how far around the moment the timing probe looks (default 1000)")
     args = parser.parse_args(argv)
@@ -539,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         explainer = Explainer(engine, args.run, args.trace,
                               cycle_program=build_oracle()["cycle"], repeats=args.repeats,
                               window_us=int(args.window_ms * 1000))
-        explanations = explainer.explain_all()
+        explanations = explainer.explain_all(args.limit)
     except KauditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
