@@ -31,7 +31,7 @@ from kaudit.replay.audit_changes import (
     lagging_views,
     scheduling_state,
 )
-from kaudit.replay.audit_plan import BIND, NODE_NAME, UNSCHEDULABLE, AuditPlan, RecordedDecision
+from kaudit.replay.audit_plan import BIND, NODE_NAME, PREEMPTION, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
 from kaudit.replay.context import ReplayContext
 from kaudit.scheduler.nominator import Nominator
@@ -264,7 +264,7 @@ class DecisionAudit:
         # Not the pod's own changes, nor those of pods already taken as decided after it.
         unseen = [c for c in self.changes if c.ts_us >= since and c.key != decision.pod
                   and not (c.kind == "Pod" and c.key in absent)
-                  and not (decision.kind != UNSCHEDULABLE and self._own_binding(c))]
+                  and not (decision.kind == PREEMPTION and self._own_binding(c))]
         # Only this scheduler's own writes: it assumes and nominates only the pods it serves.
         in_flight = [write for write in decision.in_flight if write[1] in self.pending
                      and self.scheduler.framework_for(pod_info(
@@ -280,6 +280,8 @@ class DecisionAudit:
                                  info.nominated_node_name)
                 if judgment["class"] not in AGREEING:
                     continue
+                if decision.kind == BIND and not self._decided_after(decision, info, back):
+                    continue
             view = {"notSeen": [change.describe() for change in back],
                     "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead]}
             parts = ([f"{len(back)} change(s) it had not seen yet"] if back else []) + \
@@ -293,6 +295,41 @@ class DecisionAudit:
                     self.decided_before.setdefault(pod, set()).add(decision.pod)
             return judgment
         return None
+
+    def _decided_after(self, decision: RecordedDecision, info: Any,
+                       back: list[Change]) -> bool:
+        """Whether each of the scheduler's own bindings ``back`` takes as not yet seen still
+        agrees when decided after ``decision`` (in the view, with the decision's pod on its
+        recorded node): the scheduler assumed each pod when it decided it, so the binding
+        recorded first was decided later only if it would have been the same beside this
+        one. Called inside the view."""
+        own = [change for change in back if self._own_binding(change)]
+        if not own or decision.node is None:
+            return True
+        assumed = {**info.obj, "spec": {**(info.obj.get("spec") or {}),
+                                        "nodeName": decision.node}}
+        apply_object(self.cluster, assumed)
+        try:
+            for change in own:
+                bound = change.after or {}
+                node = (bound.get("spec") or {}).get("nodeName")
+                pending = {**bound, "spec": {key: value for key, value in
+                                             (bound.get("spec") or {}).items()
+                                             if key != "nodeName"}}
+                other = pod_info(self.cluster, pending)
+                metadata = bound.get("metadata") or {}
+                later = RecordedDecision(BIND, change.key, str(metadata.get("uid") or ""),
+                                         decision.seq, change.ts_us, decision.moment_seq,
+                                         node=node)
+                attempt = self.scheduler.schedule(self.cluster, other,
+                                                  nominator=self.nominator, exhaustive=True)
+                self.summary.attempts += 1
+                if judge(later, attempt, self.cluster, self.scheduler,
+                         other.nominated_node_name)["class"] not in AGREEING:
+                    return False
+            return True
+        finally:
+            apply_object(self.cluster, assumed, deleted=True)
 
     def _own_binding(self, change: Change) -> bool:
         """Whether ``change`` binds a pod of this scheduler: it assumed the pod in its cache
