@@ -29,9 +29,6 @@ from benchmarks.realcluster.pipeline import (
     run_fidelity,
 )
 
-CLASSES = ("agrees", "tie", "sampled", "scoredLower", "infeasible", "unschedulableSame",
-           "unschedulableDifferent", "preemptionSame", "preemptionDifferent", "notJudged")
-
 
 def figures(run: FidelityRun, trace: str = "recording") -> dict[str, Any]:
     """The certificate's figures of one audit of ``run``."""
