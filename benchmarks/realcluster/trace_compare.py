@@ -6,8 +6,8 @@ the server's answer), so the comparison is of what happened, object by object, n
 Per object (kind, namespace, name, uid): whether it was created and deleted in the window, and
 its *transitions*, the distinct consecutive values of what the scheduler reads:
 
-- pods: node, nominated node, phase, the ``PodScheduled`` condition (status, reason,
-  message), the ``DisruptionTarget`` condition, whether deletion started;
+- pods: node, nominated node, finished or not, the ``PodScheduled`` condition (status,
+  reason, message), the ``DisruptionTarget`` condition, whether deletion started;
 - nodes: ``spec.unschedulable``, taints, labels, allocatable;
 - PodDisruptionBudgets: ``status.disruptionsAllowed``;
 - everything else: its ``spec`` (when it has one).
@@ -58,8 +58,12 @@ def state_of(kind: str, obj: dict[str, Any]) -> tuple[Any, ...]:
     status = obj.get("status") or {}
     metadata = obj.get("metadata") or {}
     if kind == "Pod":
+        # Finished or not, not the phase: the scheduler counts a bound pod on its node until it
+        # finishes, whatever the kubelet reports meanwhile (and the audit log cannot order a
+        # kubelet's status patch against a concurrent delete: neither carries its commit).
+        finished = status.get("phase") in ("Succeeded", "Failed")
         return (spec.get("nodeName") or "", status.get("nominatedNodeName") or "",
-                status.get("phase") or "", _condition(obj, "PodScheduled"),
+                finished, _condition(obj, "PodScheduled"),
                 _condition(obj, "DisruptionTarget"), metadata.get("deletionTimestamp") is not None)
     if kind == "Node":
         return (bool(spec.get("unschedulable")), _canonical(spec.get("taints") or []),
