@@ -206,6 +206,16 @@ def upstream_allows(upstream: Answer, expect: JSON, other: Answer) -> bool:
     return candidate is not None and set(candidate["victims"]) == set(other.victims)
 
 
+def agrees_with_upstream(kaudit: Answer, upstream: Answer, expect: JSON,
+                         ranks: dict[str, tuple[int, str]]) -> bool:
+    """Whether kaudit's answer is one a run of upstream's cycle could give on that state: the
+    same, a node upstream ties (for a preemption, with the victims upstream found on it), or
+    victims differing only among equally ranked pods. One run picks among its ties at random,
+    so kaudit's tied pick differing from it is no disagreement."""
+    return upstream.same_as(kaudit) or upstream_allows(upstream, expect, kaudit) \
+        or equal_victims(upstream, kaudit, ranks)
+
+
 def importance(objects: Iterable[JSON]) -> dict[str, tuple[int, str]]:
     """Each pod's rank in upstream's victim order (``MoreImportantPod``: priority, then start
     time), by namespace/name."""
@@ -365,8 +375,8 @@ class Explainer:
         expects = [a["expect"] for a in answers]
         upstream = [upstream_answer(e) for e in expects]
         ranks = importance(case["objects"])
-        agreeing = [u for u in upstream
-                    if u.same_as(kaudit) or equal_victims(u, kaudit, ranks)]
+        agreeing = [u for u, e in zip(upstream, expects, strict=True)
+                    if agrees_with_upstream(kaudit, u, e, ranks)]
         if agreeing and not any(u.same_as(kaudit) for u in upstream):
             notes.append("kaudit's and upstream's victims differ only by pods of equal "
                          "priority and start time (upstream's unstable sort of equal victims)")

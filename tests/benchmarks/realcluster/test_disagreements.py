@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from benchmarks.realcluster.disagreements import TIMING, Explainer, main
+from benchmarks.realcluster.disagreements import (
+    TIMING,
+    Answer,
+    Explainer,
+    agrees_with_upstream,
+    main,
+)
 from kaudit.store.schema import open_database
 from kaudit.tracegen.builders import make_pod
 from tests.oracle.conftest import oracle_programs
@@ -77,3 +83,16 @@ def test_an_unknown_run_is_refused_naming_it(sqlite_engine: Engine, tmp_path: Pa
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--db", f"sqlite:///{tmp_path / 'kaudit.db'}", "--run", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_kaudits_pick_among_upstreams_tied_candidates_agrees_with_it() -> None:
+    # Upstream ties n1 and n2 for the preemption and happened to pick n2 this run; kaudit
+    # picked n1 with the victims upstream found there.
+    upstream = Answer("preemption", "n2", ("default/b",), ("n1", "n2"))
+    expect = {"preemption": {"nominatedNode": "n2", "tiedNodes": ["n1", "n2"],
+                             "candidates": {"n1": {"victims": ["default/a"]},
+                                            "n2": {"victims": ["default/b"]}}}}
+    assert agrees_with_upstream(Answer("preemption", "n1", ("default/a",), ("n1", "n2")),
+                                upstream, expect, {})
+    assert not agrees_with_upstream(Answer("preemption", "n1", ("default/c",), ("n1", "n2")),
+                                    upstream, expect, {})
