@@ -169,6 +169,12 @@ def kaudit_answer(report: JSON) -> Answer:
     if report.get("selectedNode"):
         ties = tuple(sorted(report.get("tiedNodes") or [report["selectedNode"]]))
         return Answer("bind", report["selectedNode"], (), ties)
+    return _failure_answer(report)
+
+
+def _failure_answer(report: JSON) -> Answer:
+    """A cycle report's answer when it binds nowhere (kaudit's what-if report and the
+    oracle's ``expect`` share these fields): its preemption, or its failure message."""
     preemption = report.get("preemption") or {}
     if preemption.get("nominatedNode"):
         return Answer("preemption", preemption["nominatedNode"],
@@ -185,12 +191,7 @@ def upstream_answer(expect: JSON) -> Answer:
     if expect.get("maxNodes"):
         ties = tuple(sorted(expect["maxNodes"]))
         return Answer("bind", ties[0] if len(ties) == 1 else None, (), ties)
-    preemption = expect.get("preemption") or {}
-    if preemption.get("nominatedNode"):
-        return Answer("preemption", preemption["nominatedNode"],
-                      tuple(sorted(preemption.get("victims") or ())),
-                      tuple(sorted(preemption.get("tiedNodes") or ())))
-    return Answer("unschedulable", message=expect.get("message") or "")
+    return _failure_answer(expect)
 
 
 def upstream_allows(upstream: Answer, expect: JSON, other: Answer) -> bool:
