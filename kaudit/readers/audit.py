@@ -13,7 +13,11 @@ watch event a watcher would have seen:
 * ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set and its
   ``PodScheduled`` condition true, as the binding subresource writes it: the recorded placement.
 * Events are ordered and stamped by the time the request was received, not the time it was
-  logged (``_event_time``).
+  logged (``_event_time``). Two requests on one pod received together may commit in the other
+  order: a deletion whose logged response shows the scheduler's later-received write (a
+  binding, a nomination, a PodScheduled condition) had that write committed first, so it is
+  made there, before the deletion (a binding of a terminating pod is even refused,
+  ``BindingREST.setPodNodeAndMetadata``); the binding request found later changes nothing.
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
   ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
   the patch: it is applied to the last known state of the object (:mod:`kaudit.model.patch`).
@@ -95,6 +99,8 @@ DROP_PATCH_FAILED = "patch could not be applied to the last known {resource}"
 DROP_BINDING_NO_TARGET = ("pods/binding logged without its request (level Metadata): the node "
                           "is only in the request")
 DROP_BINDING_UNKNOWN = "pods/binding of a pod not seen before"
+DROP_BINDING_SEEN = ("pods/binding already made: a deletion received before it showed the pod "
+                     "bound")
 DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
                    "RequestResponse")
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
@@ -484,6 +490,9 @@ class AuditConverter:
         if base is None:
             stats.drop(DROP_BINDING_UNKNOWN, parsed.line)
             return
+        if (base.get("spec") or {}).get("nodeName") == node:
+            stats.drop(DROP_BINDING_SEEN, parsed.line)
+            return
         yield from self._emit(parsed, "MODIFIED", _bound(base, node, request, parsed.ts))
 
     def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
@@ -496,6 +505,15 @@ class AuditConverter:
             obj = {"apiVersion": api_version, "kind": kind,
                    "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
         obj = self._complete(obj, kind, api_version, namespace, name)
+        if kind == "Pod" and response is not None and known is not None \
+                and not (known.get("metadata") or {}).get("deletionTimestamp") \
+                and _shows_later_write(obj, known):
+            # Bound, nominated or found unschedulable before this deletion committed, by a
+            # request received after it: that write first.
+            metadata = {key: value for key, value in (obj.get("metadata") or {}).items()
+                        if key not in ("deletionTimestamp", "deletionGracePeriodSeconds")}
+            known = {**obj, "metadata": metadata}
+            yield from self._emit(parsed, "MODIFIED", known, by_update=False)
         if response is not None:
             terminating = _responds_terminating(kind, obj)
         else:
@@ -514,6 +532,25 @@ class AuditConverter:
                                   by_update=False)
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj,
                               by_update=False)
+
+
+def _scheduling_view(pod: dict[str, Any]) -> tuple[Any, ...]:
+    """What the scheduler writes to a pod: its node, its nomination, its PodScheduled
+    condition (None for each not there)."""
+    status = pod.get("status") or {}
+    scheduled = next((c for c in status.get("conditions") or []
+                      if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
+    return ((pod.get("spec") or {}).get("nodeName") or None,
+            status.get("nominatedNodeName") or None,
+            None if scheduled is None else (scheduled.get("status"), scheduled.get("reason"),
+                                            scheduled.get("message")))
+
+
+def _shows_later_write(response: dict[str, Any], known: dict[str, Any]) -> bool:
+    """Whether a deletion's ``response`` shows a write of the scheduler that the last known
+    state of the pod lacks (one the reader has not reached yet)."""
+    return any(shown is not None and shown != before for shown, before in
+               zip(_scheduling_view(response), _scheduling_view(known), strict=True))
 
 
 def _bound(pod: dict[str, Any], node: str, binding: dict[str, Any], ts_us: int) -> dict[str, Any]:

@@ -453,6 +453,72 @@ def test_a_create_logged_after_the_writes_it_caused_still_comes_first(tmp_path: 
     assert [e.ts_us for e in events] == sorted(e.ts_us for e in events)
 
 
+def test_a_binding_received_after_a_deletion_that_shows_it_was_committed_first(
+        tmp_path: Path) -> None:
+    # A Deployment scaled down while the scheduler binds one of its pods: the controller's
+    # delete is received first, but its response shows the pod bound (the binding committed
+    # first: a terminating pod cannot be bound).
+    created = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    terminating = json.loads(json.dumps(created))
+    terminating["spec"]["nodeName"] = "node-0"
+    terminating["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                            "lastTransitionTime": "2026-11-02T09:00:02Z"}]
+    terminating["metadata"].update(deletionTimestamp="2026-11-02T09:00:32Z",
+                                   deletionGracePeriodSeconds=30)
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request=created, response=created),
+        event(2.000, "delete", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request={"kind": "DeleteOptions", "apiVersion": "v1"}, response=terminating),
+        event(2.001, "create", "pods", name="web-0", namespace="shop", subresource="binding",
+              user="system:kube-scheduler",
+              request={"kind": "Binding", "apiVersion": "v1",
+                       "metadata": {"name": "web-0", "namespace": "shop"},
+                       "target": {"kind": "Node", "name": "node-0"}}),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert _summary(events) == [("ADDED", "Pod", "web-0"), ("MODIFIED", "Pod", "web-0"),
+                                ("MODIFIED", "Pod", "web-0")]
+    bound, deleting = events[1].object, events[2].object
+    assert bound["spec"]["nodeName"] == "node-0"
+    assert "deletionTimestamp" not in bound["metadata"]
+    assert bound["status"]["conditions"][0]["status"] == "True"
+    assert deleting["spec"]["nodeName"] == "node-0"
+    assert deleting["metadata"]["deletionTimestamp"] == "2026-11-02T09:00:32Z"
+    assert list(stats.dropped) == ["pods/binding already made: a deletion received before "
+                                   "it showed the pod bound"]
+
+
+def test_a_status_received_after_a_deletion_that_shows_it_was_committed_first(
+        tmp_path: Path) -> None:
+    # The scheduler's failure and nomination are received just after a pending pod's delete
+    # but committed before it: the delete's response shows them.
+    created = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/2 nodes are available: 2 Insufficient cpu.",
+                 "lastTransitionTime": "2026-11-02T09:00:02Z"}
+    gone = json.loads(json.dumps(created))
+    gone["status"].update(conditions=[condition], nominatedNodeName="node-0")
+    gone["metadata"].update(deletionTimestamp="2026-11-02T09:00:02Z",
+                            deletionGracePeriodSeconds=0)
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request=created, response=created),
+        event(2.000, "delete", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request={"kind": "DeleteOptions", "apiVersion": "v1"}, response=gone),
+        event(2.001, "patch", "pods", name="web-0", namespace="shop", subresource="status",
+              user="system:kube-scheduler", level="Request",
+              request={"status": {"conditions": [condition], "nominatedNodeName": "node-0"}}),
+    ])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    assert [(e.type, (e.object["status"].get("nominatedNodeName"),
+                      "deletionTimestamp" in e.object["metadata"])) for e in events[:4]] == [
+        ("ADDED", (None, False)), ("MODIFIED", ("node-0", False)),
+        ("MODIFIED", ("node-0", True)), ("DELETED", ("node-0", True))]
+
+
 def test_a_pod_deleted_by_its_kubelet_goes_when_its_last_finalizer_does(tmp_path: Path) -> None:
     # A Job's pod: the kubelet's delete (grace 0) leaves it while the Job controller's tracking
     # finalizer is on; the controller's patch removing the finalizer deletes it
