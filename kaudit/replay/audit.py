@@ -186,7 +186,8 @@ class DecisionAudit:
                               cause="missing " + ", ".join(sorted({m.split()[0]
                                                                    for m in missing}))), None
         later = sorted(self.decided_before.pop(decision.pod, set()))
-        with self._without(later) as absent:
+        with self._without(later) as removed:
+            absent = list(removed)
             started = time.perf_counter()
             attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                               exhaustive=True)
@@ -201,7 +202,7 @@ class DecisionAudit:
                                        "decision agreed only as decided after this one)")
                 judgment["decidedAfter"] = absent
             if judgment["class"] not in AGREEING and self.plan.window_us > 0:
-                lagging = self._lagging_view(decision, info, absent)
+                lagging = self._lagging_view(decision, info, removed)
                 if lagging is not None:
                     # The attempt record stays kaudit's ranking in the recorded state (what
                     # explain and the pod page read beside the recorded free amounts); the
@@ -238,8 +239,9 @@ class DecisionAudit:
                           "victims, as upstream's random offset may have started"}
 
     @contextmanager
-    def _without(self, keys: list[str]) -> Iterator[list[str]]:
-        """The cluster without the bound pods ``keys`` (put back afterwards)."""
+    def _without(self, keys: list[str]) -> Iterator[dict[str, Any]]:
+        """The cluster without the bound pods ``keys`` (put back afterwards); yields the pods
+        taken away, by key."""
         removed = []
         for key in keys:
             namespace, _, name = key.partition("/")
@@ -249,13 +251,13 @@ class DecisionAudit:
             if pod is not None:
                 removed.append(pod)
         try:
-            yield [pod.key for pod in removed]
+            yield {pod.key: pod for pod in removed}
         finally:
             for pod in removed:
                 self.cluster.add_pod(pod)
 
     def _lagging_view(self, decision: RecordedDecision, info: Any,
-                      absent: list[str]) -> Judgment | None:
+                      absent: dict[str, Any]) -> Judgment | None:
         """The decision judged in the states the scheduler could have seen instead, when its
         view lagged the recording by up to the window: the last few changes recorded just
         before it (bindings, deletions, node updates) not yet seen, its own bindings and
@@ -266,10 +268,16 @@ class DecisionAudit:
                   and not (c.kind == "Pod" and c.key in absent)
                   and not (decision.kind == PREEMPTION and self._own_binding(c))]
         # Only this scheduler's own writes: it assumes and nominates only the pods it serves.
-        in_flight = [write for write in decision.in_flight if write[1] in self.pending
-                     and self.scheduler.framework_for(pod_info(
-                         self.cluster, self.pending[write[1]])) is not None]
-        for back, ahead in lagging_views(unseen, in_flight)[:MAX_VIEWS]:
+        in_flight, queued_before = ([write for write in writes if write[1] in self.pending
+                                     and self.scheduler.framework_for(pod_info(
+                                         self.cluster, self.pending[write[1]])) is not None]
+                                    for writes in (decision.in_flight, decision.queued_before))
+        # The queue's order first: the bindings it decides after this one not yet made, those
+        # it decides before made (upstream's binding goroutines write them in any order).
+        queued = [c for c in unseen if c.is_binding and c.key in decision.queued_after]
+        queued.sort(key=lambda change: decision.queued_after.index(change.key))
+        views = [(queued, queued_before)] if queued or queued_before else []
+        for back, ahead in (views + lagging_views(unseen, in_flight))[:MAX_VIEWS]:
             with self._rewound(back) as put_back, self._assuming(ahead) as possible:
                 if not possible or self._overcommitted(put_back):
                     continue  # a pod put back or assumed does not fit beside what is bound
@@ -280,10 +288,12 @@ class DecisionAudit:
                                  info.nominated_node_name)
                 if judgment["class"] not in AGREEING:
                     continue
-                if decision.kind == BIND and not self._decided_after(decision, info, back):
+                if decision.kind == BIND and not self._decided_after(decision, info, back,
+                                                                     absent):
                     continue
             view = {"notSeen": [change.describe() for change in back],
-                    "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead]}
+                    "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead],
+                    "queueOrder": bool(views) and (back, ahead) == views[0]}
             parts = ([f"{len(back)} change(s) it had not seen yet"] if back else []) + \
                 ([f"{len(ahead)} of its own write(s) recorded just after"] if ahead else [])
             judgment["reason"] += (" — in the state the scheduler could have seen "
@@ -296,21 +306,31 @@ class DecisionAudit:
             return judgment
         return None
 
-    def _decided_after(self, decision: RecordedDecision, info: Any,
-                       back: list[Change]) -> bool:
+    def _decided_after(self, decision: RecordedDecision, info: Any, back: list[Change],
+                       absent: dict[str, Any]) -> bool:
         """Whether each of the scheduler's own bindings ``back`` takes as not yet seen still
         agrees when decided after ``decision`` (in the view, with the decision's pod on its
-        recorded node): the scheduler assumed each pod when it decided it, so the binding
-        recorded first was decided later only if it would have been the same beside this
-        one. Called inside the view."""
-        own = [change for change in back if self._own_binding(change)]
+        recorded node, and each binding checked made before the next is checked): the
+        scheduler assumed each pod when it decided it, so the binding recorded first was
+        decided later only if it would have been the same beside this one. Called inside the
+        view, which gets the bindings back as it ends. In the queue's order when it gives
+        one, the pods taken away already as decided after this one made at their place."""
+        own: list[Any] = [change for change in back if self._own_binding(change)]
         if not own or decision.node is None:
             return True
+        order = decision.queued_after
+        own += [absent[key] for key in order if key in absent]
+        own.sort(key=lambda c: order.index(c.key) if c.key in order else len(order))
+        made = []
         assumed = {**info.obj, "spec": {**(info.obj.get("spec") or {}),
                                         "nodeName": decision.node}}
         apply_object(self.cluster, assumed)
         try:
             for change in own:
+                if not isinstance(change, Change):
+                    self.cluster.add_pod(change)
+                    made.append(change.uid)
+                    continue
                 bound = change.after or {}
                 node = (bound.get("spec") or {}).get("nodeName")
                 pending = {**bound, "spec": {key: value for key, value in
@@ -327,8 +347,11 @@ class DecisionAudit:
                 if judge(later, attempt, self.cluster, self.scheduler,
                          other.nominated_node_name)["class"] not in AGREEING:
                     return False
+                change.redo(self.cluster)
             return True
         finally:
+            for uid in made:
+                self.cluster.remove_pod(uid)
             apply_object(self.cluster, assumed, deleted=True)
 
     def _own_binding(self, change: Change) -> bool:

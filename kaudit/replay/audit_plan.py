@@ -30,6 +30,20 @@ The scheduler's view may also lag the recording by a little (``window_us``): a d
 recorded just before the decision may not have reached its cache yet, and its own writes of
 just before (a binding, a nomination) may be recorded just after. The audit tries those states
 too before it calls a decision a disagreement (:mod:`kaudit.replay.audit`).
+
+Bindings are written by goroutines running beside the next scheduling cycles, so a burst of
+pods is bound in the API in another order than the scheduler decided them. The order it
+decided them in is its queue's: activeQ pops by priority, then by the time the pod joined the
+queue (``Less`` in ``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``;
+``QueuedPodInfo.Timestamp``, set when the pod is added, ``pkg/scheduler/backend/queue/
+scheduling_queue.go``): the order its informer delivered the creations, which is the order of
+their ``resourceVersion`` (etcd's revision, one sequence for the whole cluster; an audit log
+stamps concurrent creations by when they were received, a few milliseconds out of that order),
+or of their times when a creation has none. For pods bound at their first attempt (created
+pending, never gated) that order is known: each such binding is linked to those of the window
+that the order puts on the other side of it (:attr:`RecordedDecision.queued_after`,
+:attr:`RecordedDecision.queued_before`). A pod that failed before waits in backoff or among
+the unschedulable pods until an event moves it, at a time the recording does not show.
 """
 
 from __future__ import annotations
@@ -92,6 +106,18 @@ class RecordedDecision:
     #: (kind, pod, node), writes the scheduler may have made before this decision (a binding
     #: is assumed in its cache, a nomination in its nominator, before the API records them).
     in_flight: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Where the pod stood in the scheduler's queue (bind at the first attempt): (-priority,
+    #: its creation's resourceVersion or time, that event's sequence number); None otherwise.
+    queue_key: tuple[int, int, int] | None = None
+    #: The pod's priority and its creation (time, sequence number, resourceVersion as a
+    #: number or None) when bound at its first attempt.
+    created: tuple[int, int, int, int | None] | None = None
+    #: Pods bound within the window before this binding that the queue's order decides after
+    #: it (not yet in the scheduler's cache when it decided this one), in queue order.
+    queued_after: list[str] = field(default_factory=list)
+    #: Bindings recorded within the window after this one that the queue's order decides
+    #: before it (already assumed in the scheduler's cache), as (kind, pod, node).
+    queued_before: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -155,6 +181,9 @@ class _PodSeen:
     nominated: str = ""
     last_seq: int = -1
     preempted: bool = False
+    #: When the pod joined the scheduling queue, as (time, sequence number, resourceVersion),
+    #: while its first attempt has not failed (None once one has, or when created gated).
+    queued: tuple[int, int, int | None] | None = None
 
 
 class _Planner:
@@ -204,6 +233,11 @@ class _Planner:
         uid = str(metadata.get("uid") or key)
         if seen is None:
             seen = self.pods[key] = _PodSeen(uid)
+            if not node and not spec.get("schedulingGates"):
+                version = metadata.get("resourceVersion")
+                seen.queued = (event.ts_us, event.seq,
+                               int(version) if isinstance(version, str) and version.isdigit()
+                               else None)
             if node:
                 seen.node = node
                 seen.last_seq = event.seq
@@ -216,6 +250,10 @@ class _Planner:
         if node and not seen.node:
             seen.node = node
             self._decide(BIND, key, seen, event, node=node)
+            if seen.queued is not None:
+                priority = spec.get("priority")
+                self.decisions[-1].created = (priority if isinstance(priority, int) else 0,
+                                              *seen.queued)
         elif node:
             if _preempted(obj) and not seen.preempted:
                 seen.preempted = True
@@ -231,6 +269,8 @@ class _Planner:
                     and failure[0] != "SchedulingGated":
                 self.status_failures.add(key)
                 self._decide(UNSCHEDULABLE, key, seen, event, message=failure[1])
+            if failure is not None:
+                seen.queued = None
             seen.failure = failure
             seen.nominated = nominated
         seen.last_seq = event.seq
@@ -256,6 +296,7 @@ class _Planner:
                 moment = min([moment, *decision.victim_seqs])
             decision.moment_seq = min(max(moment, decision.floor_seq), decision.seq)
         self._link_in_flight(window_us)
+        self._link_queue_order(window_us)
         self.decisions.sort(key=lambda d: (d.moment_seq, d.seq))
         return AuditPlan(self.decisions, latency_us, window_us)
 
@@ -273,6 +314,44 @@ class _Planner:
                     break
                 if later.pod != decision.pod:
                     decision.in_flight.append((later.kind, later.pod, later.node or ""))
+
+    def _link_queue_order(self, window_us: int) -> None:
+        """Each first-attempt binding's first-attempt neighbours within the window that the
+        scheduler's queue order puts on the other side of it: a pod the queue pops later
+        (lower priority, or created later at the same one), bound before it in the recording,
+        was decided after it if it had joined the queue before that binding was recorded;
+        and the other way round."""
+        if window_us <= 0:
+            return
+        binds = sorted((d for d in self.decisions if d.kind == BIND and d.created),
+                       key=lambda d: d.seq)
+        by_version = all(d.created is not None and d.created[3] is not None for d in binds)
+        joined: dict[str, int] = {}
+        for decision in binds:
+            assert decision.created is not None
+            priority, ts_us, seq, version = decision.created
+            order = version if by_version and version is not None else ts_us
+            decision.queue_key = (-priority, order, seq)
+            joined[decision.pod] = ts_us
+        times = [d.ts_us for d in binds]
+        for index, decision in enumerate(binds):
+            key = decision.queue_key
+            assert key is not None
+            start = bisect_right(times, decision.ts_us - window_us - 1)
+            after = []
+            for other in binds[start:index]:
+                other_key = other.queue_key
+                assert other_key is not None
+                if other_key > key and joined[decision.pod] <= other.ts_us:
+                    after.append((other_key, other.pod))
+            decision.queued_after = [pod for _key, pod in sorted(after)]
+            for other in binds[index + 1:]:
+                if other.ts_us > decision.ts_us + window_us:
+                    break
+                other_key = other.queue_key
+                assert other_key is not None
+                if other_key < key and joined[other.pod] <= decision.ts_us:
+                    decision.queued_before.append((BIND, other.pod, other.node or ""))
 
     def _link_victims(self, window_us: int) -> None:
         """Each preemption's victims: the victims of one node are cut into bursts (one

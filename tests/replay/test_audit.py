@@ -606,7 +606,7 @@ def test_a_deletion_recorded_within_the_window_may_not_have_been_seen(
     assert report["agreeInLaggingView"] == (expected == "agrees")
     if expected == "agrees":
         assert p["laggingView"] == {"notSeen": ["delete default/old on n2"],
-                                    "writesInFlight": []}
+                                    "writesInFlight": [], "queueOrder": False}
         # The attempt beside it is kaudit's ranking in the recorded state (the one explain
         # and the pod page read with the recorded free amounts): another node is on top there.
         with engine.connect() as connection:
@@ -641,10 +641,49 @@ def test_another_pods_binding_recorded_just_after_may_have_been_made(
 
     b = one(records, "b")
     assert b["class"] == "agrees"
-    assert b["laggingView"] == {"notSeen": [], "writesInFlight": ["bind default/a n1"]}
+    # a joined the queue first, so the queue's order says it was decided before b.
+    assert b["laggingView"] == {"notSeen": [], "writesInFlight": ["bind default/a n1"],
+                                "queueOrder": True}
     assert one(records, "a")["class"] == "agrees"
     without = audit_records(engine, audit_steps(engine, tmp_path, steps, window_s=0.0)["run"])
     assert one(without, "b")["class"] == "scoredLower"
+
+
+def test_the_queues_order_says_which_earlier_bindings_were_decided_after(
+        engine: Engine, tmp_path: Path) -> None:
+    # z, x and y join the queue in that order and are decided in that order: z to n1 (75
+    # against 43), x to n2 (56 against n1's 50 with z), y to n2 (its nodeSelector). Their
+    # bindings are recorded y, z, x. Judged in the recorded state (y and z bound), x would go
+    # to n1 (n2 with y: 43); not seeing z, or y and z (the latest changes), sends it to n1
+    # too. Only the queue's order (y decided after x, z before) gives x's state.
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="8", memory="32Gi").label(
+            "tier", "two").obj()),
+        (0.0, "ADDED", make_pod("resident").req(cpu="2500m", memory="10Gi").node("n2").obj()),
+        (1.0, "ADDED", make_pod("z").req(cpu="1", memory="4Gi").obj()),
+        (1.0, "ADDED", make_pod("x").req(cpu="1", memory="4Gi").obj()),
+        (1.0, "ADDED", make_pod("y").req(cpu="1", memory="4Gi").node_selector(tier="two").obj()),
+        (2.0, "MODIFIED", make_pod("y").req(cpu="1", memory="4Gi").node_selector(tier="two")
+         .node("n2").obj()),
+        (2.001, "MODIFIED", bound("z", "n1", "1", "4Gi")),
+        (2.002, "MODIFIED", bound("x", "n2", "1", "4Gi")),
+    ]
+    assert least_allocated(2000, 4000, 8, 16) == 50
+    assert least_allocated(3500, 8000, 14, 32) == 56
+    assert least_allocated(4500, 8000, 18, 32) == 43
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps)["run"])
+
+    x = one(records, "x")
+    assert x["class"] == "agrees"
+    assert x["laggingView"] == {"notSeen": ["bind default/y n2"], "writesInFlight": [],
+                                "queueOrder": True}
+    assert one(records, "y")["class"] == "agrees"
+    assert one(records, "z")["class"] == "agrees"
+    # y joined the queue before x: then x's state is the recorded one, where it scores lower.
+    y_first = [steps[0], steps[1], steps[2], steps[5], steps[3], steps[4], *steps[6:]]
+    records = audit_records(engine, audit_steps(engine, tmp_path, y_first, name="yfirst")["run"])
+    assert one(records, "x")["class"] == "scoredLower"
 
 
 # --------------------------------------------------------------------------- lagging views
@@ -749,7 +788,8 @@ def test_a_node_update_recorded_within_the_window_may_not_have_been_seen(
 
     assert record["class"] == expected, record["reason"]
     if expected == "unschedulableSame":
-        assert record["laggingView"] == {"notSeen": ["update Node n2"], "writesInFlight": []}
+        assert record["laggingView"] == {"notSeen": ["update Node n2"], "writesInFlight": [],
+                                         "queueOrder": False}
     else:
         assert "1 node(s) were unschedulable" in record["kaudit"]["message"]
 

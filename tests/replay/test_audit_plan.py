@@ -246,6 +246,51 @@ def test_writes_recorded_within_the_window_after_a_decision_are_in_flight() -> N
     assert plan_decisions(events).decisions[0].in_flight == []
 
 
+def test_bindings_of_the_window_are_ordered_as_the_scheduling_queue_pops_them() -> None:
+    def pod(name: str, priority: int) -> Any:
+        return make_pod(name).req(cpu="1").priority(priority)
+    events = stored(
+        (0.0, "ADDED", make_node("n1").capacity(cpu="8", memory="8Gi").obj()),
+        (1.0, "ADDED", pod("a", 0).obj()),
+        (1.0, "ADDED", pod("b", 0).obj()),
+        (1.001, "ADDED", pod("high", 100).obj()),
+        (1.002, "ADDED", pod("retried", 0).obj()),
+        (1.5, "MODIFIED", failed(pod("retried", 0).obj(), "0/1 nodes are available: x.")),
+        (1.6, "ADDED", pod("gated", 0).gate("example.com/wait").obj()),
+        (1.7, "MODIFIED", pod("gated", 0).obj()),
+        (2.0, "MODIFIED", pod("high", 100).node("n1").obj()),
+        (2.001, "MODIFIED", pod("b", 0).node("n1").obj()),
+        (2.002, "MODIFIED", pod("a", 0).node("n1").obj()),
+        (2.003, "MODIFIED", pod("retried", 0).node("n1").obj()),
+        (2.0031, "MODIFIED", pod("gated", 0).node("n1").obj()),
+        (2.0035, "ADDED", pod("late", 1000).obj()),
+        (2.004, "MODIFIED", pod("late", 1000).node("n1").obj()),
+    )
+    plan = plan_decisions(events, window_us=10_000)
+    by_pod = {d.pod: d for d in plan.decisions if d.kind == BIND}
+
+    # The higher priority first; then by creation (a before b).
+    high_key, a_key = by_pod["default/high"].queue_key, by_pod["default/a"].queue_key
+    assert high_key is not None and a_key is not None
+    assert (high_key[0], high_key[1] - a_key[1], a_key[0]) == (-100, 1_000, 0)
+    assert by_pod["default/high"].queued_after == []
+    assert by_pod["default/high"].queued_before == []
+    assert by_pod["default/b"].queued_after == []
+    assert by_pod["default/b"].queued_before == [(BIND, "default/a", "n1")]
+    assert by_pod["default/a"].queued_after == ["default/b"]
+    assert by_pod["default/a"].queued_before == []
+    # A pod that failed, or was gated, joined the queue again when an event moved it: the
+    # recording does not say when, so its binding is in no queue order.
+    for pod_key in ("default/retried", "default/gated"):
+        assert by_pod[pod_key].queue_key is None
+        assert by_pod[pod_key].queued_after == by_pod[pod_key].queued_before == []
+    # late, of the highest priority, joined the queue after a's binding was recorded.
+    assert by_pod["default/late"].queued_after == []
+    assert all((BIND, "default/late", "n1") not in d.queued_before for d in by_pod.values())
+    # Without a window, no order is linked.
+    assert all(not d.queued_before and not d.queued_after
+               for d in plan_decisions(events).decisions)
+
 def test_two_preemptions_on_one_node_each_take_their_own_burst_of_victims() -> None:
     """Async preemption: each preemptor's victims go together (a burst), but a burst may
     come before its preemptor's nomination is written and after the next one's; bursts and
@@ -304,3 +349,32 @@ def test_a_victim_recorded_seconds_before_a_nomination_is_an_earlier_preemptions
 
     assert by["default/first"][0].victims == ["default/v1", "default/v2"]
     assert by["default/second"][0].victims == []
+
+
+def test_the_queue_order_follows_resource_versions_when_every_creation_has_one() -> None:
+    # An audit log stamps creations by when they were received; two received together may
+    # commit (and reach the scheduler's informer) in the other order.
+    def pod(name: str, version: str | None) -> dict[str, Any]:
+        obj = make_pod(name).req(cpu="1").obj()
+        if version is not None:
+            obj["metadata"]["resourceVersion"] = version
+        return obj
+
+    def events(b_version: str | None) -> list[StoredEvent]:
+        return stored(
+            (0.0, "ADDED", make_node("n1").capacity(cpu="8", memory="8Gi").obj()),
+            (1.000, "ADDED", pod("a", "12")),
+            (1.001, "ADDED", pod("b", b_version)),
+            (2.000, "MODIFIED", {**pod("a", "20"), "spec": {**pod("a", None)["spec"],
+                                                            "nodeName": "n1"}}),
+            (2.001, "MODIFIED", {**pod("b", "21"), "spec": {**pod("b", None)["spec"],
+                                                            "nodeName": "n1"}}),
+        )
+
+    by_pod = {d.pod: d for d in plan_decisions(events("11"), window_us=10_000).decisions}
+    assert by_pod["default/a"].queued_before == [(BIND, "default/b", "n1")]
+    assert by_pod["default/b"].queued_after == ["default/a"]
+    # One creation without a resourceVersion: the times decide, for every pod (a, then b,
+    # as bound).
+    plan = plan_decisions(events(None), window_us=10_000)
+    assert all(not d.queued_before and not d.queued_after for d in plan.decisions)
