@@ -16,23 +16,22 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
-from kaudit.model.resources import PODS
 from kaudit.replay.audit_changes import (
     TRACKED_KINDS,
     Change,
+    Write,
     counted_on_node,
     lagging_views,
     scheduling_state,
 )
 from kaudit.replay.audit_plan import BIND, NODE_NAME, PREEMPTION, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
+from kaudit.replay.audit_views import assuming, overcommitted, rewound, seen_early, without
 from kaudit.replay.context import ReplayContext
 from kaudit.scheduler.nominator import Nominator
 from kaudit.scheduler.schedule import Scheduler
@@ -186,7 +185,7 @@ class DecisionAudit:
                               cause="missing " + ", ".join(sorted({m.split()[0]
                                                                    for m in missing}))), None
         later = sorted(self.decided_before.pop(decision.pod, set()))
-        with self._without(later) as removed:
+        with without(self.cluster, later) as removed:
             absent = list(removed)
             started = time.perf_counter()
             attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
@@ -238,30 +237,14 @@ class DecisionAudit:
                           f"{decision.node} it nominates {decision.node} with the recorded "
                           "victims, as upstream's random offset may have started"}
 
-    @contextmanager
-    def _without(self, keys: list[str]) -> Iterator[dict[str, Any]]:
-        """The cluster without the bound pods ``keys`` (put back afterwards); yields the pods
-        taken away, by key."""
-        removed = []
-        for key in keys:
-            namespace, _, name = key.partition("/")
-            uid = next((uid for uid, pod in self.cluster.pods.items()
-                        if pod.namespace == namespace and pod.name == name), None)
-            pod = self.cluster.remove_pod(uid) if uid is not None else None
-            if pod is not None:
-                removed.append(pod)
-        try:
-            yield {pod.key: pod for pod in removed}
-        finally:
-            for pod in removed:
-                self.cluster.add_pod(pod)
-
     def _lagging_view(self, decision: RecordedDecision, info: Any,
                       absent: dict[str, Any]) -> Judgment | None:
         """The decision judged in the states the scheduler could have seen instead, when its
         view lagged the recording by up to the window: the last few changes recorded just
         before it (bindings, deletions, node updates) not yet seen, its own bindings and
-        nominations recorded just after it already made. The first that agrees, or None."""
+        nominations recorded just after it already made; or, the recorder's watch lagging,
+        node changes recorded just after it but committed before its write already seen. The
+        first that agrees, or None."""
         since = decision.ts_us - self.plan.window_us
         # Not the pod's own changes, nor those of pods already taken as decided after it.
         unseen = [c for c in self.changes if c.ts_us >= since and c.key != decision.pod
@@ -276,10 +259,17 @@ class DecisionAudit:
         # it decides before made (upstream's binding goroutines write them in any order).
         queued = [c for c in unseen if c.is_binding and c.key in decision.queued_after]
         queued.sort(key=lambda change: decision.queued_after.index(change.key))
-        views = [(queued, queued_before)] if queued or queued_before else []
-        for back, ahead in (views + lagging_views(unseen, in_flight))[:MAX_VIEWS]:
-            with self._rewound(back) as put_back, self._assuming(ahead) as possible:
-                if not possible or self._overcommitted(put_back):
+        views: list[tuple[list[Change], list[Write], list[Change]]] = \
+            [(queued, queued_before, [])] if queued or queued_before else []
+        early = self._recorded_late(decision)
+        views += [(back, ahead, early[:n]) for n in range(1, len(early) + 1)
+                  for back, ahead, _ in [*views[:1], ([], [], [])]]
+        views += [(back, ahead, []) for back, ahead in lagging_views(unseen, in_flight)]
+        for back, ahead, seen in views[:MAX_VIEWS]:
+            with rewound(self.cluster, back, self.accounted) as put_back, \
+                    seen_early(self.cluster, seen) as shifted, \
+                    assuming(self.cluster, self.nominator, self.pending, ahead) as possible:
+                if not possible or overcommitted(self.cluster, put_back + shifted):
                     continue  # a pod put back or assumed does not fit beside what is bound
                 attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                                   exhaustive=True)
@@ -293,9 +283,14 @@ class DecisionAudit:
                     continue
             view = {"notSeen": [change.describe() for change in back],
                     "writesInFlight": [f"{kind} {pod} {node}" for kind, pod, node in ahead],
-                    "queueOrder": bool(views) and (back, ahead) == views[0]}
+                    "queueOrder": bool(back or ahead) and back is queued
+                    and ahead is queued_before}
+            if seen:
+                view["seenBeforeRecorded"] = [change.describe() for change in seen]
             parts = ([f"{len(back)} change(s) it had not seen yet"] if back else []) + \
-                ([f"{len(ahead)} of its own write(s) recorded just after"] if ahead else [])
+                ([f"{len(ahead)} of its own write(s) recorded just after"] if ahead else []) + \
+                ([f"{len(seen)} change(s) recorded just after, committed before its write"]
+                 if seen else [])
             judgment["reason"] += (" — in the state the scheduler could have seen "
                                    f"(within {self.plan.window_us / 1000:g} ms of the "
                                    f"recording: {' and '.join(parts)})")
@@ -354,63 +349,27 @@ class DecisionAudit:
                 self.cluster.remove_pod(uid)
             apply_object(self.cluster, assumed, deleted=True)
 
+    def _recorded_late(self, decision: RecordedDecision) -> list[Change]:
+        """The node changes recorded just after the decision's moment but committed before
+        the write that records it (:attr:`RecordedDecision.committed_before`), as changes of
+        the cluster as it now is."""
+        changes: list[Change] = []
+        current: dict[str, dict[str, Any] | None] = {}
+        for ts_us, event_type, obj in decision.committed_before:
+            key = f"/{(obj.get('metadata') or {}).get('name') or ''}"
+            before = current[key] if key in current else self.accounted.get(("Node", key))
+            after = None if event_type == "DELETED" else obj
+            current[key] = after
+            if scheduling_state("Node", before) != scheduling_state("Node", after):
+                changes.append(Change(ts_us, "Node", key, before, after, event_type))
+        return changes
+
     def _own_binding(self, change: Change) -> bool:
         """Whether ``change`` binds a pod of this scheduler: it assumed the pod in its cache
         when it decided, so only a decision that took no room (a failure, whose write lags
         its cycle) can have been made before it."""
         return change.is_binding and change.after is not None and \
             self.scheduler.framework_for(pod_info(self.cluster, change.after)) is not None
-
-    @contextmanager
-    def _rewound(self, changes: list[Change]) -> Iterator[list[str]]:
-        """The cluster as it was before ``changes`` (the latest recorded ones), redone
-        afterwards, each object as last recorded; yields the pods put back on a node and the
-        pods on nodes taken back to an earlier state (to check that none over-commits)."""
-        for change in reversed(changes):
-            change.undo(self.cluster)
-        touched = [uid for change in changes for uid in change.uids_to_check(self.cluster)]
-        try:
-            yield touched
-        finally:
-            for change in changes:
-                change.redo(self.cluster)
-            # A change keeps its object as of that change; writes recorded since that changed
-            # nothing it tracks (a pod's start time, a terminating pod's deletionTimestamp)
-            # are in the last recorded object, which preemption's victim order reads.
-            for key in dict.fromkeys((change.kind, change.key) for change in changes):
-                latest = self.accounted.get(key)
-                if latest is not None:
-                    apply_object(self.cluster, latest)
-
-    @contextmanager
-    def _assuming(self, ahead: list[tuple[str, str, str]]) -> Iterator[bool]:
-        """The cluster with ``ahead`` (other pods' bindings and nominations) made, undone
-        afterwards; yields whether that state is possible (no node holds more than it can)."""
-        added: list[str] = []
-        nominated: list[tuple[str, str, str | None]] = []
-        try:
-            for kind, pod, node in ahead:
-                obj = self.pending[pod]
-                uid = (obj.get("metadata") or {}).get("uid") or pod
-                if kind == BIND and uid not in self.cluster.pods \
-                        and node in self.cluster.slot_of:
-                    apply_object(self.cluster, {**obj, "spec": {**obj["spec"],
-                                                                "nodeName": node}})
-                    added.append(uid)
-                elif kind != BIND and node in self.cluster.slot_of:
-                    nominated.append((uid, pod, self.nominator.node_of(uid)))
-                    self.nominator.add(pod_info(self.cluster, {
-                        **obj, "status": {**(obj.get("status") or {}),
-                                          "nominatedNodeName": node}}), node, self.cluster)
-            yield not self._overcommitted(added)
-        finally:
-            for uid in added:
-                self.cluster.remove_pod(uid)
-            for uid, pod, before in reversed(nominated):
-                self.nominator.delete(uid)
-                if before is not None:
-                    self.nominator.add(pod_info(self.cluster, self.pending[pod]), before,
-                                       self.cluster)
 
     def _missing(self, decision: RecordedDecision, obj: dict[str, Any]) -> list[str]:
         """What the decision needs and the recording lacks: the recorded node, the pod's
@@ -433,18 +392,3 @@ class DecisionAudit:
             if name and self.cluster.get_object("ResourceClaim", namespace, name) is None:
                 missing.append(f"ResourceClaim {namespace}/{name}")
         return missing
-
-    def _overcommitted(self, uids: list[str]) -> bool:
-        """Whether a node of the pods ``uids`` holds more than its allocatable."""
-        cluster = self.cluster
-        for uid in uids:
-            pod = cluster.pods.get(uid)
-            slot = cluster.slot_of.get(pod.node_name) if pod is not None else None
-            if slot is None:
-                continue
-            pods = cluster.resources[PODS]
-            left = cluster.allocatable[slot] - cluster.requested[slot]
-            left[pods] = cluster.allocatable[slot, pods] - cluster.pod_count[slot]
-            if (left < 0).any():
-                return True
-        return False

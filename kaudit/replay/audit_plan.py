@@ -48,7 +48,7 @@ the unschedulable pods until an event moves it, at a time the recording does not
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +112,12 @@ class RecordedDecision:
     #: The pod's priority and its creation (time, sequence number, resourceVersion as a
     #: number or None) when bound at its first attempt.
     created: tuple[int, int, int, int | None] | None = None
+    #: The recording event's resourceVersion, as a number (None when it has none).
+    version: int | None = None
+    #: Node events recorded within the window after the moment whose resourceVersion is
+    #: lower than :attr:`version` (committed before the decision was written; the recorder's
+    #: watch received them later than the scheduler's informer may have): (time, type, node).
+    committed_before: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     #: Pods bound within the window before this binding that the queue's order decides after
     #: it (not yet in the scheduler's cache when it decided this one), in queue order.
     queued_after: list[str] = field(default_factory=list)
@@ -156,6 +162,12 @@ def _failure(obj: dict[str, Any]) -> tuple[str, str] | None:
     return str(condition.get("reason") or ""), str(condition.get("message") or "")
 
 
+def _version(obj: dict[str, Any]) -> int | None:
+    """The object's ``resourceVersion`` as a number (etcd's revision), or None."""
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return int(version) if isinstance(version, str) and version.isdigit() else None
+
+
 def _preempted(obj: dict[str, Any]) -> bool:
     condition = _condition(obj, "DisruptionTarget")
     return (condition is not None and condition.get("status") == "True"
@@ -196,6 +208,8 @@ class _Planner:
         self.first_ts: int | None = None
         #: (node, ts, seq, pod key) of each victim's DisruptionTarget condition.
         self.victims: list[tuple[str, int, int, str]] = []
+        #: Node events: (sequence number, time, type, object, resourceVersion as a number).
+        self.node_events: list[tuple[int, int, str, dict[str, Any], int | None]] = []
         #: FailedScheduling Events by pod, for pods whose status never shows a failure.
         self.events: dict[str, list[RecordedDecision]] = {}
         self.status_failures: set[str] = set()
@@ -207,6 +221,9 @@ class _Planner:
             self.first_ts = event.ts_us
         if event.kind == "Pod":
             self._pod(event)
+        elif event.kind == "Node":
+            self.node_events.append((event.seq, event.ts_us, event.type, event.object,
+                                     _version(event.object)))
         elif event.kind == "Event" and event.type != "DELETED":
             about = _event_about_pod(event.object)
             seen = self.pods.get(about[0]) if about is not None else None
@@ -234,10 +251,7 @@ class _Planner:
         if seen is None:
             seen = self.pods[key] = _PodSeen(uid)
             if not node and not spec.get("schedulingGates"):
-                version = metadata.get("resourceVersion")
-                seen.queued = (event.ts_us, event.seq,
-                               int(version) if isinstance(version, str) and version.isdigit()
-                               else None)
+                seen.queued = (event.ts_us, event.seq, _version(obj))
             if node:
                 seen.node = node
                 seen.last_seq = event.seq
@@ -279,7 +293,7 @@ class _Planner:
                 **fields: Any) -> None:
         self.decisions.append(RecordedDecision(kind, key, seen.uid, event.seq, event.ts_us,
                                                event.seq, floor_seq=seen.last_seq + 1,
-                                               **fields))
+                                               version=_version(event.object), **fields))
 
     def finish(self, latency_us: int, window_us: int) -> AuditPlan:
         for key, events in self.events.items():
@@ -297,6 +311,7 @@ class _Planner:
             decision.moment_seq = min(max(moment, decision.floor_seq), decision.seq)
         self._link_in_flight(window_us)
         self._link_queue_order(window_us)
+        self._link_recorded_late(window_us)
         self.decisions.sort(key=lambda d: (d.moment_seq, d.seq))
         return AuditPlan(self.decisions, latency_us, window_us)
 
@@ -314,6 +329,21 @@ class _Planner:
                     break
                 if later.pod != decision.pod:
                     decision.in_flight.append((later.kind, later.pod, later.node or ""))
+
+    def _link_recorded_late(self, window_us: int) -> None:
+        if window_us <= 0:
+            return
+        seqs = [event[0] for event in self.node_events]
+        for decision in self.decisions:
+            if decision.version is None:
+                continue
+            for _seq, ts_us, event_type, obj, version in \
+                    self.node_events[bisect_left(seqs, decision.moment_seq):]:
+                if ts_us > decision.ts_us + window_us \
+                        or len(decision.committed_before) >= MAX_IN_FLIGHT:
+                    break
+                if version is not None and version < decision.version:
+                    decision.committed_before.append((ts_us, event_type, obj))
 
     def _link_queue_order(self, window_us: int) -> None:
         """Each first-attempt binding's first-attempt neighbours within the window that the

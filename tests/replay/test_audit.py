@@ -951,3 +951,36 @@ def test_a_binding_is_not_explained_by_undoing_the_schedulers_own_earlier_bindin
     b = one(records, "b")
     assert b["class"] == "scoredLower", b["reason"]
     assert "laggingView" not in b
+
+
+def test_a_node_change_committed_before_the_decision_may_be_recorded_after_it(
+        engine: Engine, tmp_path: Path) -> None:
+    # n1's taint is removed (resourceVersion 15) before the scheduler writes web's failure
+    # (20), which it based on the untainted node; the recorder's node watch delivers the
+    # change 5 ms after the failure. Committed after the failure (25), it was not seen.
+    message = ("0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+               "preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+               "scheduling.")
+
+    def versioned(obj: dict[str, Any], version: int) -> dict[str, Any]:
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}}
+
+    def steps(untainted_at: int) -> list[Step]:
+        node = make_node("n1").capacity(cpu="4", memory="16Gi")
+        web = make_pod("web").req(cpu="8", memory="1Gi").obj()
+        return [
+            (0.0, "ADDED", versioned(node.taint("dedicated", "x", "NoSchedule").obj(), 10)),
+            (1.0, "ADDED", versioned(web, 12)),
+            (2.0, "MODIFIED", versioned(failed(web, message), 20)),
+            (2.005, "MODIFIED", versioned(make_node("n1").capacity(cpu="4", memory="16Gi")
+                                          .obj(), untainted_at)),
+        ]
+
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps(15))["run"])
+    web = one(records, "web")
+    assert web["class"] == "unschedulableSame"
+    assert web["laggingView"]["seenBeforeRecorded"] == ["update Node n1"]
+    assert "committed before its write" in web["reason"]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps(25),
+                                                name="after")["run"])
+    assert one(records, "web")["class"] == "unschedulableDifferent"
