@@ -18,6 +18,8 @@ watch event a watcher would have seen:
   binding, a nomination, a PodScheduled condition) had that write committed first, so it is
   made there, before the deletion (a binding of a terminating pod is even refused,
   ``BindingREST.setPodNodeAndMetadata``); the binding request found later changes nothing.
+  Likewise a delete received after the one that removed the object, but committed before it
+  (its response shows the object still there), changed nothing.
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
   ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
   the patch: it is applied to the last known state of the object (:mod:`kaudit.model.patch`).
@@ -101,6 +103,8 @@ DROP_BINDING_NO_TARGET = ("pods/binding logged without its request (level Metada
 DROP_BINDING_UNKNOWN = "pods/binding of a pod not seen before"
 DROP_BINDING_SEEN = ("pods/binding already made: a deletion received before it showed the pod "
                      "bound")
+DROP_DELETED_AGAIN = ("delete of an object already deleted (received after its final deletion, "
+                      "committed before it): changed nothing")
 DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
                    "RequestResponse")
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
@@ -310,6 +314,8 @@ class AuditConverter:
         self.uids: dict[tuple[str, str, str], str] = {}
         #: Objects whose uid kaudit made up (none was logged when they were created).
         self.made_up: set[tuple[str, str, str]] = set()
+        #: The uid of each object last deleted under a name.
+        self.deleted: dict[tuple[str, str, str], str] = {}
 
     def know(self, objects: Iterable[dict[str, Any]]) -> None:
         """Objects that exist before the log begins (a snapshot)."""
@@ -460,6 +466,7 @@ class AuditConverter:
             self.state.pop(key, None)
             self.uids.pop(key, None)
             self.made_up.discard(key)
+            self.deleted[key] = uid
         else:
             self.state[key] = obj
         yield WatchEvent(parsed.ts, event_type, kind, namespace, name, uid, obj, parsed.line)
@@ -500,6 +507,12 @@ class AuditConverter:
                  listed: dict[str, Any] | None = None) -> Iterator[WatchEvent | Rejected]:
         key = (kind, namespace, name)
         known = self.state.get(key) or listed
+        if known is None and response is not None and _uid(response) is not None \
+                and _uid(response) == self.deleted.get(key):
+            # Another client's delete of an object gone since, received after the delete that
+            # removed it (its response shows the object as that delete found it).
+            self.stats[parsed.index].drop(DROP_DELETED_AGAIN, parsed.line)
+            return
         obj = response if response is not None else known
         if obj is None:
             obj = {"apiVersion": api_version, "kind": kind,

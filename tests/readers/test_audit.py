@@ -519,6 +519,35 @@ def test_a_status_received_after_a_deletion_that_shows_it_was_committed_first(
         ("MODIFIED", ("node-0", True)), ("DELETED", ("node-0", True))]
 
 
+def test_a_delete_received_after_the_final_one_changes_nothing(tmp_path: Path) -> None:
+    # The scheduler deletes a preemption victim twice (its second call finds it terminating);
+    # the node agent's final delete is received between them and commits last.
+    running = pod("victim", "100m", "64Mi", uid="uid-victim")
+    running["spec"]["nodeName"] = "node-0"
+    terminating = json.loads(json.dumps(running))
+    terminating["metadata"].update(deletionTimestamp="2026-11-02T09:00:03Z",
+                                   deletionGracePeriodSeconds=1)
+    final = json.loads(json.dumps(terminating))
+    final["metadata"]["deletionGracePeriodSeconds"] = 0
+    delete_options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="victim", namespace="shop", level="RequestResponse",
+              request=running, response=running),
+        event(2, "delete", "pods", name="victim", namespace="shop", level="RequestResponse",
+              request=delete_options, response=terminating),
+        event(3.000, "delete", "pods", name="victim", namespace="shop", level="RequestResponse",
+              request={**delete_options, "gracePeriodSeconds": 0}, response=final),
+        event(3.001, "delete", "pods", name="victim", namespace="shop", level="RequestResponse",
+              request=delete_options, response=terminating),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert _summary(events) == [("ADDED", "Pod", "victim"), ("MODIFIED", "Pod", "victim"),
+                                ("DELETED", "Pod", "victim")]
+    assert list(stats.dropped) == ["delete of an object already deleted (received after its "
+                                   "final deletion, committed before it): changed nothing"]
+
+
 def test_a_pod_deleted_by_its_kubelet_goes_when_its_last_finalizer_does(tmp_path: Path) -> None:
     # A Job's pod: the kubelet's delete (grace 0) leaves it while the Job controller's tracking
     # finalizer is on; the controller's patch removing the finalizer deletes it
