@@ -108,6 +108,8 @@ DROP_DELETED_AGAIN = ("delete of an object already deleted (received after its f
 DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
                    "RequestResponse")
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
+DROP_NO_CHANGE = ("update that changed nothing (the API server writes no new version and "
+                  "watchers see no event)")
 DROP_VERB = "verb {verb}: not a change"
 
 
@@ -456,6 +458,10 @@ class AuditConverter:
             self.state[key] = obj
             self.stats[parsed.index].drop(DROP_HEARTBEAT, parsed.line)
             return
+        if event_type == "MODIFIED" and key in self.state \
+                and _content(self.state[key]) == _content(obj):
+            self.stats[parsed.index].drop(DROP_NO_CHANGE, parsed.line)
+            return
         try:
             kind, namespace, name, uid = validate_object(obj, event_type)
         except ObjectError as exc:
@@ -545,6 +551,15 @@ class AuditConverter:
                                   by_update=False)
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj,
                               by_update=False)
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without what every write changes (its resourceVersion and field
+    managers): an update leaving the rest as it was is a no-op (``GuaranteedUpdate`` in
+    ``k8s.io/apiserver/pkg/storage/etcd3/store.go`` skips writing an unchanged object)."""
+    metadata = {key: value for key, value in (obj.get("metadata") or {}).items()
+                if key not in ("resourceVersion", "managedFields")}
+    return {**obj, "metadata": metadata}
 
 
 def _scheduling_view(pod: dict[str, Any]) -> tuple[Any, ...]:

@@ -519,6 +519,30 @@ def test_a_status_received_after_a_deletion_that_shows_it_was_committed_first(
         ("MODIFIED", ("node-0", True)), ("DELETED", ("node-0", True))]
 
 
+def test_an_update_that_changes_nothing_is_no_watch_event(tmp_path: Path) -> None:
+    # A node agent patching a status it already wrote: the API server writes nothing, so no
+    # watcher sees an event (and the scheduler's cache keeps the pod where it was in its
+    # node's list, which orders preemption's equally ranked victims).
+    running = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    running["spec"]["nodeName"] = "node-0"
+    running["status"] = {"phase": "Running", "startTime": "2026-11-02T09:00:01Z"}
+    patch = {"status": {"phase": "Running", "startTime": "2026-11-02T09:00:01Z"}}
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request=running, response=running),
+        event(2, "patch", "pods", name="web-0", namespace="shop", subresource="status",
+              level="Request", request=patch),
+        event(3, "patch", "pods", name="web-0", namespace="shop", subresource="status",
+              level="Request", request={"status": {"phase": "Succeeded"}}),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert [(e.type, e.object["status"]["phase"]) for e in events] == [
+        ("ADDED", "Running"), ("MODIFIED", "Succeeded")]
+    assert list(stats.dropped) == ["update that changed nothing (the API server writes no new "
+                                   "version and watchers see no event)"]
+
+
 def test_a_delete_received_after_the_final_one_changes_nothing(tmp_path: Path) -> None:
     # The scheduler deletes a preemption victim twice (its second call finds it terminating);
     # the node agent's final delete is received between them and commits last.
