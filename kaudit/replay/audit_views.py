@@ -87,7 +87,9 @@ def seen_early(cluster: ClusterState, changes: list[Change]) -> Iterator[list[st
 def assuming(cluster: ClusterState, nominator: Nominator, pending: dict[str, dict[str, Any]],
              ahead: list[Write]) -> Iterator[bool]:
     """The cluster with ``ahead`` (other pods' bindings and nominations) made, undone
-    afterwards; yields whether that state is possible (no node holds more than it can)."""
+    afterwards; yields whether that state is possible (no node holds more than it can). A pod
+    assumed on a node is no longer nominated (``assume`` deletes its nomination,
+    ``pkg/scheduler/schedule_one.go``)."""
     added: list[str] = []
     nominated: list[tuple[str, str, str | None]] = []
     try:
@@ -97,6 +99,9 @@ def assuming(cluster: ClusterState, nominator: Nominator, pending: dict[str, dic
             if kind == BIND and uid not in cluster.pods and node in cluster.slot_of:
                 apply_object(cluster, {**obj, "spec": {**obj["spec"], "nodeName": node}})
                 added.append(uid)
+                if nominator.node_of(uid) is not None:
+                    nominated.append((uid, pod, nominator.node_of(uid)))
+                    nominator.delete(uid)
             elif kind != BIND and node in cluster.slot_of:
                 nominated.append((uid, pod, nominator.node_of(uid)))
                 nominator.add(pod_info(cluster, {

@@ -984,3 +984,25 @@ def test_a_node_change_committed_before_the_decision_may_be_recorded_after_it(
     records = audit_records(engine, audit_steps(engine, tmp_path, steps(25),
                                                 name="after")["run"])
     assert one(records, "web")["class"] == "unschedulableDifferent"
+
+
+def test_a_pod_assumed_in_a_view_is_no_longer_nominated(engine: Engine, tmp_path: Path) -> None:
+    # urgent, nominated to n1, was bound to n2 just before low's cycle (its binding recorded
+    # just after low's): assumed on n2, its nomination no longer holds n1's room, and low
+    # fits n1 (the emptier node).
+    urgent = make_pod("urgent").req(cpu="3", memory="1Gi").priority(100).obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="16Gi").obj()),
+        (0.0, "ADDED", make_node("n2").capacity(cpu="4", memory="16Gi").obj()),
+        (0.5, "ADDED", urgent),
+        (1.0, "MODIFIED", failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.",
+                                 nominated="n1")),
+        (1.5, "ADDED", make_pod("low").req(cpu="2", memory="1Gi").obj()),
+        (2.0, "MODIFIED", bound("low", "n1", "2", "1Gi")),
+        (2.001, "MODIFIED", {**failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.",
+                                      nominated="n1"),
+                             "spec": {**urgent["spec"], "nodeName": "n2"}}),
+    ]
+    low = one(audit_records(engine, audit_steps(engine, tmp_path, steps)["run"]), "low")
+    assert low["class"] == "agrees"
+    assert low["laggingView"]["writesInFlight"] == ["bind default/urgent n2"]
