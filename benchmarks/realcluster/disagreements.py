@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -150,14 +151,15 @@ def recorded_answer(record: JSON) -> Answer:
 def audit_answer(record: JSON) -> Answer:
     """kaudit's answer as the audit stored it (in the recorded state)."""
     said = record.get("kaudit") or {}
-    if said.get("nominatedNode"):
-        # The audit compares only the victims the recording can show; kaudit chose these too.
-        victims = [*(said["victims"] or ()), *(said.get("victimsAlreadyPreempted") or ())]
-        return Answer("preemption", said["nominatedNode"], tuple(sorted(set(victims))),
-                      tuple(sorted(said.get("tiedNodes") or [said["nominatedNode"]])))
     if said.get("node"):
+        # A binding (on the pod's nominated node, when it names one).
         return Answer("bind", said["node"], (),
                       tuple(sorted(said.get("tied") or said.get("tiedNodes") or [said["node"]])))
+    if said.get("nominatedNode"):
+        # The audit compares only the victims the recording can show; kaudit chose these too.
+        victims = [*(said.get("victims") or ()), *(said.get("victimsAlreadyPreempted") or ())]
+        return Answer("preemption", said["nominatedNode"], tuple(sorted(set(victims))),
+                      tuple(sorted(said.get("tiedNodes") or [said["nominatedNode"]])))
     return Answer("unschedulable", message=said.get("message") or "")
 
 
@@ -254,10 +256,21 @@ def finished(obj: JSON) -> bool:
         "Succeeded", "Failed")
 
 
+def stored(obj: JSON) -> JSON:
+    """``obj`` as the API server stores it, as far as a scheduler reads it: a pod's
+    ``status.startTime`` without a fraction of a second (a ``metav1.Time`` keeps whole
+    seconds; an audit log's status patch may carry one the stored pod lacks)."""
+    start = (obj.get("status") or {}).get("startTime")
+    if obj.get("kind") != "Pod" or not isinstance(start, str):
+        return obj
+    whole = re.sub(r"\.\d+(?=(Z|z|[+-]\d\d:\d\d)$)", "", start)
+    return obj if whole == start else {**obj, "status": {**obj["status"], "startTime": whole}}
+
+
 def fold(events: Iterable[StoredEvent], state: dict[str, JSON] | None = None
          ) -> dict[str, JSON]:
-    """Every object of :data:`STATE_KINDS` as ``events`` leave it, by kind/namespace/name
-    (finished pods left out)."""
+    """Every object of :data:`STATE_KINDS` as ``events`` leave it and as stored, by
+    kind/namespace/name (finished pods left out)."""
     state = {} if state is None else state
     for event in events:
         if event.kind not in STATE_KINDS:
@@ -266,7 +279,7 @@ def fold(events: Iterable[StoredEvent], state: dict[str, JSON] | None = None
         if event.type == "DELETED" or finished({**event.object, "kind": event.kind}):
             state.pop(key, None)
         else:
-            state[key] = {**event.object, "kind": event.kind}
+            state[key] = stored({**event.object, "kind": event.kind})
     return state
 
 
@@ -361,7 +374,11 @@ class Explainer:
         report = whatif_report(case)
         kaudit = kaudit_answer(report)
         audit = audit_answer(record)
-        rebuilt_differs = not audit.same_as(kaudit) and not kaudit.same_as(audit)
+        ranks = importance(case["objects"])
+        # Victims of equal rank come in the order of the node's pods in the audit's cache,
+        # which the rebuilt state (listed anew) does not keep.
+        rebuilt_differs = not audit.same_as(kaudit) and not kaudit.same_as(audit) \
+            and not equal_victims(audit, kaudit, ranks)
         if audit.kind == "unschedulable" and not audit.message and kaudit.kind == "preemption":
             # The audit of a binding that fits nowhere records no node and no preemption (it
             # judges the binding); the rebuilt state's what-if goes on to preempt.
@@ -375,7 +392,6 @@ class Explainer:
                                f"not decided: upstream's cycle failed: {errors[0]}", notes=notes)
         expects = [a["expect"] for a in answers]
         upstream = [upstream_answer(e) for e in expects]
-        ranks = importance(case["objects"])
         agreeing = [u for u, e in zip(upstream, expects, strict=True)
                     if agrees_with_upstream(kaudit, u, e, ranks)]
         if agreeing and not any(u.same_as(kaudit) for u in upstream):

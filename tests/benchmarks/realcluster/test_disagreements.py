@@ -16,7 +16,9 @@ from benchmarks.realcluster.disagreements import (
     Answer,
     Explainer,
     agrees_with_upstream,
+    audit_answer,
     main,
+    stored,
 )
 from kaudit.store.schema import open_database
 from kaudit.tracegen.builders import make_pod
@@ -96,3 +98,22 @@ def test_kaudits_pick_among_upstreams_tied_candidates_agrees_with_it() -> None:
                                 upstream, expect, {})
     assert not agrees_with_upstream(Answer("preemption", "n1", ("default/c",), ("n1", "n2")),
                                     upstream, expect, {})
+
+
+def test_a_binding_to_the_nominated_node_is_read_as_a_binding() -> None:
+    # The audit of a pod bound elsewhere than its nominated node, which fits: kaudit binds
+    # it to the nominated node (evaluateNominatedNode), and names that nomination.
+    record = {"kaudit": {"node": "node-0017", "nominatedNode": "node-0017"}}
+    assert audit_answer(record) == Answer("bind", "node-0017", (), ("node-0017",))
+    preemption = {"kaudit": {"node": None, "nominatedNode": "n1", "victims": ["a/v"]}}
+    assert audit_answer(preemption) == Answer("preemption", "n1", ("a/v",), ("n1",))
+    assert audit_answer({"kaudit": {"node": None, "nominatedNode": "n1"}}).victims == ()
+
+
+def test_the_state_has_start_times_in_whole_seconds_as_the_api_server_stores_them() -> None:
+    pod = {"kind": "Pod", "status": {"startTime": "2026-11-27T23:21:46.109689262Z"}}
+    assert stored(pod)["status"]["startTime"] == "2026-11-27T23:21:46Z"
+    offset = {"kind": "Pod", "status": {"startTime": "2026-11-27T23:21:46.5+01:00"}}
+    assert stored(offset)["status"]["startTime"] == "2026-11-27T23:21:46+01:00"
+    whole = {"kind": "Pod", "status": {"startTime": "2026-11-27T23:21:46Z"}}
+    assert stored(whole) is whole
