@@ -74,6 +74,10 @@ def state_of(kind: str, obj: dict[str, Any]) -> tuple[Any, ...]:
     return (_canonical(spec),) if spec else ()
 
 
+#: The state after a deletion: an object that changes after it came back (a trace's error).
+DELETED: tuple[Any, ...] = ("deleted",)
+
+
 @dataclass
 class ObjectHistory:
     """One object's life in one trace."""
@@ -104,6 +108,7 @@ def histories(events: Iterable[StoredEvent]) -> dict[ObjectKey, ObjectHistory]:
             history.created = True
         if event.type == "DELETED":
             history.deleted = True
+            history.see(DELETED)
         else:
             history.see(state_of(event.kind, event.object))
     return dict(found)

@@ -34,14 +34,15 @@ from kaudit.store.engine import make_engine
 
 pytestmark = pytest.mark.realcluster
 
-#: The issue's target is 99 %; it is not met on every run. On this 2-core machine twelve
-#: 20-node runs of the recording measured 96.9-99.8 % (the audit log's 95.7-98.8 %): the real
-#: scheduler's timing varies from run to run (its decisions lag their recording by a p99 of
-#: 50-230 ms), and upstream's own cycle judged every disagreement timing or upstream
-#: randomness, never kaudit's. The floors guard against a regression with room for a slow
-#: run; what may not vary is that no disagreement is kaudit's (asserted below).
-MIN_AGREEMENT = 0.93
-MIN_AUDIT_LOG_AGREEMENT = 0.93
+#: The issue's target is 99 %; it is not met on every run. On this 2-core machine nine 20-node
+#: runs (seeds 1-4 with both configurations, and seed 7) measured 98.76-100 % for the
+#: recording and 98.10-100 % for the audit log: the real scheduler's timing varies from run to
+#: run (its decisions lag their recording by a p99 of 50-230 ms), and upstream's own cycle
+#: judged every disagreement timing, never kaudit's. The floors guard against a regression
+#: with room for a slow run; what may not vary is that no disagreement is kaudit's (asserted
+#: below).
+MIN_AGREEMENT = 0.97
+MIN_AUDIT_LOG_AGREEMENT = 0.97
 NODES, PODS, SEED = 20, 300, 7
 
 
