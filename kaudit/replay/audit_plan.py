@@ -199,7 +199,8 @@ class _PodSeen:
 
 
 class _Planner:
-    def __init__(self) -> None:
+    def __init__(self, window_us: int = 0) -> None:
+        self.window_us = window_us
         self.decisions: list[RecordedDecision] = []
         self.pods: dict[str, _PodSeen] = {}
         #: Every event's time and sequence number, in trace order.
@@ -221,9 +222,11 @@ class _Planner:
             self.first_ts = event.ts_us
         if event.kind == "Pod":
             self._pod(event)
-        elif event.kind == "Node":
-            self.node_events.append((event.seq, event.ts_us, event.type, event.object,
-                                     _version(event.object)))
+        elif event.kind == "Node" and self.window_us > 0:
+            version = _version(event.object)
+            if version is not None:  # only a node change with a version can be placed
+                self.node_events.append((event.seq, event.ts_us, event.type, event.object,
+                                         version))
         elif event.kind == "Event" and event.type != "DELETED":
             about = _event_about_pod(event.object)
             seen = self.pods.get(about[0]) if about is not None else None
@@ -441,7 +444,7 @@ def plan_decisions(events: Iterable[StoredEvent], latency_us: int = 0,
                    window_us: int = 0) -> AuditPlan:
     """The recorded decisions of ``events`` (a whole trace, in replay order); ``window_us``
     links each to the writes recorded that long after it (:attr:`RecordedDecision.in_flight`)."""
-    planner = _Planner()
+    planner = _Planner(window_us)
     for event in events:
         planner.see(event)
     return planner.finish(latency_us, window_us)
