@@ -453,6 +453,17 @@ def test_a_create_logged_after_the_writes_it_caused_still_comes_first(tmp_path: 
     assert [e.ts_us for e in events] == sorted(e.ts_us for e in events)
 
 
+def _created_then_deleted(created: dict[str, Any], response: dict[str, Any]
+                          ) -> list[dict[str, Any]]:
+    """shop/web-0 created at 1 s, and a delete received at 2 s whose response is
+    ``response``."""
+    return [event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+                  request=created, response=created),
+            event(2.000, "delete", "pods", name="web-0", namespace="shop",
+                  level="RequestResponse", request={"kind": "DeleteOptions", "apiVersion": "v1"},
+                  response=response)]
+
+
 def test_a_binding_received_after_a_deletion_that_shows_it_was_committed_first(
         tmp_path: Path) -> None:
     # A Deployment scaled down while the scheduler binds one of its pods: the controller's
@@ -466,10 +477,7 @@ def test_a_binding_received_after_a_deletion_that_shows_it_was_committed_first(
     terminating["metadata"].update(deletionTimestamp="2026-11-02T09:00:32Z",
                                    deletionGracePeriodSeconds=30)
     log = _write(tmp_path / "audit.log", [
-        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
-              request=created, response=created),
-        event(2.000, "delete", "pods", name="web-0", namespace="shop", level="RequestResponse",
-              request={"kind": "DeleteOptions", "apiVersion": "v1"}, response=terminating),
+        *_created_then_deleted(created, terminating),
         event(2.001, "create", "pods", name="web-0", namespace="shop", subresource="binding",
               user="system:kube-scheduler",
               request={"kind": "Binding", "apiVersion": "v1",
@@ -503,10 +511,7 @@ def test_a_status_received_after_a_deletion_that_shows_it_was_committed_first(
     gone["metadata"].update(deletionTimestamp="2026-11-02T09:00:02Z",
                             deletionGracePeriodSeconds=0)
     log = _write(tmp_path / "audit.log", [
-        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
-              request=created, response=created),
-        event(2.000, "delete", "pods", name="web-0", namespace="shop", level="RequestResponse",
-              request={"kind": "DeleteOptions", "apiVersion": "v1"}, response=gone),
+        *_created_then_deleted(created, gone),
         event(2.001, "patch", "pods", name="web-0", namespace="shop", subresource="status",
               user="system:kube-scheduler", level="Request",
               request={"status": {"conditions": [condition], "nominatedNodeName": "node-0"}}),
