@@ -88,17 +88,12 @@ def format_rfc3339(ts_us: int) -> str:
 @functools.lru_cache(maxsize=65536)
 def _cached_start_time(value: str) -> int | None:
     try:
-        micros = parse_timestamp(value)
+        return parse_timestamp(value)
     except ValueError:
         return None
-    return micros - micros % 1_000_000
 
 
 def start_time_us(value: str | None) -> int | None:
-    """A pod's ``status.startTime`` in microseconds, in the whole seconds the API server
-    keeps; None when absent or not a time (the scheduler then treats the pod as starting
-    now). A ``metav1.Time`` is stored without its fraction (``ProtoTime`` and ``MarshalJSON``
-    in ``k8s.io/apimachinery/pkg/apis/meta/v1/time_proto.go`` and ``time.go``), so a start
-    time sent with one — a status patch's body in an audit log — is read as the scheduler,
-    which gets the stored pod, reads it."""
+    """A pod's ``status.startTime`` in microseconds; None when absent or not a time (the
+    scheduler then treats the pod as starting now)."""
     return _cached_start_time(value) if value else None

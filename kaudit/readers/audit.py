@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ from kaudit.readers.files import SNIPPET, iter_lines, snippet
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 
 AUDIT = "audit"
+#: A fraction of a second in an RFC 3339 time, before its zone.
+_FRACTION = re.compile(r"\.\d+(?=(Z|z|[+-]\d\d:\d\d)$)")
 AUDIT_API_VERSION = "audit.k8s.io/v1"
 
 #: (API group, resource) → (kind, group/version used when the object does not say).
@@ -379,9 +382,9 @@ class AuditConverter:
 
         obj = whole(response)
         if obj is None and verb in ("create", "update"):
-            obj = whole(request)
+            obj = _as_stored(whole(request))
         if obj is None and verb == "patch" and request is not None:
-            obj = self._patched(parsed, kind, namespace, name, request, stats)
+            obj = _as_stored(self._patched(parsed, kind, namespace, name, request, stats))
             if obj is None:
                 return
         if obj is None:
@@ -472,7 +475,8 @@ class AuditConverter:
             self.state.pop(key, None)
             self.uids.pop(key, None)
             self.made_up.discard(key)
-            self.deleted[key] = uid
+            if uid:
+                self.deleted[key] = uid
         else:
             self.state[key] = obj
         yield WatchEvent(parsed.ts, event_type, kind, namespace, name, uid, obj, parsed.line)
@@ -551,6 +555,22 @@ class AuditConverter:
                                   by_update=False)
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj,
                               by_update=False)
+
+
+def _as_stored(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An object built from a request's body as the API server stores it, as far as the
+    scheduler reads it: a pod's ``status.startTime`` in whole seconds. A ``metav1.Time`` is
+    stored without its fraction (``ProtoTime`` and ``MarshalJSON`` in
+    ``k8s.io/apimachinery/pkg/apis/meta/v1/time_proto.go`` and ``time.go``), and preemption
+    ranks equally important victims by it; a node agent's status patch may send one."""
+    if obj is None or obj.get("kind") not in ("Pod", None):
+        return obj
+    status = obj.get("status")
+    if not isinstance(status, dict) or not isinstance(status.get("startTime"), str):
+        return obj
+    whole = _FRACTION.sub("", status["startTime"])
+    return obj if whole == status["startTime"] else {**obj, "status": {**status,
+                                                                         "startTime": whole}}
 
 
 def _content(obj: dict[str, Any]) -> dict[str, Any]:

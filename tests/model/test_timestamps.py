@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaudit.model.timestamps import format_timestamp, parse_timestamp, start_time_us
+from kaudit.model.timestamps import format_timestamp, parse_timestamp
 
 
 @pytest.mark.parametrize(("value", "micros"), [
@@ -31,13 +31,3 @@ def test_invalid(value: object) -> None:
 def test_format() -> None:
     assert format_timestamp(1767323045123000) == "2026-01-02T03:04:05.123Z"
     assert format_timestamp(1_500_000) == "1.5s"
-
-
-def test_a_start_time_is_read_in_the_whole_seconds_the_api_server_keeps() -> None:
-    # A status patch's body may carry a fraction; the stored pod (what the scheduler gets)
-    # has none, so two pods started within one second are equally important to preemption.
-    assert start_time_us("2026-11-27T23:21:46.109689262Z") == \
-        start_time_us("2026-11-27T23:21:46.9Z") == start_time_us("2026-11-27T23:21:46Z") == \
-        1795821706_000000
-    assert start_time_us("not a time") is None
-    assert start_time_us(None) is None

@@ -548,6 +548,23 @@ def test_an_update_that_changes_nothing_is_no_watch_event(tmp_path: Path) -> Non
                                    "version and watchers see no event)"]
 
 
+def test_a_start_time_sent_with_a_fraction_is_read_as_stored(tmp_path: Path) -> None:
+    # A node agent's status patch (level Request) sends nanoseconds; the stored pod, which the
+    # scheduler gets, has whole seconds (preemption ranks equally important victims by it).
+    running = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    running["spec"]["nodeName"] = "node-0"
+    log = _write(tmp_path / "audit.log", [
+        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request=running, response=running),
+        event(2, "patch", "pods", name="web-0", namespace="shop", subresource="status",
+              level="Request", request={"status": {
+                  "phase": "Running", "startTime": "2026-11-02T09:00:01.249842768Z"}}),
+    ])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    assert events[-1].object["status"]["startTime"] == "2026-11-02T09:00:01Z"
+
+
 def test_a_delete_received_after_the_final_one_changes_nothing(tmp_path: Path) -> None:
     # The scheduler deletes a preemption victim twice (its second call finds it terminating);
     # the node agent's final delete is received between them and commits last.
