@@ -190,6 +190,39 @@ class ClusterState:
         self.node_generation += 1
         return slot
 
+    def zone_lists(self) -> dict[str, list[int]]:
+        """The node tree's zones and their nodes, in order (a copy, for
+        :meth:`restore_zone_lists`)."""
+        return {zone: list(members) for zone, members in self._zones.items()}
+
+    def restore_zone_lists(self, zones: dict[str, list[int]]) -> None:
+        """Put the node tree's order back as :meth:`zone_lists` saved it: a node removed and
+        added again goes to the end of its zone (``NodeTree`` in upstream's
+        ``pkg/scheduler/backend/cache/node_tree.go``), which a what-if that only pretends
+        to remove it must not leave behind."""
+        if list(zones.items()) == list(self._zones.items()):
+            return
+        self._zones = {zone: list(members) for zone, members in zones.items()}
+        self._order = None
+        self.generation += 1
+        self.node_generation += 1
+
+    def pod_orders(self) -> list[tuple[str, ...]]:
+        """Each node's pods in their order (uids), for :meth:`restore_pod_orders`."""
+        return [tuple(pods) for pods in self.pods_on]
+
+    def restore_pod_orders(self, orders: list[tuple[str, ...]]) -> None:
+        """Put each node's pods back in the order :meth:`pod_orders` saved, where they are the
+        same pods: a pod removed and added again goes to the end of its node's list
+        (``NodeInfo.RemovePod`` swaps the last pod into its place), which orders preemption's
+        equally important victims, and a what-if that only pretends to move pods must not
+        leave that behind."""
+        for slot, order in enumerate(orders):
+            pods = self.pods_on[slot]
+            if tuple(pods) != order and len(pods) == len(order) and all(
+                    uid in pods for uid in order):
+                self.pods_on[slot] = {uid: pods[uid] for uid in order}
+
     def _zone_remove(self, zone: str, slot: int) -> None:
         members = self._zones.get(zone, [])
         if slot in members:

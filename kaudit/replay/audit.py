@@ -31,7 +31,14 @@ from kaudit.replay.audit_changes import (
 )
 from kaudit.replay.audit_plan import BIND, NODE_NAME, PREEMPTION, AuditPlan, RecordedDecision
 from kaudit.replay.audit_verdict import AGREEING, CLASSES, Judgment, judge, not_judged
-from kaudit.replay.audit_views import assuming, overcommitted, rewound, seen_early, without
+from kaudit.replay.audit_views import (
+    assuming,
+    keeping_node_order,
+    overcommitted,
+    rewound,
+    seen_early,
+    without,
+)
 from kaudit.replay.context import ReplayContext
 from kaudit.scheduler.nominator import Nominator
 from kaudit.scheduler.schedule import Scheduler
@@ -185,7 +192,7 @@ class DecisionAudit:
                               cause="missing " + ", ".join(sorted({m.split()[0]
                                                                    for m in missing}))), None
         later = sorted(self.decided_before.pop(decision.pod, set()))
-        with without(self.cluster, later) as removed:
+        with keeping_node_order(self.cluster), without(self.cluster, later) as removed:
             absent = list(removed)
             started = time.perf_counter()
             attempt = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
@@ -266,7 +273,8 @@ class DecisionAudit:
                   for back, ahead, _ in [*views[:1], ([], [], [])]]
         views += [(back, ahead, []) for back, ahead in lagging_views(unseen, in_flight)]
         for back, ahead, seen in views[:MAX_VIEWS]:
-            with rewound(self.cluster, back, self.accounted) as put_back, \
+            with keeping_node_order(self.cluster), \
+                    rewound(self.cluster, back, self.accounted) as put_back, \
                     seen_early(self.cluster, seen) as shifted, \
                     assuming(self.cluster, self.nominator, self.pending, ahead) as possible:
                 if not possible or overcommitted(self.cluster, put_back + shifted):

@@ -44,6 +44,19 @@ def without(cluster: ClusterState, keys: list[str]) -> Iterator[dict[str, PodInf
 
 
 @contextmanager
+def keeping_node_order(cluster: ClusterState) -> Iterator[None]:
+    """Whatever a view does, the node tree's order and each node's pod order as they were
+    afterwards (a node or a pod a view removes and adds back would otherwise move to the end
+    of its zone or of its node's pods for good, and preemption reads both orders)."""
+    zones, pods = cluster.zone_lists(), cluster.pod_orders()
+    try:
+        yield
+    finally:
+        cluster.restore_zone_lists(zones)
+        cluster.restore_pod_orders(pods)
+
+
+@contextmanager
 def rewound(cluster: ClusterState, changes: list[Change],
             accounted: dict[tuple[str, str], dict[str, Any]]) -> Iterator[list[str]]:
     """The cluster as it was before ``changes`` (the latest recorded ones), redone afterwards,
