@@ -40,6 +40,10 @@ SCHEDULER_QPS = 5000
 SCHEDULER_BURST = 5000
 
 
+#: The components that write to the API on their own (the API server and etcd only answer).
+WRITERS = ("kube-controller-manager", "kube-scheduler", "kwok")
+
+
 class ControlPlaneError(RuntimeError):
     """A component did not start or stopped; the message quotes the end of its log."""
 
@@ -93,10 +97,16 @@ class Component:
         except OSError:
             return ""
 
-    def stop(self, kill: bool = False) -> None:
+    def send(self, number: signal.Signals) -> None:
+        """Send ``number`` to the program's process group."""
         if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+                os.killpg(self.process.pid, number)
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.send(signal.SIGKILL if kill else signal.SIGTERM)
+            self.send(signal.SIGCONT)  # a paused program acts on SIGTERM once continued
             try:
                 self.process.wait(STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -272,6 +282,22 @@ class ControlPlane:
         component.stop()
         time.sleep(down_seconds)
         self._start("kube-apiserver", f"{self.server}/readyz")
+
+    def pause_writers(self, settle_seconds: float = 2.0) -> None:
+        """Pause every component that writes to the API on its own (the controller manager,
+        the scheduler and KWOK), then wait ``settle_seconds`` for the requests in flight and
+        their watch events. A recorder stopped afterwards has seen everything the audit log
+        holds up to that moment: the end of a run is then one instant in both traces, not a
+        race between the writers and the recorder closing its watches.
+        :meth:`resume_writers` undoes it; :meth:`stop` stops paused components too."""
+        for name in WRITERS:
+            self.components[name].send(signal.SIGSTOP)
+        time.sleep(settle_seconds)
+
+    def resume_writers(self) -> None:
+        """Continue the components :meth:`pause_writers` paused."""
+        for name in WRITERS:
+            self.components[name].send(signal.SIGCONT)
 
     def check_running(self) -> None:
         """Raise :class:`ControlPlaneError` when a component has exited."""

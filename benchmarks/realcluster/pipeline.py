@@ -211,6 +211,7 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
             summary = Driver(api, spec).run(say)
             lap("workload")
             plane.check_running()
+            plane.pause_writers()
             record_summary = recording.stop()
         finally:
             recording.kill()

@@ -62,7 +62,7 @@ def test_the_real_scheduler_agrees_with_kaudit(configuration: str, realcluster_b
     (tmp_path / "fidelity.json").write_bytes(orjson.dumps(run.as_json(), default=str))
     assert run.workload["failures"] == [], run.workload["failures"]
     # Not that it settled: Jobs may still be running their pods one after the other; the
-    # recording and the audit log are compared up to the moment the recording stopped.
+    # writers are paused before the recorder stops, and both traces are compared up to then.
     assert run.workload["pods_bound"] >= PODS // 2, run.workload
 
     traces = run.comparison

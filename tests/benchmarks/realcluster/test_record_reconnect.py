@@ -15,7 +15,7 @@ import kubernetes
 import orjson
 import pytest
 
-from benchmarks.realcluster.controlplane import ControlPlane
+from benchmarks.realcluster.controlplane import WRITERS, ControlPlane
 from benchmarks.realcluster.kwok import node_object
 from benchmarks.realcluster.pipeline import Recording, kaudit_command, stored_events
 from benchmarks.realcluster.trace_compare import compare_traces
@@ -62,6 +62,7 @@ def _record_through_a_restart(control_plane: ControlPlane, recording: Recording,
         core.delete_namespaced_pod(f"before-{index}", "default")
     core.patch_node("node-0", {"spec": {"unschedulable": True}})
     time.sleep(5)  # bindings, KWOK's status writes and the graceful deletions land
+    control_plane.pause_writers()
     return recording.stop()
 
 
@@ -77,6 +78,11 @@ def test_record_survives_an_apiserver_restart(control_plane: ControlPlane,
     finally:
         recording.kill()
         api.close()
+    for name in WRITERS:  # paused, so that nothing happened after the recording stopped
+        process = control_plane.components[name].process
+        assert process is not None
+        state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state == "T", (name, state)
     lines = [orjson.loads(line) for line in output.read_bytes().splitlines() if line.strip()]
     seen = Counter((e["object"]["kind"], e["object"]["metadata"].get("namespace", ""),
                     e["object"]["metadata"]["name"], e["object"]["metadata"]["resourceVersion"],
