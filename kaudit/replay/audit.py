@@ -66,6 +66,9 @@ class DecisionAudit:
         self.plan = plan
         #: Pending pods as last recorded, by ``namespace/name``.
         self.pending: dict[str, dict[str, Any]] = {}
+        #: A pending pod as recorded before its last change of ``status.nominatedNodeName``
+        #: (when, the object): what the scheduler's queue may still hold of it.
+        self.renominated: dict[str, tuple[int, dict[str, Any]]] = {}
         #: Pods a decision agreed with only by taking them as decided before it: each is then
         #: judged without that decision's pod (one order of decisions serves them all).
         self.decided_before: dict[str, set[str]] = {}
@@ -107,8 +110,12 @@ class DecisionAudit:
         uid = (obj.get("metadata") or {}).get("uid") or key
         if event.type == "DELETED" or node:
             self.pending.pop(key, None)
+            self.renominated.pop(key, None)
             self.nominator.delete(uid)
             return
+        before = self.pending.get(key)
+        if before is not None and _nominated(before) != _nominated(obj):
+            self.renominated[key] = (now, before)
         self.pending[key] = obj
         nominated = (obj.get("status") or {}).get("nominatedNodeName")
         if not nominated:
@@ -208,7 +215,8 @@ class DecisionAudit:
                                        "decision agreed only as decided after this one)")
                 judgment["decidedAfter"] = absent
             if judgment["class"] not in AGREEING and self.plan.window_us > 0:
-                lagging = self._lagging_view(decision, info, removed)
+                lagging = (self._lagging_view(decision, info, removed)
+                           or self._as_queued(decision))
                 if lagging is not None:
                     # The attempt record stays kaudit's ranking in the recorded state (what
                     # explain and the pod page read beside the recorded free amounts); the
@@ -309,6 +317,34 @@ class DecisionAudit:
             return judgment
         return None
 
+    def _as_queued(self, decision: RecordedDecision) -> Judgment | None:
+        """The decision judged with the pod as recorded before its nomination last changed,
+        when that change is recorded within the window before it. A scheduling cycle works on
+        the pod object its queue held when it popped the pod; another cycle's preemption
+        clears a lower-priority pod's ``nominatedNodeName`` (``ClearNominatedNodeName`` in
+        upstream's ``prepareCandidate``), and a pod already popped, or one whose update the
+        informer has not delivered yet, is still decided with its old nomination (which
+        decides the nominated node's first evaluation and PostFilter's eligibility)."""
+        stale = self.renominated.get(decision.pod)
+        if stale is None or stale[0] < decision.ts_us - self.plan.window_us:
+            return None
+        earlier = pod_info(self.cluster, stale[1])
+        with keeping_node_order(self.cluster):
+            attempt = self.scheduler.schedule(self.cluster, earlier, nominator=self.nominator,
+                                              exhaustive=True)
+        self.summary.attempts += 1
+        judgment = judge(decision, attempt, self.cluster, self.scheduler,
+                         earlier.nominated_node_name)
+        if judgment["class"] not in AGREEING:
+            return None
+        was = earlier.nominated_node_name or "none"
+        judgment["reason"] += (f" — with the pod as the scheduler's queue still held it "
+                               f"(nominatedNodeName {was}, changed "
+                               f"{(decision.ts_us - stale[0]) / 1000:g} ms before the "
+                               "recording)")
+        judgment["laggingView"] = {"podAsQueued": {"nominatedNodeName": was}}
+        return judgment
+
     def _decided_after(self, decision: RecordedDecision, info: Any, back: list[Change],
                        absent: dict[str, Any]) -> bool:
         """Whether each of the scheduler's own bindings ``back`` takes as not yet seen still
@@ -400,3 +436,7 @@ class DecisionAudit:
             if name and self.cluster.get_object("ResourceClaim", namespace, name) is None:
                 missing.append(f"ResourceClaim {namespace}/{name}")
         return missing
+
+
+def _nominated(obj: dict[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("nominatedNodeName") or "")

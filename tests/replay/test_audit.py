@@ -242,6 +242,36 @@ def test_a_pod_first_seen_bound_is_judged_as_it_was_before_its_binding(
                                                  total(least_allocated(1000, 8000, 2, 16)))
 
 
+@pytest.mark.parametrize(("cleared_before_s", "expected"), [
+    (0.005, "unschedulableSame"), (0.5, "unschedulableDifferent")])
+def test_a_nomination_cleared_just_before_a_cycle_may_still_be_in_the_queues_pod(
+        engine: Engine, tmp_path: Path, cleared_before_s: float, expected: str) -> None:
+    # Another preemptor cleared urgent's nomination (upstream's ClearNominatedNodeName) just
+    # before urgent's failure was recorded; the cycle still saw urgent nominated to n1, as
+    # its message (not eligible: a terminating pod there) says. Without the nomination
+    # kaudit would preempt mid on n2.
+    terminating = preempted(make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
+                            .node("n1").obj())
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:02.100Z"
+    again = ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+             "preemption: not eligible due to a terminating pod on the nominated node.")
+    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    first = failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.")
+    steps = preemption_steps("n1")[:7]
+    steps += [(2.1, "MODIFIED", terminating),
+              (3.0 - cleared_before_s, "MODIFIED", first),
+              (3.0, "MODIFIED", failed(urgent, again))]
+    report = audit_steps(engine, tmp_path, steps)
+    failure = audit_records(engine, report["run"])["default/urgent"][-1]
+
+    assert failure["class"] == expected
+    if expected == "unschedulableSame":
+        assert failure["laggingView"] == {"podAsQueued": {"nominatedNodeName": "n1"}}
+        assert "as the scheduler's queue still held it" in failure["reason"]
+    else:
+        assert failure["kaudit"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
 def preemption_steps(nominated: str) -> list[Step]:
     """n1 holds ``low`` (priority 10), n2 ``mid`` (priority 100), each 1500m of 2 CPU;
     ``urgent`` (priority 1000, 1500m) fits nowhere and is recorded nominating ``nominated``,
