@@ -216,12 +216,18 @@ class ClusterState:
         same pods: a pod removed and added again goes to the end of its node's list
         (``NodeInfo.RemovePod`` swaps the last pod into its place), which orders preemption's
         equally important victims, and a what-if that only pretends to move pods must not
-        leave that behind."""
+        leave that behind. The victim columns' places follow."""
+        columns = self.victim_columns
         for slot, order in enumerate(orders):
             pods = self.pods_on[slot]
             if tuple(pods) != order and len(pods) == len(order) and all(
                     uid in pods for uid in order):
                 self.pods_on[slot] = {uid: pods[uid] for uid in order}
+                if columns is not None:
+                    # Preemption reads the order from the places: the pods keep the places
+                    # they have between them, handed out again in the restored order.
+                    rows = [self.pod_row[uid] for uid in order]
+                    columns.place[rows] = np.sort(columns.place[rows])
 
     def _zone_remove(self, zone: str, slot: int) -> None:
         members = self._zones.get(zone, [])
