@@ -12,12 +12,17 @@ watch event a watcher would have seen:
   with the deleted objects in its response → one event per object.
 * ``pods/binding`` → ``MODIFIED`` of the pod with ``spec.nodeName`` set and its
   ``PodScheduled`` condition true, as the binding subresource writes it: the recorded placement.
-* Events are ordered and stamped by the time the request was received, not the time it was
-  logged (``_event_time``). Two requests on one pod received together may commit in the other
-  order: a deletion whose logged response shows the scheduler's later-received write (a
-  binding, a nomination, a PodScheduled condition) had that write committed first, so it is
-  made there, before the deletion (a binding of a terminating pod is even refused,
-  ``BindingREST.setPodNodeAndMetadata``); the binding request found later changes nothing.
+* Events are ordered and stamped as a watcher would see them (:class:`_Committed`): a write
+  at the time it committed, estimated as its response's time (``stageTimestamp``) unless the
+  next request on the same object was received earlier (then it committed before that), never
+  before its own request was received; so each object's writes keep the order they were
+  received in. The scheduler's own writes (user ``system:kube-scheduler``) are stamped when
+  received, next to the cycle that decided them. Two requests on one pod received together
+  may still commit in the other order: a deletion whose logged response shows the
+  scheduler's later-received write (a binding, a nomination, a PodScheduled condition) had
+  that write committed first, so it is made there, before the deletion (a binding of a
+  terminating pod is even refused, ``BindingREST.setPodNodeAndMetadata``); the binding
+  request found later changes nothing.
   Likewise a delete received after the one that removed the object, but committed before it
   (its response shows the object still there), changed nothing.
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
@@ -141,26 +146,28 @@ def _malformed_body(verb: str, response: Any, request: Any) -> str | None:
 
 
 class _Parsed:
-    """An audit event that may become a watch event, with where it came from."""
+    """An audit event that may become a watch event, with where it came from: ``received``
+    and ``stage`` are its request's times, ``ts`` its time in the trace (:class:`_Committed`)
+    and ``rank`` its place in the order the requests were received."""
 
-    __slots__ = ("doc", "index", "line", "ts")
+    __slots__ = ("doc", "index", "line", "rank", "received", "stage", "ts")
 
-    def __init__(self, ts: int, index: int, line: int, doc: dict[str, Any]) -> None:
-        self.ts, self.index, self.line, self.doc = ts, index, line, doc
+    def __init__(self, received: int, index: int, line: int, doc: dict[str, Any],
+                 stage: int | None = None) -> None:
+        self.received, self.index, self.line, self.doc = received, index, line, doc
+        self.stage = received if stage is None else max(stage, received)
+        self.ts = received
+        self.rank = 0
 
     def __lt__(self, other: _Parsed) -> bool:
-        return (self.ts, self.index, self.line) < (other.ts, other.index, other.line)
+        return (self.ts, self.index, self.rank, self.line) < (other.ts, other.index,
+                                                               other.rank, other.line)
 
 
-def _event_time(doc: dict[str, Any]) -> int:
-    """The event's time: when the API server received the request
-    (``requestReceivedTimestamp``), else its stage's time. Requests are logged as they
-    complete, and a create's response can complete after the writes it caused: the
-    scheduler's binding and the kubelet's status update of a pod are often logged before the
-    pod's own create. A request that depends on another's write is received after that write,
-    so the received times keep each object's writes in their order. A ``metav1.MicroTime`` is
-    an RFC 3339 string, never a number."""
-    name = next((field for field in EVENT_TIME_FIELDS if doc.get(field) is not None), None)
+def _timestamp(doc: dict[str, Any], fields: Sequence[str]) -> int:
+    """The first of ``fields`` present in ``doc``, parsed. A ``metav1.MicroTime`` is an RFC
+    3339 string, never a number."""
+    name = next((field for field in fields if doc.get(field) is not None), None)
     if name is None:
         raise ValueError("stageTimestamp: missing")
     value = doc[name]
@@ -168,6 +175,103 @@ def _event_time(doc: dict[str, Any]) -> int:
     if problem is not None:
         raise ValueError(f"{name}: {problem}")
     return parse_timestamp(value)
+
+
+def _event_time(doc: dict[str, Any]) -> int:
+    """When the API server received the request (``requestReceivedTimestamp``), else its
+    stage's time."""
+    return _timestamp(doc, EVENT_TIME_FIELDS)
+
+
+def _stage_time(doc: dict[str, Any]) -> int:
+    """When the request's stage (its response) completed, else when it was received."""
+    return _timestamp(doc, ("stageTimestamp", *EVENT_TIME_FIELDS))
+
+
+def _object_key(doc: dict[str, Any]) -> tuple[str, ...] | None:
+    """The object a request writes (a subresource writes its parent), or None (a collection)."""
+    ref = doc.get("objectRef") or {}
+    name = ref.get("name")
+    if not name:
+        for body in (doc.get("responseObject"), doc.get("requestObject")):
+            metadata = body.get("metadata") if isinstance(body, dict) else None
+            if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+                name = metadata["name"]
+                break
+    if not name or doc.get("verb") == "deletecollection":
+        return None
+    return (str(ref.get("apiGroup") or ""), str(ref.get("resource") or ""),
+            str(ref.get("namespace") or ""), str(name))
+
+
+def _by_scheduler(doc: dict[str, Any]) -> bool:
+    user = doc.get("user") or {}
+    agent = doc.get("userAgent")
+    return (isinstance(user, dict) and user.get("username") == "system:kube-scheduler") or (
+        isinstance(agent, str) and agent.startswith("kube-scheduler/"))
+
+
+class _Committed:
+    """Puts one file's events (given in the order their requests were received) in the order
+    their writes committed, as a watcher sees them, and stamps each with that time.
+
+    A write commits between its request's receipt and its response (``stageTimestamp``). On a
+    busy server that can be tens of milliseconds: a deletion received before the scheduler's
+    binding of another pod may commit after it, and the scheduler decided without seeing it.
+    So a write's time is its response's, unless the next request on the same object was
+    received earlier: that request came after the write (it reads or follows it), so the
+    write committed before. Each object's writes keep the order they were received in (a
+    create completes after the binding and the status update it caused, and still comes
+    first), and a time is never before its request was received.
+    """
+
+    def __init__(self) -> None:
+        #: Events whose time is not known yet (their object's next request may still come).
+        self.open: dict[tuple[str, ...], _Parsed] = {}
+        #: The same, by response time: once later requests are received, the time is known.
+        self.by_stage: list[tuple[int, int, _Parsed]] = []
+        self.ready: list[_Parsed] = []
+        self.rank = 0
+
+    def add(self, parsed: _Parsed) -> Iterator[_Parsed]:
+        """Take the next event received; yield the events whose place is now certain."""
+        now = parsed.received
+        key = _object_key(parsed.doc)
+        previous = self.open.pop(key, None) if key is not None else None
+        if previous is not None:
+            self._close(previous, min(previous.stage, now))
+        while self.by_stage and self.by_stage[0][0] <= now:
+            _, _, waiting = heapq.heappop(self.by_stage)
+            if waiting.ts >= 0:
+                continue  # its object's next request closed it already
+            key_of = _object_key(waiting.doc)
+            if key_of is not None and self.open.get(key_of) is waiting:
+                del self.open[key_of]
+            self._close(waiting, waiting.stage)
+        self.rank += 1
+        parsed.rank, parsed.ts = self.rank, -1
+        if _by_scheduler(parsed.doc):
+            self._close(parsed, parsed.received)
+        elif key is None:
+            self._close(parsed, parsed.stage)
+        else:
+            self.open[key] = parsed
+            heapq.heappush(self.by_stage, (parsed.stage, self.rank, parsed))
+        # An open event's time is at least its receipt, a later event's at least ``now``.
+        floor = min([now, *(event.received for event in self.open.values())])
+        while self.ready and self.ready[0].ts <= floor:
+            yield heapq.heappop(self.ready)
+
+    def _close(self, parsed: _Parsed, ts: int) -> None:
+        parsed.ts = max(ts, parsed.received)
+        heapq.heappush(self.ready, parsed)
+
+    def finish(self) -> Iterator[_Parsed]:
+        for parsed in self.open.values():
+            self._close(parsed, parsed.stage)
+        self.open.clear()
+        while self.ready:
+            yield heapq.heappop(self.ready)
 
 
 def _not_an_event(doc: Any, item: bool = False) -> str | None:
@@ -242,9 +346,12 @@ def _prefilter(doc: dict[str, Any], stats: StreamStats, line: int) -> bool:
 
 def _read_file(index: int, path: Path, stats: StreamStats,
                progress: Callable[[int], None] | None) -> Iterator[_Parsed | Rejected]:
-    """The file's relevant events, reordered by time within :data:`REORDER_WINDOW_US`."""
+    """The file's relevant events in the order their writes committed (:class:`_Committed`),
+    the requests first put in the order they were received (within
+    :data:`REORDER_WINDOW_US`)."""
     stats.format = AUDIT
-    pending: list[_Parsed] = []
+    pending: list[tuple[int, int, _Parsed]] = []  # by the time each request was received
+    committed = _Committed()
     newest = None
     for number, line in iter_lines(path, progress):
         stats.lines = number
@@ -274,16 +381,18 @@ def _read_file(index: int, path: Path, stats: StreamStats,
             if not _prefilter(item, stats, number):
                 continue
             try:
-                ts = _event_time(item)
+                received, stage = _event_time(item), _stage_time(item)
             except ValueError as exc:
                 yield Rejected(number, str(exc), snippet(line))
                 continue
-            heapq.heappush(pending, _Parsed(ts, index, number, item))
-            newest = ts if newest is None else max(newest, ts)
-            while pending and pending[0].ts <= newest - REORDER_WINDOW_US:
-                yield heapq.heappop(pending)
+            heapq.heappush(pending, (received, number, _Parsed(received, index, number, item,
+                                                               stage)))
+            newest = received if newest is None else max(newest, received)
+            while pending and pending[0][0] <= newest - REORDER_WINDOW_US:
+                yield from committed.add(heapq.heappop(pending)[2])
     while pending:
-        yield heapq.heappop(pending)
+        yield from committed.add(heapq.heappop(pending)[2])
+    yield from committed.finish()
 
 
 def _uid(obj: Any) -> str | None:
@@ -455,7 +564,7 @@ class AuditConverter:
             self.made_up.discard(key)
         if event_type == "MODIFIED" and by_update and _finally_deleted(kind, obj):
             event_type = "DELETED"  # the last finalizer of a deleted object is gone
-        obj = self._with_uid(key, obj, parsed.ts)
+        obj = self._with_uid(key, obj, parsed.received)
         if (kind == "Node" and event_type == "MODIFIED" and key in self.state
                 and _node_view(self.state[key]) == _node_view(obj)):
             self.state[key] = obj
@@ -510,7 +619,7 @@ class AuditConverter:
         if (base.get("spec") or {}).get("nodeName") == node:
             stats.drop(DROP_BINDING_SEEN, parsed.line)
             return
-        yield from self._emit(parsed, "MODIFIED", _bound(base, node, request, parsed.ts))
+        yield from self._emit(parsed, "MODIFIED", _bound(base, node, request, parsed.received))
 
     def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
                  response: dict[str, Any] | None, request: Any,
@@ -544,14 +653,14 @@ class AuditConverter:
             terminating = grace is not None or bool((obj.get("metadata") or {}).get(
                 "finalizers"))
             if terminating:
-                obj = _marked_for_deletion(obj, parsed.ts, grace or 0)
+                obj = _marked_for_deletion(obj, parsed.received, grace or 0)
         if not terminating and kind == "Pod" and known is not None \
                 and not (known.get("metadata") or {}).get("deletionTimestamp"):
             # Every pod's deletion is graceful in the API server (the pod strategy's
             # CheckGracefulDelete is always true; BeforeDelete in k8s.io/apiserver's
             # registry/rest/delete.go): it writes the deletionTimestamp first, and deletes at
             # once when the grace period is 0. Watchers see both.
-            yield from self._emit(parsed, "MODIFIED", _marked_for_deletion(obj, parsed.ts, 0),
+            yield from self._emit(parsed, "MODIFIED", _marked_for_deletion(obj, parsed.received, 0),
                                   by_update=False)
         yield from self._emit(parsed, "MODIFIED" if terminating else "DELETED", obj,
                               by_update=False)

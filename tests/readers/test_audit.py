@@ -620,3 +620,66 @@ def test_a_pod_deleted_by_its_kubelet_goes_when_its_last_finalizer_does(tmp_path
     assert not rejected
     assert _summary(events) == [("ADDED", "Pod", "job-1"), ("MODIFIED", "Pod", "job-1"),
                                 ("DELETED", "Pod", "job-1")]
+
+
+def _received(doc: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """``doc`` with its request received at ``seconds`` (its response as logged)."""
+    minute, second = divmod(seconds, 60)
+    return {**doc, "requestReceivedTimestamp": f"2026-11-02T09:{int(minute):02d}:{second:09.6f}Z"}
+
+
+def _times(events: list[WatchEvent]) -> list[tuple[str, str, float]]:
+    start = 1_793_610_000_000_000  # 2026-11-02T09:00:00Z
+    return [(e.type, e.name, round((e.ts_us - start) / 1e6, 3)) for e in events]
+
+
+def test_a_slow_deletion_comes_after_the_schedulers_binding_it_committed_after(
+        tmp_path: Path) -> None:
+    # old's deletion was received at 2.000 s and answered at 2.040 s; the scheduler's
+    # binding of web, received at 2.020 s, was decided without seeing it: the scheduler's
+    # writes are stamped when received (next to its decision), the others when they
+    # committed (their response, as a watcher sees them).
+    old, web = pod("old", "100m", "64Mi", uid="uid-old"), pod("web", "100m", "64Mi", uid="uid-web")
+    bound_old = {**old, "spec": {**old["spec"], "nodeName": "node-0"}}
+    docs = [
+        event(1.0, "create", "pods", name="old", namespace="shop", level="RequestResponse",
+              request=bound_old, response=bound_old),
+        event(1.5, "create", "pods", name="web", namespace="shop", level="RequestResponse",
+              request=web, response=web),
+        _received(event(2.040, "delete", "pods", name="old", namespace="shop",
+                         level="RequestResponse", response=bound_old,
+                         request={"kind": "DeleteOptions", "apiVersion": "v1",
+                                  "gracePeriodSeconds": 0}), 2.000),
+        _received(event(2.045, "create", "pods", name="web", namespace="shop",
+                        subresource="binding", user="system:kube-scheduler",
+                        request={"kind": "Binding", "apiVersion": "v1",
+                                 "metadata": {"name": "web", "namespace": "shop"},
+                                 "target": {"kind": "Node", "name": "node-0"}}), 2.020),
+    ]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    later = _times(events)[2:]
+    assert later[0] == ("MODIFIED", "web", 2.02)
+    assert {(name, t) for _, name, t in later[1:]} == {("old", 2.04)}
+
+
+def test_a_write_committed_before_the_next_request_on_its_object_was_received(
+        tmp_path: Path) -> None:
+    # The label patch was answered at 3.050 s, but the next request on that node, received at
+    # 3.010 s, came after it: the patch committed by then. Each object's writes keep their
+    # order, and the other node's update answered at 3.020 s comes after both.
+    def labelled(name: str, value: str, t: float, received: float) -> dict[str, Any]:
+        obj = node(name, "z")
+        obj["metadata"]["labels"]["tier"] = value
+        return _received(event(t, "update", "nodes", name=name, level="RequestResponse",
+                               request=obj, response=obj), received)
+
+    docs = [event(1.0, "create", "nodes", name=name, level="RequestResponse",
+                  request=node(name, "z"), response=node(name, "z")) for name in ("n1", "n2")]
+    docs += [labelled("n1", "a", 3.050, 3.000), labelled("n2", "b", 3.020, 3.005),
+             labelled("n1", "c", 3.030, 3.010)]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert _times(events)[2:] == [("MODIFIED", "n1", 3.01), ("MODIFIED", "n2", 3.02),
+                                  ("MODIFIED", "n1", 3.03)]
+    assert [e.object["metadata"]["labels"]["tier"] for e in events[2:]] == ["a", "b", "c"]
