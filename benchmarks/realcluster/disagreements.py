@@ -36,6 +36,7 @@ answer reported is kaudit's in the recorded state, which this state is).
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import re
 import sys
@@ -323,7 +324,15 @@ class Explainer:
         self.cycle_program = cycle_program
         self.repeats = repeats
         self.window_us = window_us
-        self.index = {event.seq: i for i, event in enumerate(self.events)}
+        self.seqs = [event.seq for event in self.events]
+        #: Each pod's events (namespace/name), in trace order.
+        self.pod_events: dict[str, list[StoredEvent]] = {}
+        for event in self.events:
+            if event.kind == "Pod":
+                self.pod_events.setdefault(f"{event.namespace}/{event.name}", []).append(event)
+        #: The state folded up to an index, kept for the record being probed: every probe
+        #: of one moment starts from it instead of folding the whole trace again.
+        self._base: tuple[int, dict[str, JSON]] | None = None
 
     def disagreements(self) -> list[JSON]:
         return list(self.report["disagreements"])
@@ -344,24 +353,38 @@ class Explainer:
 
     def _position(self, moment: int) -> int:
         """The index of the first event at or after seq ``moment``."""
-        if moment in self.index:
-            return self.index[moment]
-        return next((i for i, e in enumerate(self.events) if e.seq >= moment), len(self.events))
+        return bisect.bisect_left(self.seqs, moment)
 
     def _case(self, record: JSON, shift: int = 0, *, toggled: int | None = None) -> JSON:
         """The scenario of ``record``'s moment, ``shift`` events later (or earlier when
         negative), or with the one event at index ``toggled`` taken as seen (after the moment)
         or as not yet seen (before it); the pod's own events are never moved."""
         at = self._position(record["momentSeq"])
-        pod = pending_pod(self.events, record["momentSeq"], record["pod"])
+        pod = pending_pod(self.pod_events.get(record["pod"], []), record["momentSeq"],
+                          record["pod"])
+        # Probes move events at most PROBE_EVENTS from the moment: the events before that
+        # are folded once per moment.
+        start = max(0, min(at - PROBE_EVENTS, at + shift,
+                           at if toggled is None else toggled))
         if toggled is not None:
-            seen = [i for i in range(at) if i != toggled] + ([toggled] if toggled >= at else [])
+            seen = [i for i in range(start, at) if i != toggled] \
+                + ([toggled] if toggled >= at else [])
         else:
-            seen = list(range(at + shift))
+            seen = list(range(start, at + shift))
         chosen = sorted({i for i in seen if not self._own(i, record["pod"])}
-                        | {i for i in range(at) if self._own(i, record["pod"])})
-        state = fold(self.events[i] for i in chosen)
+                        | {i for i in range(start, at) if self._own(i, record["pod"])})
+        state = fold((self.events[i] for i in chosen), dict(self._folded_to(start)))
         return scenario(state, pod, self.config, record.get("decidedAfter") or ())
+
+    def _folded_to(self, end: int) -> dict[str, JSON]:
+        """The state the first ``end`` events leave (not to be changed: callers copy it)."""
+        if self._base is None or self._base[0] > end:
+            self._base = (0, {})
+        done, state = self._base
+        if done < end:
+            state = fold(self.events[done:end], dict(state))
+            self._base = (end, state)
+        return state
 
     def _own(self, index: int, pod: str) -> bool:
         event = self.events[index]

@@ -11,13 +11,17 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from benchmarks.realcluster import disagreements
 from benchmarks.realcluster.disagreements import (
     TIMING,
     Answer,
     Explainer,
     agrees_with_upstream,
     audit_answer,
+    fold,
     main,
+    pending_pod,
+    scenario,
     stored,
 )
 from kaudit.store.schema import open_database
@@ -117,3 +121,34 @@ def test_the_state_has_start_times_in_whole_seconds_as_the_api_server_stores_the
     assert stored(offset)["status"]["startTime"] == "2026-11-27T23:21:46+01:00"
     whole = {"kind": "Pod", "status": {"startTime": "2026-11-27T23:21:46Z"}}
     assert stored(whole) is whole
+
+
+def test_each_probe_state_equals_the_trace_folded_afresh(
+        sqlite_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The probes fold from a state kept per moment (and moved forward or started again as the
+    # probes ask); with probe reaches of one to five events the kept state starts at each
+    # point of this small trace, and every shifted or toggled state must still be the one the
+    # whole trace, folded afresh with that change, leaves.
+    run = audited_late_deletion(sqlite_engine, tmp_path)
+    events = Explainer(sqlite_engine, run, cycle_program=tmp_path / "unused").events
+    for reach in range(1, 6):
+        monkeypatch.setattr(disagreements, "PROBE_EVENTS", reach)
+        explainer = Explainer(sqlite_engine, run, cycle_program=tmp_path / "unused")
+        (record,) = explainer.disagreements()
+        at = next(i for i, e in enumerate(events) if e.seq >= record["momentSeq"])
+        pod = pending_pod(events, record["momentSeq"], record["pod"])
+        own = {i for i, e in enumerate(events)
+               if e.kind == "Pod" and f"{e.namespace}/{e.name}" == record["pod"]}
+
+        def afresh(seen: list[int], at: int = at, pod: Any = pod, own: set[int] = own,
+                   record: Any = record, config: str = explainer.config) -> Any:
+            chosen = sorted((set(seen) - own) | {i for i in own if i < at})
+            return scenario(fold(events[i] for i in chosen), pod, config,
+                            record.get("decidedAfter") or ())
+
+        for shift in range(-reach, reach + 1):
+            if 0 <= at + shift <= len(events):
+                assert explainer._case(record, shift) == afresh(list(range(at + shift)))
+        for toggled in range(max(0, at - reach), min(at + reach, len(events))):
+            seen = [i for i in range(at) if i != toggled] + ([toggled] if toggled >= at else [])
+            assert explainer._case(record, toggled=toggled) == afresh(seen)
