@@ -185,7 +185,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         super().__init__(args, handle)
         self.min_percentage = int(self.args.get("minCandidateNodesPercentage", 10))
         self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
-        self._ranks: dict[str, tuple[PodInfo, tuple[int, int]]] = {}
+        self._ranks: dict[str, tuple[PodInfo, tuple[int, int, int]]] = {}
         self._cycle_now: int | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -206,21 +206,25 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             self._cycle_now = clock.now_us if clock is not None else 2**62
         return self._cycle_now
 
-    def more_important(self, pod: PodInfo) -> tuple[int, int]:
+    def more_important(self, pod: PodInfo) -> tuple[int, int, int]:
         """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``);
-        a pod without a start time counts as starting now. Kept while the pod object
-        stands."""
+        a pod without a start time counts as starting now, just after any pod that started
+        then (its last field is 1: :func:`started_now`). Kept while the pod object stands."""
         key = self._ranks.get(pod.uid)
         if key is not None and key[0] is pod:
             return key[1]
         started = start_time_us(pod.start_time)
         if started is None:
-            return -pod.priority, self._now()
+            return -pod.priority, self._now(), 1
         if len(self._ranks) > _RANKS_KEPT:
             self._ranks.clear()
-        rank = -pod.priority, started
+        rank = -pod.priority, started, 0
         self._ranks[pod.uid] = (pod, rank)
         return rank
+
+    def sort_by_importance(self, pods: list[PodInfo]) -> None:
+        """``sort.Slice`` by ``MoreImportantPod``, in place, as upstream sorts victims."""
+        go_sort(pods, self.more_important, started_now)
 
     def num_candidates(self, potential: int) -> int:
         count = potential * self.min_percentage // 100
@@ -465,7 +469,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                                   nominator)
         if not run.feasible.all():
             return [], 0, run.status(0), no_ties
-        go_sort(potential, self.more_important)
+        self.sort_by_importance(potential)
         violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         violations = 0
@@ -530,7 +534,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 if not feasible[position]:
                     outcomes[i] = ([], 0, run.status(position), no_ties)
                     continue
-                go_sort(lower[i], self.more_important)
+                self.sort_by_importance(lower[i])
                 violating_pods, non_violating_pods = filter_pods_with_pdb_violation(lower[i],
                                                                                     pdbs)
                 plans[i] = (violating_pods, non_violating_pods,
@@ -575,7 +579,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  non_violating_pods: list[PodInfo], victims: list[PodInfo],
                  violations: int) -> Outcome:
         if violating_pods and non_violating_pods:
-            go_sort(victims, self.more_important)
+            self.sort_by_importance(victims)
         keys = [self.more_important(p) for p in ranked]
 
         def find_ties() -> tuple[tuple[str, ...], ...]:
@@ -622,6 +626,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             elif victim.priority > top:
                 top, earliest = victim.priority, self._start_time(victim)
         return earliest
+
+
+def started_now(key: tuple[int, ...]) -> bool:
+    """Whether an importance key is a pod without a start time's: upstream reads each such
+    pod's start as a fresh ``time.Now()`` (``GetPodStartTime``), so of two with equal
+    priority, the one compared first is the more important (``preemption_go_sort``)."""
+    return key[-1] == 1
 
 
 def _pods_only(change: Callable[[Iterable[PodInfo]], None]

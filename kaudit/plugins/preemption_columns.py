@@ -7,8 +7,8 @@ columns instead of each node's pod map:
 
 1. the lower-priority pods of every node, ordered most important first (higher priority,
    then earlier start; equal pods as Go's ``sort.Slice`` leaves them from upstream's
-   ``NodeInfo.Pods`` order, ``VictimColumns.place``: in that order up to 12 pods, as
-   ``preemption_go_sort`` reorders them past 12);
+   ``NodeInfo.Pods`` order, ``VictimColumns.place``: in that order up to 12 pods (those
+   without a start time in reverse), as ``preemption_go_sort`` reorders them past 12);
 2. split against copies of the PodDisruptionBudgets' budgets, node by node, in that order;
 3. all of them taken off their nodes' sums at once, one filter run over the nodes;
 4. reprieve rounds, violating pods first: round *r* gives every node its *r*-th pod back and
@@ -47,7 +47,7 @@ def no_ties() -> tuple[tuple[str, ...], ...]:
     return ()
 
 
-def tie_groups(keys: Sequence[tuple[int, int]], ranked: Sequence[PodInfo],
+def tie_groups(keys: Sequence[tuple[int, ...]], ranked: Sequence[PodInfo],
                evicted: Sequence[bool], violating: Sequence[bool]
                ) -> tuple[tuple[str, ...], ...]:
     """Groups of equally ranked pods (``MoreImportantPod`` cannot order them) whose fates
@@ -55,7 +55,7 @@ def tie_groups(keys: Sequence[tuple[int, int]], ranked: Sequence[PodInfo],
     order of ``keys``; the other sequences run beside it."""
     if len(set(keys)) == len(keys):
         return ()
-    groups: dict[tuple[int, int], list[int]] = {}
+    groups: dict[tuple[int, ...], list[int]] = {}
     for index, key in enumerate(keys):
         groups.setdefault(key, []).append(index)
     return tuple(tuple(ranked[i].key for i in members) for members in groups.values()
@@ -85,16 +85,23 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     node = positions[rows]
     priority = columns.priority[rows]
     start = columns.start[rows]
-    start = np.where(start == NO_START_TIME, now, start)
+    unstarted = start == NO_START_TIME
+    start = np.where(unstarted, now, start)
     place = columns.place[rows]
-    ranked = np.lexsort((place, start, -priority, node))
-    rows, node, priority, start = rows[ranked], node[ranked], priority[ranked], start[ranked]
+    # Pods without a start time come after those that started now, and, equal among
+    # themselves, in the reverse of their place order (an insertion sort whose comparison
+    # says each is more important than the other: ``preemption_go_sort``).
+    ranked = np.lexsort((np.where(unstarted, -place, place), unstarted, start, -priority,
+                         node))
+    rows, node, priority, start, unstarted = (rows[ranked], node[ranked], priority[ranked],
+                                              start[ranked], unstarted[ranked])
     sizes = np.bincount(node, minlength=len(slots))
     firsts = np.cumsum(sizes) - sizes
-    go_order = _as_go_sorts(place[ranked], priority, start, sizes, firsts)
+    go_order = _as_go_sorts(place[ranked], priority, start, unstarted, sizes, firsts)
     if go_order is not None:
-        rows, node, priority, start = (rows[go_order], node[go_order], priority[go_order],
-                                       start[go_order])
+        rows, node, priority, start, unstarted = (
+            rows[go_order], node[go_order], priority[go_order], start[go_order],
+            unstarted[go_order])
     base = columns.base[rows]
 
     state = state.clone()
@@ -116,7 +123,7 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     # Victims most important first; among equals, PodDisruptionBudget violators first.
     new_key = np.ones(len(rows), dtype=bool)
     new_key[1:] = ((node[1:] != node[:-1]) | (priority[1:] != priority[:-1])
-                   | (start[1:] != start[:-1]))
+                   | (start[1:] != start[:-1]) | (unstarted[1:] != unstarted[:-1]))
     key_group = np.cumsum(new_key)
     chosen = np.flatnonzero(evicted)
     chosen = chosen[np.lexsort((chosen, ~violating[chosen], key_group[chosen]))]
@@ -137,27 +144,32 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
         taken = victim_counts[k]
         chosen_here = victim_order[at:at + taken]
         at += taken
-        if taken > INSERTION_SORT_MAX and 0 < violating[first:first + size].sum() < size:
-            chosen_here = _victims_as_go_sorts(chosen_here, violating, priority, start)
+        if (taken > INSERTION_SORT_MAX or unstarted[first:first + size].any()) \
+                and 0 < violating[first:first + size].sum() < size:
+            chosen_here = _victims_as_go_sorts(chosen_here, violating, priority, start,
+                                               unstarted)
         victims = [pods[i] for i in chosen_here]
         outcomes.append((victims, violation_counts[k], Status.success(),
-                         _tie_finder(pods, priority, start, evicted, violating,
+                         _tie_finder(pods, priority, start, unstarted, evicted, violating,
                                      first, first + size)))
     return outcomes
 
 
 def _as_go_sorts(place: np.ndarray, priority: np.ndarray, start: np.ndarray,
-                 sizes: np.ndarray, firsts: np.ndarray) -> np.ndarray | None:
-    """The permutation that turns each node's ranked pods (equals in their place order) into
-    the order ``sort.Slice`` leaves them in, or None when it changes nothing: only a node of
-    more than 12 potential victims with equals among them can differ."""
+                 unstarted: np.ndarray, sizes: np.ndarray, firsts: np.ndarray
+                 ) -> np.ndarray | None:
+    """The permutation that turns each node's ranked pods (equals in their place order,
+    those without a start time in reverse) into the order ``sort.Slice`` leaves them in, or
+    None when it changes nothing: only a node of more than 12 potential victims with equals
+    among them can differ."""
     long_nodes = np.flatnonzero(sizes > INSERTION_SORT_MAX)
     if not len(long_nodes):
         return None
     equal_next = np.zeros(len(place), dtype=bool)
-    equal_next[:-1] = (priority[1:] == priority[:-1]) & (start[1:] == start[:-1])
+    equal_next[:-1] = ((priority[1:] == priority[:-1]) & (start[1:] == start[:-1])
+                       & (unstarted[1:] == unstarted[:-1]))
     order: np.ndarray | None = None
-    priorities, starts = priority.tolist(), start.tolist()
+    priorities, starts, unstarts = priority.tolist(), start.tolist(), unstarted.tolist()
     for k in long_nodes.tolist():
         lo, hi = int(firsts[k]), int(firsts[k] + sizes[k])
         if not equal_next[lo:hi - 1].any():
@@ -165,19 +177,26 @@ def _as_go_sorts(place: np.ndarray, priority: np.ndarray, start: np.ndarray,
         if order is None:
             order = np.arange(len(place))
         listed = (lo + np.argsort(place[lo:hi], kind="stable")).tolist()
-        go_sort(listed, lambda i: (-priorities[i], starts[i]))
+        go_sort(listed, lambda i: (-priorities[i], starts[i], int(unstarts[i])), _started_now)
         order[lo:hi] = listed
     return order
 
 
 def _victims_as_go_sorts(chosen: list[int], violating: np.ndarray, priority: np.ndarray,
-                         start: np.ndarray) -> list[int]:
+                         start: np.ndarray, unstarted: np.ndarray) -> list[int]:
     """A node's victims (indices in ranked order) as upstream lists them when it held both
     PodDisruptionBudget violators and others: reprieved violators first, each group in
     ranked order, then ``sort.Slice`` by importance."""
     appended = sorted(chosen, key=lambda i: (not violating[i], i))
-    go_sort(appended, lambda i: (-int(priority[i]), int(start[i])))
+    go_sort(appended, lambda i: (-int(priority[i]), int(start[i]), int(unstarted[i])),
+            _started_now)
     return appended
+
+
+def _started_now(key: tuple[int, ...]) -> bool:
+    """Whether an importance key is a pod without a start time's (``go_sort``'s
+    ``unordered``)."""
+    return key[-1] == 1
 
 
 def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots: np.ndarray,
@@ -213,10 +232,12 @@ def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots:
 
 
 def _tie_finder(pods: list[PodInfo], priority: np.ndarray, start: np.ndarray,
-                evicted: np.ndarray, violating: np.ndarray, lo: int, hi: int) -> TieFinder:
+                unstarted: np.ndarray, evicted: np.ndarray, violating: np.ndarray, lo: int,
+                hi: int) -> TieFinder:
     """The node's victim ties, worked out only when asked (for the chosen node)."""
     def find() -> tuple[tuple[str, ...], ...]:
-        keys = list(zip((-priority[lo:hi]).tolist(), start[lo:hi].tolist(), strict=True))
+        keys = list(zip((-priority[lo:hi]).tolist(), start[lo:hi].tolist(),
+                        unstarted[lo:hi].astype(np.int64).tolist(), strict=True))
         return tie_groups(keys, pods[lo:hi], evicted[lo:hi].tolist(),
                           violating[lo:hi].tolist())
     return find

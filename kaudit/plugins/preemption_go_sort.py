@@ -8,6 +8,13 @@ quicksort (``src/sort/zsortfunc.go``, unchanged since Go 1.19), which moves equa
 about in a fixed, deterministic way. Which equally ranked victims upstream reprieves follows
 from it, so :func:`go_sort` mirrors it exactly (``pdqsort_func`` and its helpers; the
 stable-sort half of the file is not needed).
+
+``MoreImportantPod`` (``pkg/scheduler/util/utils.go``) reads a pod without a start time as
+starting ``time.Now()``, called afresh for each argument, the first first: of two such pods of
+equal priority, whichever is asked about first is the more important, both ways round. So
+``sort.Slice`` leaves those pods in no order a key can give (up to 12 pods, in the reverse of
+the order they were listed in); ``unordered`` names their keys and :meth:`_GoSort.less`
+answers as upstream's comparison does.
 """
 
 from __future__ import annotations
@@ -23,27 +30,55 @@ _INCREASING, _DECREASING, _UNKNOWN = 1, 2, 0
 _MASK64 = (1 << 64) - 1
 
 
-def go_sort(items: list[T], key: Callable[[T], Any]) -> None:
+def go_sort(items: list[T], key: Callable[[T], Any],
+            unordered: Callable[[Any], bool] | None = None) -> None:
     """Sort ``items`` in place as Go's ``sort.Slice`` would with ``less(i, j) = key(items[i])
-    < key(items[j])``."""
-    if len(items) <= INSERTION_SORT_MAX or len({key(item) for item in items}) == len(items):
-        items.sort(key=key)  # the same order: stable for a short slice, unique otherwise
-        return
+    < key(items[j])``, or, when ``unordered(key)`` holds for equal keys, ``less(i, j)`` true
+    (two pods without start times, ``MoreImportantPod``)."""
     keys = [key(item) for item in items]
+    if unordered is None or not any(unordered(k) for k in keys):
+        unordered = None
+        if len(items) <= INSERTION_SORT_MAX or len(set(keys)) == len(items):
+            items.sort(key=key)  # the same order: stable for a short slice, unique otherwise
+            return
+    elif len(items) <= INSERTION_SORT_MAX:
+        items[:] = _insertion_sorted(items, keys, unordered)
+        return
     order = list(range(len(items)))
-    _GoSort(keys, order).pdqsort(0, len(order), len(order).bit_length())
+    _GoSort(keys, order, unordered).pdqsort(0, len(order), len(order).bit_length())
     items[:] = [items[i] for i in order]
+
+
+def _insertion_sorted(items: list[T], keys: list[Any], unordered: Callable[[Any], bool]
+                      ) -> list[T]:
+    """Go's insertion sort with ``unordered`` keys: each such item moves before every equal
+    one already sorted, so a stable sort with each run of equal ``unordered`` keys reversed."""
+    order = sorted(range(len(items)), key=keys.__getitem__)
+    out: list[T] = []
+    run: list[int] = []
+    for index in order:
+        if run and keys[run[0]] != keys[index]:
+            out.extend(items[i] for i in (reversed(run) if unordered(keys[run[0]]) else run))
+            run = []
+        run.append(index)
+    out.extend(items[i] for i in (reversed(run) if run and unordered(keys[run[0]]) else run))
+    return out
 
 
 class _GoSort:
     """``lessSwap`` over ``order`` (indices into ``keys``)."""
 
-    def __init__(self, keys: Sequence[Any], order: list[int]) -> None:
+    def __init__(self, keys: Sequence[Any], order: list[int],
+                 unordered: Callable[[Any], bool] | None = None) -> None:
         self.keys = keys
         self.order = order
+        self.unordered = unordered
 
     def less(self, i: int, j: int) -> bool:
-        return bool(self.keys[self.order[i]] < self.keys[self.order[j]])
+        a, b = self.keys[self.order[i]], self.keys[self.order[j]]
+        if self.unordered is not None and a == b and self.unordered(a):
+            return True
+        return bool(a < b)
 
     def swap(self, i: int, j: int) -> None:
         order = self.order

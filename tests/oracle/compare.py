@@ -282,17 +282,26 @@ def compare_cycle(want: JSON, report: JSON) -> dict[str, list[str]]:
     if want.get("postFilterCode") != got.get("postFilterCode"):
         diff["postFilterCode"].append(f"upstream={want.get('postFilterCode')} "
                                       f"kaudit={got.get('postFilterCode')}")
-    if want.get("nominatedNode") != got.get("nominatedNode"):
+    w, g = want.get("preemption"), got.get("preemption")
+    tied = sorted((w or {}).get("tiedNodes") or [])
+    if want.get("nominatedNode") != got.get("nominatedNode") and not (
+            got.get("nominatedNode") in tied and len(tied) > 1):
+        # Upstream nominates one of its tied candidates at random.
         diff["nominatedNode"].append(f"upstream={want.get('nominatedNode')} "
                                      f"kaudit={got.get('nominatedNode')}")
-    w, g = want.get("preemption"), got.get("preemption")
     if (w is None) != (g is None):
         diff["preemption.eligible"].append(f"preemption upstream={w} kaudit={g}")
     elif w is not None and g is not None:
-        for key in ("eligible", "victims", "numPDBViolations"):
-            if w.get(key) != g.get(key):
-                diff[f"preemption.{key}"].append(f"upstream={w.get(key)} kaudit={g.get(key)}")
         ties = sorted(w.get("tiedNodes") or [])
+        chosen = w
+        if g.get("nominatedNode") != w.get("nominatedNode") and g.get("nominatedNode") in ties:
+            # kaudit took another of upstream's tied candidates: its victims are upstream's
+            # victims there.
+            chosen = {**w, **((w.get("candidates") or {}).get(g["nominatedNode"]) or {})}
+        for key in ("eligible", "victims", "numPDBViolations"):
+            if chosen.get(key) != g.get(key):
+                diff[f"preemption.{key}"].append(
+                    f"upstream={chosen.get(key)} kaudit={g.get(key)}")
         if w.get("nominatedNode") != g.get("nominatedNode") and not (
                 g.get("nominatedNode") in ties and len(ties) > 1):
             diff["preemption.nominatedNode"].append(

@@ -60,22 +60,28 @@ def test_equal_victims_are_reprieved_in_the_listed_state_s_key_order(
     assert not any(diff.values()), differences(diff)
 
 
-def _crowded_scenario(seed: int) -> dict[str, Any]:
+def _crowded_scenario(seed: int, unstarted: bool = False) -> dict[str, Any]:
     """One node full of 13 to 20 potential victims of two start times, listed in name order:
     past 12 of them ``sort.Slice`` is a quicksort that reorders equals. Odd seeds add a
     PodDisruptionBudget over some of them (upstream then sorts the victims again, violators
-    reprieved first); every third seed's preemptor needs most of the node."""
+    reprieved first); every third seed's preemptor needs most of the node. ``unstarted``:
+    3 to 20 pods, some bound but without a start time yet (upstream reads each as starting
+    at a fresh ``time.Now()``, so two such pods of equal priority each come first)."""
     rng = random.Random(seed)
-    count = rng.randint(13, 20)
+    count = rng.randint(3, 20) if unstarted else rng.randint(13, 20)
     sizes = [rng.choice([250, 500, 1000]) for _ in range(count)]
-    starts = [rng.choice([EARLIER, START]) for _ in range(count)]
+    starts = [rng.choice([EARLIER, START, None] if unstarted else [EARLIER, START])
+              for _ in range(count)]
     cpu = -(-sum(sizes) // 1000)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": "default", "uid": "ns-default",
         "labels": {"kubernetes.io/metadata.name": "default"}}}
     node = make_node("n0").capacity(cpu=str(cpu), memory="64Gi", pods="110").obj()
-    pods = [_running(f"p{i:02d}", "n0", f"{size}m", start, memory="10Mi")
+    pods = [_running(f"p{i:02d}", "n0", f"{size}m", start or START, memory="10Mi")
             for i, (size, start) in enumerate(zip(sizes, starts, strict=True))]
+    for obj, start in zip(pods, starts, strict=True):
+        if start is None:
+            del obj["status"]["startTime"]
     objects = [namespace, node, *pods]
     if seed % 2:
         for obj in pods:
@@ -103,3 +109,37 @@ def test_past_twelve_potential_victims_equals_are_reprieved_as_go_s_sort_leaves_
         assert "error" not in answers[key], answers[key].get("error")
         diff = compare_cycle(answers[key]["expect"], whatif_report(scenario))
         assert not any(diff.values()), f"{key}:\n{differences(diff)}"
+
+
+@pytest.mark.parametrize("node_by_node", [False, True], ids=["block", "node-by-node"])
+def test_potential_victims_without_a_start_time_are_reprieved_as_upstream_s_clock_orders_them(
+        oracle: dict[str, Path], node_by_node: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if node_by_node:
+        monkeypatch.setattr(Framework, "judges_nodes_independently", lambda self, state: False)
+    scenarios = {f"unstarted-{seed}": _crowded_scenario(seed, unstarted=True)
+                 for seed in range(24)}
+    answers = run_cycles(oracle["cycle"], [{"id": key, **scen}
+                                           for key, scen in scenarios.items()])
+    for key, scenario in scenarios.items():
+        assert "error" not in answers[key], answers[key].get("error")
+        diff = compare_cycle(answers[key]["expect"], whatif_report(scenario))
+        assert not any(diff.values()), f"{key}:\n{differences(diff)}"
+
+
+def test_candidates_whose_victims_have_no_start_time_are_tied(
+        oracle: dict[str, Path]) -> None:
+    """Upstream's last criterion reads each such victim's start as ``time.Now()`` when it
+    visits its node, in the map's random order: either node may win."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "default", "uid": "ns-default",
+        "labels": {"kubernetes.io/metadata.name": "default"}}}
+    nodes = [make_node(name).capacity(cpu="2", memory="16Gi", pods="10").obj()
+             for name in ("n0", "n1")]
+    pods = [_running(name, node, "2") for name, node in (("a", "n0"), ("b", "n1"))]
+    for obj in pods:
+        del obj["status"]["startTime"]
+    preemptor = make_pod("high").req(cpu="2", memory="1Gi").priority(100).obj()
+    scenario = {"objects": [namespace, *nodes, *pods], "pod": preemptor, "config": None}
+    assert sorted(whatif_report(scenario)["preemption"]["tiedNodes"]) == ["n0", "n1"]
+    answers = run_cycles(oracle["cycle"], [{"id": str(n), **scenario} for n in range(20)])
+    assert {answers[str(n)]["expect"]["nominatedNode"] for n in range(20)} == {"n0", "n1"}

@@ -33,6 +33,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,7 +50,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
@@ -486,8 +486,12 @@ func preemptionArgs(cfg *schedconfig.KubeSchedulerConfiguration, profileName str
 
 // tiedNodes applies the node-selection criteria of upstream's pickOneNodeForPreemption
 // (framework/preemption/preemption.go) and returns, sorted, every candidate still tied after
-// the last one (upstream then takes an arbitrary one of them).
+// the last one (upstream then takes an arbitrary one of them). Upstream's last criterion
+// reads a victim without a start time as starting time.Now(), afresh for each candidate in
+// the (random) order it visits them, so candidates whose earliest victims have none are
+// tied: here they all read one instant.
 func tiedNodes(victims map[string]*extenderv1.Victims, scoreFuncs []func(string) int64) []string {
+	now := time.Now()
 	all := make([]string, 0, len(victims))
 	for n := range victims {
 		all = append(all, n)
@@ -508,13 +512,7 @@ func tiedNodes(victims map[string]*extenderv1.Victims, scoreFuncs []func(string)
 				return -sum
 			},
 			func(n string) int64 { return -int64(len(victims[n].Pods)) },
-			func(n string) int64 {
-				t := util.GetEarliestPodStartTime(victims[n])
-				if t == nil {
-					return math.MinInt64
-				}
-				return t.UnixNano()
-			},
+			func(n string) int64 { return earliestStart(victims[n].Pods, now) },
 		}
 	}
 	for _, f := range scoreFuncs {
@@ -536,6 +534,31 @@ func tiedNodes(victims map[string]*extenderv1.Victims, scoreFuncs []func(string)
 		}
 	}
 	return all
+}
+
+// earliestStart is util.GetEarliestPodStartTime's answer in Unix nanoseconds, a pod without a
+// start time read as starting at now.
+func earliestStart(pods []*v1.Pod, now time.Time) int64 {
+	if len(pods) == 0 {
+		return math.MinInt64
+	}
+	start := func(p *v1.Pod) time.Time {
+		if p.Status.StartTime != nil {
+			return p.Status.StartTime.Time
+		}
+		return now
+	}
+	earliest, top := start(pods[0]), corev1.PodPriority(pods[0])
+	for _, p := range pods {
+		if priority := corev1.PodPriority(p); priority == top {
+			if s := start(p); s.Before(earliest) {
+				earliest = s
+			}
+		} else if priority > top {
+			top, earliest = priority, start(p)
+		}
+	}
+	return earliest.UnixNano()
 }
 
 func nonNil(s []string) []string {
