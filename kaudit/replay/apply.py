@@ -222,6 +222,7 @@ class Informer:
                 if self.recorded.get(uid) != pod.node_name:
                     self.recorded[uid] = pod.node_name
                     self.sink.record(now, RecordKind.RECORDED, pod.key, pod.node_name)
+                self._started(uid, pod.start_time)
             elif uid in self.queue.pods:
                 old = self.queue.pods[uid].pod
                 kept = self.claims.keep_generated(obj, old.obj)
@@ -257,6 +258,21 @@ class Informer:
         if pod.nominated_node_name:
             pod = replace(pod, nominated_node_name="")
         self.queue.add(now, pod)
+
+    def _started(self, uid: str, start_time: str | None) -> None:
+        """The kubelet started a pod kaudit placed: the trace's ``status.startTime`` is
+        taken onto the pod where kaudit put it (until then it has none, and upstream's
+        preemption reads it as starting now). Upstream's cache takes the kubelet's status
+        update as an update of the pod (``updatePodInCache``: removed, added again)."""
+        placed = self.cluster.pods.get(uid)
+        if not start_time or placed is None or placed.start_time or placed.terminating:
+            return
+        status = {**(placed.obj.get("status") or {}), "startTime": start_time}
+        started = replace(placed, start_time=start_time, obj={**placed.obj, "status": status})
+        self.cluster.remove_pod(uid)
+        self.cluster.add_pod(started)
+        for cluster_event in pod_scheduling_properties_change(started, placed):
+            self.move(cluster_event, placed, started)
 
     def _generate_waiting_claims(self) -> None:
         """A template arrived: the controller now makes the claims of the pods that waited for
