@@ -250,17 +250,13 @@ def test_a_nomination_cleared_just_before_a_cycle_may_still_be_in_the_queues_pod
     # before urgent's failure was recorded; the cycle still saw urgent nominated to n1, as
     # its message (not eligible: a terminating pod there) says. Without the nomination
     # kaudit would preempt mid on n2.
-    terminating = preempted(make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
-                            .node("n1").obj())
-    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:02.100Z"
-    again = ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
-             "preemption: not eligible due to a terminating pod on the nominated node.")
-    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    terminating, urgent = victim_terminating(), make_pod("urgent").req(
+        cpu="1500m", memory="1Gi").priority(1000).obj()
     first = failed(urgent, "0/2 nodes are available: 2 Insufficient cpu.")
     steps = preemption_steps("n1")[:7]
     steps += [(2.1, "MODIFIED", terminating),
               (3.0 - cleared_before_s, "MODIFIED", first),
-              (3.0, "MODIFIED", failed(urgent, again))]
+              (3.0, "MODIFIED", failed(urgent, NOT_ELIGIBLE_TERMINATING))]
     report = audit_steps(engine, tmp_path, steps)
     failure = audit_records(engine, report["run"])["default/urgent"][-1]
 
@@ -270,6 +266,19 @@ def test_a_nomination_cleared_just_before_a_cycle_may_still_be_in_the_queues_pod
         assert "as the scheduler's queue still held it" in failure["reason"]
     else:
         assert failure["kaudit"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+NOT_ELIGIBLE_TERMINATING = (
+    "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+    "not eligible due to a terminating pod on the nominated node.")
+
+
+def victim_terminating() -> dict[str, Any]:
+    """low, preempted by urgent on n1, still terminating (deleted at 2.1 s)."""
+    terminating = preempted(make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
+                            .node("n1").obj())
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:02.100Z"
+    return terminating
 
 
 def preemption_steps(nominated: str) -> list[Step]:
@@ -481,20 +490,18 @@ def test_a_failure_while_the_victim_terminates_is_upstreams(engine: Engine,
     # After its preemption, urgent fails again while low (the victim) is still terminating on
     # n1: DefaultPreemption's PodEligibleToPreemptOthers refuses to preempt again, after
     # DynamicResources' PostFilter found no claims.
-    terminating = preempted(make_pod("low").req(cpu="1500m", memory="1Gi").priority(10)
-                            .node("n1").obj())
-    terminating["metadata"]["deletionTimestamp"] = "2026-01-05T09:00:02.100Z"
-    again = ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
-             "preemption: not eligible due to a terminating pod on the nominated node.")
-    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    terminating, urgent = victim_terminating(), make_pod("urgent").req(
+        cpu="1500m", memory="1Gi").priority(1000).obj()
     steps = preemption_steps("n1")
     steps[7:7] = [(2.1, "MODIFIED", terminating),
-                  (2.2, "MODIFIED", failed(urgent, again, nominated="n1"))]
+                  (2.2, "MODIFIED", failed(urgent, NOT_ELIGIBLE_TERMINATING,
+                                                 nominated="n1"))]
     report = audit_steps(engine, tmp_path, steps)
     preemption, failure, binding = audit_records(engine, report["run"])["default/urgent"]
 
     assert preemption["class"] == "preemptionSame"
-    assert (failure["class"], failure["kaudit"]["message"]) == ("unschedulableSame", again)
+    assert (failure["class"], failure["kaudit"]["message"]) == ("unschedulableSame",
+                                                                NOT_ELIGIBLE_TERMINATING)
     assert binding["class"] == "agrees"
 
 
