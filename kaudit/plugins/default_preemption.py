@@ -58,7 +58,7 @@ from kaudit.plugins.preemption_columns import (
     select_victims_by_columns,
     tie_groups,
 )
-from kaudit.plugins.preemption_go_sort import go_sort
+from kaudit.plugins.preemption_go_sort import go_sort, started_now
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -209,7 +209,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     def more_important(self, pod: PodInfo) -> tuple[int, int, int]:
         """Sort key: higher priority first, then the earlier start time (``MoreImportantPod``);
         a pod without a start time counts as starting now, just after any pod that started
-        then (its last field is 1: :func:`started_now`). Kept while the pod object stands."""
+        then (its last field is 1: ``preemption_go_sort.started_now``). Kept while the pod
+        object stands."""
         key = self._ranks.get(pod.uid)
         if key is not None and key[0] is pod:
             return key[1]
@@ -626,13 +627,6 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             elif victim.priority > top:
                 top, earliest = victim.priority, self._start_time(victim)
         return earliest
-
-
-def started_now(key: tuple[int, ...]) -> bool:
-    """Whether an importance key is a pod without a start time's: upstream reads each such
-    pod's start as a fresh ``time.Now()`` (``GetPodStartTime``), so of two with equal
-    priority, the one compared first is the more important (``preemption_go_sort``)."""
-    return key[-1] == 1
 
 
 def _pods_only(change: Callable[[Iterable[PodInfo]], None]

@@ -36,7 +36,7 @@ from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.status import Status
 from kaudit.model.pod import PodInfo
 from kaudit.model.selectors import LabelSelector, SelectorError
-from kaudit.plugins.preemption_go_sort import INSERTION_SORT_MAX, go_sort
+from kaudit.plugins.preemption_go_sort import INSERTION_SORT_MAX, go_sort, started_now
 
 TieFinder = Callable[[], tuple[tuple[str, ...], ...]]
 #: What one node's dry run found: (victims, PDB violations, status, victim ties).
@@ -177,7 +177,7 @@ def _as_go_sorts(place: np.ndarray, priority: np.ndarray, start: np.ndarray,
         if order is None:
             order = np.arange(len(place))
         listed = (lo + np.argsort(place[lo:hi], kind="stable")).tolist()
-        go_sort(listed, lambda i: (-priorities[i], starts[i], int(unstarts[i])), _started_now)
+        go_sort(listed, lambda i: (-priorities[i], starts[i], int(unstarts[i])), started_now)
         order[lo:hi] = listed
     return order
 
@@ -189,14 +189,8 @@ def _victims_as_go_sorts(chosen: list[int], violating: np.ndarray, priority: np.
     ranked order, then ``sort.Slice`` by importance."""
     appended = sorted(chosen, key=lambda i: (not violating[i], i))
     go_sort(appended, lambda i: (-int(priority[i]), int(start[i]), int(unstarted[i])),
-            _started_now)
+            started_now)
     return appended
-
-
-def _started_now(key: tuple[int, ...]) -> bool:
-    """Whether an importance key is a pod without a start time's (``go_sort``'s
-    ``unordered``)."""
-    return key[-1] == 1
 
 
 def _reprieve(state: CycleState, pod: PodInfo, forked: ClusterState, node_slots: np.ndarray,

@@ -39,7 +39,9 @@ def go_sort(items: list[T], key: Callable[[T], Any],
     if unordered is None or not any(unordered(k) for k in keys):
         unordered = None
         if len(items) <= INSERTION_SORT_MAX or len(set(keys)) == len(items):
-            items.sort(key=key)  # the same order: stable for a short slice, unique otherwise
+            # The same order: stable for a short slice, unique otherwise.
+            order = sorted(range(len(items)), key=keys.__getitem__)
+            items[:] = [items[i] for i in order]
             return
     elif len(items) <= INSERTION_SORT_MAX:
         items[:] = _insertion_sorted(items, keys, unordered)
@@ -47,6 +49,12 @@ def go_sort(items: list[T], key: Callable[[T], Any],
     order = list(range(len(items)))
     _GoSort(keys, order, unordered).pdqsort(0, len(order), len(order).bit_length())
     items[:] = [items[i] for i in order]
+
+
+def started_now(key: tuple[int, ...]) -> bool:
+    """Whether an importance key (``-priority, start, 1 without a start time``) is a pod
+    without a start time's: ``go_sort``'s ``unordered`` for ``MoreImportantPod``."""
+    return key[-1] == 1
 
 
 def _insertion_sorted(items: list[T], keys: list[Any], unordered: Callable[[Any], bool]
