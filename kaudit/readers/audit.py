@@ -147,16 +147,18 @@ def _malformed_body(verb: str, response: Any, request: Any) -> str | None:
 
 class _Parsed:
     """An audit event that may become a watch event, with where it came from: ``received``
-    and ``stage`` are its request's times, ``ts`` its time in the trace (:class:`_Committed`)
+    and ``stage`` are its request's times, ``ts`` its time in the trace (:class:`_Committed`),
+    ``after`` a time it cannot precede (a write that committed before it was received then)
     and ``rank`` its place in the order the requests were received."""
 
-    __slots__ = ("doc", "index", "line", "rank", "received", "stage", "ts")
+    __slots__ = ("after", "doc", "index", "line", "rank", "received", "stage", "ts")
 
     def __init__(self, received: int, index: int, line: int, doc: dict[str, Any],
                  stage: int | None = None) -> None:
         self.received, self.index, self.line, self.doc = received, index, line, doc
         self.stage = received if stage is None else max(stage, received)
         self.ts = received
+        self.after = received
         self.rank = 0
 
     def __lt__(self, other: _Parsed) -> bool:
@@ -222,7 +224,9 @@ class _Committed:
     received earlier: that request came after the write (it reads or follows it), so the
     write committed before. Each object's writes keep the order they were received in (a
     create completes after the binding and the status update it caused, and still comes
-    first), and a time is never before its request was received.
+    first), unless the later one's response proves it committed first
+    (:func:`_committed_before`), and a time is never before its request was received. The
+    scheduler's own writes are stamped when received, next to the decision that made them.
     """
 
     def __init__(self) -> None:
@@ -238,7 +242,18 @@ class _Committed:
         now = parsed.received
         key = _object_key(parsed.doc)
         previous = self.open.pop(key, None) if key is not None else None
-        if previous is not None:
+        self.rank += 1
+        parsed.rank, parsed.ts = self.rank, -1
+        if previous is not None and now <= previous.stage \
+                and _committed_before(parsed.doc, previous.doc):
+            # Received second, committed first: it takes the earlier one's place, which
+            # stays open (its time is not known yet, but it is not before this one's).
+            parsed.rank, previous.rank = previous.rank, parsed.rank
+            previous.after = max(previous.after, now)
+            self._close(parsed, now)
+            assert key is not None
+            self.open[key] = previous
+        elif previous is not None:
             self._close(previous, min(previous.stage, now))
         while self.by_stage and self.by_stage[0][0] <= now:
             _, _, waiting = heapq.heappop(self.by_stage)
@@ -248,22 +263,22 @@ class _Committed:
             if key_of is not None and self.open.get(key_of) is waiting:
                 del self.open[key_of]
             self._close(waiting, waiting.stage)
-        self.rank += 1
-        parsed.rank, parsed.ts = self.rank, -1
-        if _by_scheduler(parsed.doc):
-            self._close(parsed, parsed.received)
+        if parsed.ts >= 0:
+            pass  # placed before the earlier write it committed before
         elif key is None:
             self._close(parsed, parsed.stage)
         else:
             self.open[key] = parsed
-            heapq.heappush(self.by_stage, (parsed.stage, self.rank, parsed))
+            heapq.heappush(self.by_stage, (parsed.stage, parsed.rank, parsed))
         # An open event's time is at least its receipt, a later event's at least ``now``.
         floor = min([now, *(event.received for event in self.open.values())])
         while self.ready and self.ready[0].ts <= floor:
             yield heapq.heappop(self.ready)
 
     def _close(self, parsed: _Parsed, ts: int) -> None:
-        parsed.ts = max(ts, parsed.received)
+        if _by_scheduler(parsed.doc):
+            ts = parsed.received
+        parsed.ts = max(ts, parsed.after)
         heapq.heappush(self.ready, parsed)
 
     def finish(self) -> Iterator[_Parsed]:
@@ -272,6 +287,33 @@ class _Committed:
         self.open.clear()
         while self.ready:
             yield heapq.heappop(self.ready)
+
+
+def _committed_before(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
+    """Whether the write of audit event ``later``, received after ``earlier`` on the same
+    object (and before ``earlier``'s response), committed first, as its response proves: it
+    shows the pod without the node ``earlier``'s binding gave it (a pod's node is never
+    unset), or it carries an older ``resourceVersion`` than ``earlier``'s response (the API
+    server's versions grow with each commit)."""
+    response = later.get("responseObject")
+    if not isinstance(response, dict) or later.get("verb") == "create":
+        return False
+    earlier_ref = earlier.get("objectRef") or {}
+    if earlier_ref.get("resource") == "pods" and earlier_ref.get("subresource") == "binding":
+        spec = response.get("spec")
+        return response.get("kind") in ("Pod", None) and isinstance(spec, dict) \
+            and not spec.get("nodeName")
+    before = earlier.get("responseObject")
+    if not isinstance(before, dict) or _uid(before) != _uid(response):
+        return False
+    mine, theirs = _resource_version(response), _resource_version(before)
+    return mine is not None and theirs is not None and mine < theirs
+
+
+def _resource_version(obj: dict[str, Any]) -> int | None:
+    metadata = obj.get("metadata")
+    value = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def _not_an_event(doc: Any, item: bool = False) -> str | None:

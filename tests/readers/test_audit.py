@@ -683,3 +683,59 @@ def test_a_write_committed_before_the_next_request_on_its_object_was_received(
     assert _times(events)[2:] == [("MODIFIED", "n1", 3.01), ("MODIFIED", "n2", 3.02),
                                   ("MODIFIED", "n1", 3.03)]
     assert [e.object["metadata"]["labels"]["tier"] for e in events[2:]] == ["a", "b", "c"]
+
+
+def test_a_write_received_after_a_binding_whose_response_shows_the_pod_unbound_comes_first(
+        tmp_path: Path) -> None:
+    # The scheduler binds web (its binding received at 2.010 s, answered at 2.030 s) and,
+    # preempting on the pod it had assumed there, marks it a victim: that DisruptionTarget
+    # patch, received at 2.015 s, shows the pod still unbound, so it committed first, as a
+    # watcher saw it. The binding then comes second, with the condition kept.
+    web = pod("web", "100m", "64Mi", uid="uid-web")
+    target = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+              "lastTransitionTime": "2026-11-02T09:00:02Z"}
+    marked = json.loads(json.dumps(web))
+    marked["status"]["conditions"] = [target]
+    marked["metadata"]["resourceVersion"] = "201"
+    docs = [
+        event(1.0, "create", "pods", name="web", namespace="shop", level="RequestResponse",
+              request=web, response=web),
+        _received(event(2.030, "create", "pods", name="web", namespace="shop",
+                        subresource="binding", user="system:kube-scheduler",
+                        request={"kind": "Binding", "apiVersion": "v1",
+                                 "metadata": {"name": "web", "namespace": "shop"},
+                                 "target": {"kind": "Node", "name": "node-0"}}), 2.010),
+        _received(event(2.020, "patch", "pods", name="web", namespace="shop",
+                         subresource="status", user="system:kube-scheduler",
+                         level="RequestResponse",
+                         request={"status": {"conditions": [target]}}, response=marked), 2.015),
+    ]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert _times(events) == [("ADDED", "web", 1.0), ("MODIFIED", "web", 2.015),
+                              ("MODIFIED", "web", 2.015)]
+    patched, bound = events[1].object, events[2].object
+    assert "nodeName" not in patched["spec"]
+    assert bound["spec"]["nodeName"] == "node-0"
+    assert [c["type"] for c in bound["status"]["conditions"]] == ["DisruptionTarget",
+                                                                   "PodScheduled"]
+
+
+def test_a_write_received_second_with_an_older_resource_version_committed_first(
+        tmp_path: Path) -> None:
+    # Two clients update node n1: the first request is received at 3.000 s and answered at
+    # 3.040 s with resourceVersion 305; the second, received at 3.010 s, was answered with
+    # 304, so it committed first. The first's label is the one that stays.
+    def labelled(value: str, rv: int, t: float, received: float) -> dict[str, Any]:
+        obj = node("n1", "z", rv=rv)
+        obj["metadata"]["labels"]["tier"] = value
+        return _received(event(t, "update", "nodes", name="n1", level="RequestResponse",
+                               request=obj, response=obj), received)
+
+    docs = [event(1.0, "create", "nodes", name="n1", level="RequestResponse",
+                  request=node("n1", "z"), response=node("n1", "z")),
+            labelled("a", 305, 3.040, 3.000), labelled("b", 304, 3.020, 3.010)]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert [e.object["metadata"]["labels"].get("tier") for e in events] == [None, "b", "a"]
+    assert _times(events)[1:] == [("MODIFIED", "n1", 3.01), ("MODIFIED", "n1", 3.04)]
