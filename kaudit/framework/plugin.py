@@ -29,7 +29,7 @@ Register it with ``--plugin mypackage.plugins:NoFridays`` or an entry point in t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -272,6 +272,14 @@ class ScorePlugin(Plugin):
     #: Plugins with a NormalizeScore extension override this.
     def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
                   scores: np.ndarray) -> np.ndarray | None:
+        return None
+
+    def nodes_read_by_pre_score(self, state: CycleState, cluster: ClusterState,
+                                slots: np.ndarray) -> Hashable | None:
+        """What a node's score depends on, of the other feasible nodes PreScore was given
+        (``slots``: a sampled cycle scores only some), beyond what NormalizeScore reads:
+        None when nothing (a score computed over every feasible node holds for any subset);
+        otherwise a key equal for any two subsets PreScore treats alike."""
         return None
 
 

@@ -11,8 +11,10 @@ PostFilter included (``pkg/scheduler/framework/preemption/preemption.go``'s dry 
 * ``sampled``: feasible, scored below the top, but the top of some window of nodes a cycle would
   evaluate at ``percentageOfNodesToScore`` (``numFeasibleNodesToFind``; the window starts at the
   scheduler's rotating ``nextStartNodeIndex``), with the likelihood of such a window for a
-  uniformly random start (computed from the whole cluster's scores: upstream normalises scores
-  within the window, so this is an estimate);
+  uniformly random start. Each window is scored as a sampled cycle scores it: NormalizeScore
+  over the window's nodes, and PreScore again where a plugin reads them (PodTopologySpread's
+  weights and domains). The windows are contiguous runs of feasible nodes; upstream's
+  parallel filtering may find a slightly different set, so the likelihood is an estimate;
 * ``scoredLower``: feasible, below the top in every window, with the plugins that make the
   difference;
 * ``infeasible``: a filter (or PreFilter, or an extender) rejects the recorded node;
@@ -26,11 +28,14 @@ PostFilter included (``pkg/scheduler/framework/preemption/preemption.go``'s dry 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.runtime import Framework
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.replay.audit_plan import (
@@ -144,7 +149,7 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
                 "reason": "kaudit's only top-scoring node" if tied == 1 else
                 f"one of kaudit's {tied} nodes tied at the top score {top}"}
     plugins = _differences(attempt, cluster, recorded)
-    likelihood = _sampling_likelihood(attempt, scheduler, slots, total, index)
+    likelihood = _sampling_likelihood(attempt, scheduler, cluster, index)
     base = {"kaudit": kaudit, "score": int(total[index]), "topScore": top, "plugins": plugins}
     lead = ", ".join(f"{p['plugin']} ({p['best']} vs {p['recorded']})" for p in plugins
                      if p["best"] > p["recorded"])
@@ -194,17 +199,20 @@ def _differences(attempt: Attempt, cluster: ClusterState, recorded: str) -> list
     return rows
 
 
-def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, slots: np.ndarray,
-                         total: np.ndarray, index: int) -> float:
+def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, cluster: ClusterState,
+                         index: int) -> float:
     """The probability, over a uniformly random start node, that the window of feasible nodes
-    a sampled cycle scores contains the recorded node and picks it (0 without sampling)."""
+    a sampled cycle scores contains the recorded node (``index`` among the scored) and picks
+    it (0 without sampling). Each window is scored as upstream scores it: PreScore given the
+    window's nodes where a plugin reads them, NormalizeScore over the window."""
     framework = scheduler.framework_for(attempt.pod)
-    run = attempt.filters
-    if framework is None or run is None:
+    run, scores = attempt.filters, attempt.scores
+    if framework is None or run is None or scores is None or attempt.state is None:
         return 0.0
     considered = len(run.slots)
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
                                          scheduler.percentage_of_nodes_to_score, considered)
+    slots = scores.slots
     # Where each evaluated node is among the scored ones (-1: not scored), by slot number.
     scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
     scored_at[slots] = np.arange(len(slots))
@@ -213,25 +221,58 @@ def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, slots: np.ndarr
     count = len(feasible_positions)
     if to_find >= count:
         return 0.0
-    # Scores in the scheduler's node order (the feasible nodes' order along run.slots).
-    in_order = total[along_run[feasible_positions]]
-    r = int(np.flatnonzero(run.slots[feasible_positions] == slots[index])[0])
+    in_order = along_run[feasible_positions]  # the scored nodes in the scheduler's order
+    r = int(np.flatnonzero(in_order == index)[0])
     # A start position s picks the window beginning at the first feasible node at or after s:
     # feasible node j starts a window for (p_j - p_{j-1}) start positions (circularly).
     gaps = np.diff(np.concatenate([[feasible_positions[-1] - considered], feasible_positions]))
-    k = to_find
-    around = np.arange(r - k + 1, r + k) % count  # the 2k-1 feasible nodes around r
-    values = in_order[around]
-    mine = in_order[r]
-    left = np.maximum.accumulate(values[:k][::-1])[::-1]  # max of values[a .. k-1]
-    right = np.maximum.accumulate(values[k - 1:])  # max of values[k-1 .. e]
-    starts = np.arange(k)
-    window_max = np.maximum(left[starts], right[starts])  # window [a, a + k - 1]
-    equal = np.concatenate([[0], np.cumsum(values == mine)])
-    ties = equal[starts + k] - equal[starts]
-    wins = (window_max == mine) / np.maximum(ties, 1)
-    weights = gaps[around[:k]]
-    return float((wins * weights).sum() / considered)
+    windows = _WindowScores(attempt, framework, cluster)
+    likelihood = 0.0
+    for start in range(r - to_find + 1, r + 1):
+        totals = windows.total(in_order[np.arange(start, start + to_find) % count])
+        top = totals.max()
+        if totals[r - start] == top:
+            likelihood += int(gaps[start % count]) / int((totals == top).sum())
+    return float(likelihood / considered)
+
+
+class _WindowScores:
+    """The total scores of a cycle that scored only some of the feasible nodes."""
+
+    def __init__(self, attempt: Attempt, framework: Framework, cluster: ClusterState) -> None:
+        assert attempt.scores is not None and attempt.state is not None
+        self.attempt, self.cluster, self.scores = attempt, cluster, attempt.scores
+        self.plugins = [plugin for plugin in framework.plugins("Score")
+                        if plugin.name in self.scores.raw]
+        #: The cycle state after a plugin's PreScore over nodes it reads alike, by their key.
+        self.states: dict[tuple[str, Hashable], CycleState] = {}
+
+    def total(self, members: np.ndarray) -> np.ndarray:
+        """The weighted total over the scored nodes at ``members`` (positions in the
+        cycle's scores), as a cycle scoring only them computes it."""
+        attempt, scores = self.attempt, self.scores
+        state = attempt.state
+        assert state is not None
+        window = scores.slots[members]
+        total = np.zeros(len(members), dtype=np.int64)
+        for plugin in self.plugins:
+            raw, plugin_state = scores.raw[plugin.name][members], state
+            key = plugin.nodes_read_by_pre_score(state, self.cluster, window)
+            if key is not None:
+                kept = self.states.get((plugin.name, key))
+                if kept is None:
+                    kept = state.clone()
+                    plugin.pre_score(kept, attempt.pod, self.cluster, window)
+                    self.states[(plugin.name, key)] = kept
+                plugin_state = kept
+                raw = np.asarray(plugin.score(kept, attempt.pod, self.cluster, window),
+                                 dtype=np.int64)
+            normalized = plugin.normalize(plugin_state, attempt.pod, window, raw)
+            final = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
+            total += final * scores.weights.get(plugin.name, 1)
+        for column in attempt.extender_scores.values():
+            total = total + column[members]
+        return total
 
 
 # ----------------------------------------------------------------------------- failures

@@ -404,6 +404,40 @@ def test_a_node_best_only_in_some_windows_is_sampled(
     assert report["sampledShare"] == 1.0
 
 
+def test_a_window_is_scored_with_its_own_normalization(engine: Engine, tmp_path: Path) -> None:
+    # 200 nodes, one zone: a cycle scores a window of 100 feasible nodes. The pod prefers
+    # tier=gold (weight 100) and tier=silver (weight 10). node-000 is gold and large,
+    # node-150 silver and small, every other node large and unlabelled. Over the whole
+    # cluster NodeAffinity normalizes node-150's 10 to 10 and the large nodes' fit wins; in a
+    # window without node-000 it normalizes it to 100 (the window's maximum), and node-150
+    # wins. Windows starting at nodes 51-100 hold node-150 and not node-000: 50 of 200 starts.
+    def wanting(name: str) -> Any:
+        return (make_pod(name).req(cpu="1", memory="4Gi")
+                .preferred_node_affinity(100, "tier", "In", ["gold"])
+                .preferred_node_affinity(10, "tier", "In", ["silver"]))
+
+    steps: list[Step] = []
+    for i in range(200):
+        node = make_node(f"node-{i:03d}")
+        if i == 150:
+            node.capacity(cpu="2", memory="8Gi").label("tier", "silver")
+        else:
+            node.capacity(cpu="16", memory="64Gi")
+        if i == 0:
+            node.label("tier", "gold")
+        steps.append((0.0, "ADDED", node.obj()))
+    steps += [(1.0, "ADDED", wanting("p").obj()),
+              (2.0, "MODIFIED", wanting("p").node("node-150").obj())]
+    report = audit_steps(engine, tmp_path, steps)
+    record = one(audit_records(engine, report["run"]), "p")
+    assert record["class"] == "sampled"
+    assert record["likelihood"] == pytest.approx(50 / 200)
+    # The whole cluster's scores: node-150 below the top in every window.
+    large = least_allocated(1000, 16000, 4, 64)
+    assert (record["score"], record["topScore"]) == (
+        total(least_allocated(1000, 2000, 4, 8)) + 2 * 10, total(large) + 2 * 100)
+
+
 def test_other_pods_recorded_nominations_count_against_a_node(engine: Engine,
                                                                tmp_path: Path) -> None:
     # ``big`` (priority 1000, 3 CPU) is recorded nominated to n1; ``b`` (priority 0) is bound

@@ -7,7 +7,7 @@ Mirrors ``podtopologyspread/plugin.go`` of Kubernetes v1.34; the extension point
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -226,3 +226,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
     def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
                   scores: np.ndarray) -> np.ndarray | None:
         return scoring.normalize(self, state, pod, slots, scores)
+
+    def nodes_read_by_pre_score(self, state: CycleState, cluster: ClusterState,
+                                slots: np.ndarray) -> Hashable | None:
+        return scoring.nodes_read(state, cluster, slots)

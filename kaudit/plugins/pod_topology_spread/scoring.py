@@ -10,6 +10,7 @@ counted per node, and ``100 * (max + min - s) / max``.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,25 @@ def pre_score_state(plugin: PodTopologySpread, pod: PodInfo, cluster: ClusterSta
         node_counts.append(np.where(registered, counts, 0)[domain])
         weights.append(math.log(int(registered.sum()) + 2))
     return PreScoreState(constraints, ignored, has_key, node_counts, weights)
+
+
+def nodes_read(state: CycleState, cluster: ClusterState, slots: np.ndarray) -> Hashable | None:
+    """What of the feasible nodes ``slots`` PreScore reads: how many are not ignored (the
+    hostname constraints' weight) and, per other constraint, the domains they hold (the
+    domains registered, which sets the weight and which counts are kept)."""
+    s = state.read(PRE_SCORE_STATE_KEY)
+    if not isinstance(s, PreScoreState):
+        return None
+    slots = np.asarray(slots, dtype=np.int64)
+    scored = slots[~s.ignored[slots]]
+    domains = []
+    for constraint in s.constraints:
+        if constraint.topology_key == LABEL_HOSTNAME:
+            continue
+        codes, index = padded_codes(cluster, constraint.topology_key)
+        domain = np.where(codes >= 0, codes, index.get("", len(index)))
+        domains.append(tuple(np.unique(domain[scored]).tolist()))
+    return len(scored), tuple(domains)
 
 
 def score(plugin: PodTopologySpread, state: CycleState, pod: PodInfo, cluster: ClusterState,
