@@ -29,7 +29,7 @@ Register it with ``--plugin mypackage.plugins:NoFridays`` or an entry point in t
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -274,12 +274,17 @@ class ScorePlugin(Plugin):
                   scores: np.ndarray) -> np.ndarray | None:
         return None
 
+    #: Whether ``normalize`` given 2-D scores and slots normalizes each row on its own (the
+    #: nodes of one cycle): the audit scores many sampled windows at once that way.
+    normalizes_rows: ClassVar[bool] = False
+
     def nodes_read_by_pre_score(self, state: CycleState, cluster: ClusterState,
-                                slots: np.ndarray) -> Hashable | None:
-        """What a node's score depends on, of the other feasible nodes PreScore was given
-        (``slots``: a sampled cycle scores only some), beyond what NormalizeScore reads:
-        None when nothing (a score computed over every feasible node holds for any subset);
-        otherwise a key equal for any two subsets PreScore treats alike."""
+                                windows: np.ndarray) -> np.ndarray | None:
+        """What a node's score depends on, of the other feasible nodes PreScore was given (a
+        sampled cycle scores only some), beyond what NormalizeScore reads; ``windows`` holds
+        sets of feasible nodes, one per row. None when nothing (a score computed over every
+        feasible node holds for any subset); otherwise one row of integers per set, equal for
+        sets PreScore treats alike."""
         return None
 
 

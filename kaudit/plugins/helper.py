@@ -14,6 +14,8 @@ def trunc_div(numerator: np.ndarray | int, denominator: np.ndarray | int) -> np.
     """Go's integer division: truncates toward zero (Python's ``//`` floors)."""
     num = np.asarray(numerator, dtype=np.int64)
     den = np.asarray(denominator, dtype=np.int64)
+    if num.min(initial=0) >= 0 and den.min(initial=1) > 0:
+        return num // den  # the same, faster, when nothing is negative
     quotient = np.abs(num) // np.abs(den)
     return np.where((num < 0) ^ (den < 0), -quotient, quotient)
 
@@ -33,10 +35,12 @@ def go_round_scalar(value: float) -> int:
 
 def default_normalize(scores: np.ndarray, reverse: bool,
                       max_priority: int = MAX_NODE_SCORE) -> np.ndarray:
-    """``DefaultNormalizeScore``: scale to [0, max] by the largest score, optionally reversed."""
+    """``DefaultNormalizeScore``: scale to [0, max] by the largest score, optionally reversed.
+    A 2-D array is normalized row by row (each row the nodes of one cycle)."""
     scores = np.asarray(scores, dtype=np.int64)
-    highest = max(int(scores.max(initial=0)), 0)
-    if highest == 0:
+    if scores.max(initial=0) <= 0:  # every row's largest score is 0 (or there is none)
         return np.full_like(scores, max_priority) if reverse else scores.copy()
-    scaled = trunc_div(max_priority * scores, highest)
-    return max_priority - scaled if reverse else scaled
+    highest = np.maximum(scores.max(axis=-1, keepdims=True, initial=0), 0)
+    unscaled = np.full_like(scores, max_priority) if reverse else scores
+    scaled = trunc_div(max_priority * scores, np.where(highest == 0, 1, highest))
+    return np.where(highest == 0, unscaled, max_priority - scaled if reverse else scaled)

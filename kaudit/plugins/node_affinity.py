@@ -128,6 +128,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                                                      pod.preferred_node_affinity))
         return scores
 
+    normalizes_rows = True
+
     def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
                   scores: np.ndarray) -> np.ndarray | None:
         return default_normalize(scores, reverse=False)

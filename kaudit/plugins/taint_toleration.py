@@ -76,6 +76,8 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         scores: np.ndarray = counts[cluster.taint_group[slots]]
         return scores
 
+    normalizes_rows = True
+
     def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
                   scores: np.ndarray) -> np.ndarray | None:
         return default_normalize(scores, reverse=True)

@@ -28,13 +28,14 @@ PostFilter included (``pkg/scheduler/framework/preemption/preemption.go``'s dry 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.cycle_state import CycleState
+from kaudit.framework.plugin import ScorePlugin
 from kaudit.framework.runtime import Framework
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
@@ -226,53 +227,104 @@ def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, cluster: Cluste
     # A start position s picks the window beginning at the first feasible node at or after s:
     # feasible node j starts a window for (p_j - p_{j-1}) start positions (circularly).
     gaps = np.diff(np.concatenate([[feasible_positions[-1] - considered], feasible_positions]))
-    windows = _WindowScores(attempt, framework, cluster)
-    likelihood = 0.0
-    for start in range(r - to_find + 1, r + 1):
-        totals = windows.total(in_order[np.arange(start, start + to_find) % count])
-        top = totals.max()
-        if totals[r - start] == top:
-            likelihood += int(gaps[start % count]) / int((totals == top).sum())
-    return float(likelihood / considered)
+    # The windows holding the recorded node, one per row: row i starts i + 1 - to_find
+    # feasible nodes before it, so it sits at column to_find - 1 - i.
+    starts = np.arange(r - to_find + 1, r + 1)
+    run_of_nodes = in_order[np.arange(r - to_find + 1, r + to_find) % count]
+    totals = _WindowScores(attempt, framework, cluster).totals(run_of_nodes, to_find)
+    if totals.ndim == 2:
+        top = totals.max(axis=1)
+        mine = totals[np.arange(to_find), to_find - 1 - np.arange(to_find)]
+        wins = (mine == top) / (totals == top[:, None]).sum(axis=1)
+    else:  # every window scores each node alike: the windows' maxima in one pass
+        k, mine = to_find, totals[to_find - 1]
+        left = np.maximum.accumulate(totals[:k][::-1])[::-1]  # max of totals[a .. k-1]
+        right = np.maximum.accumulate(totals[k - 1:])  # max of totals[k-1 .. e]
+        top = np.maximum(left, right[:k])  # window [a, a + k - 1]
+        equal = np.concatenate([[0], np.cumsum(totals == mine)])
+        wins = (top == mine) / np.maximum(equal[k:2 * k] - equal[:k], 1)
+    return float((wins * gaps[starts % count]).sum() / considered)
+
+
+def _normalizes(plugin: Any) -> bool:
+    """Whether the plugin has a NormalizeScore extension."""
+    return type(plugin).normalize is not ScorePlugin.normalize
 
 
 class _WindowScores:
-    """The total scores of a cycle that scored only some of the feasible nodes."""
+    """The total scores of cycles that scored only some of the feasible nodes."""
 
     def __init__(self, attempt: Attempt, framework: Framework, cluster: ClusterState) -> None:
         assert attempt.scores is not None and attempt.state is not None
         self.attempt, self.cluster, self.scores = attempt, cluster, attempt.scores
         self.plugins = [plugin for plugin in framework.plugins("Score")
                         if plugin.name in self.scores.raw]
-        #: The cycle state after a plugin's PreScore over nodes it reads alike, by their key.
-        self.states: dict[tuple[str, Hashable], CycleState] = {}
 
-    def total(self, members: np.ndarray) -> np.ndarray:
-        """The weighted total over the scored nodes at ``members`` (positions in the
-        cycle's scores), as a cycle scoring only them computes it."""
-        attempt, scores = self.attempt, self.scores
-        state = attempt.state
+    def totals(self, run_of_nodes: np.ndarray, size: int) -> np.ndarray:
+        """The weighted totals of the cycles each scoring ``size`` consecutive nodes of
+        ``run_of_nodes`` (positions in the whole cycle's scores), one row per window, as such
+        a cycle computes them; or, when every window scores each node alike, each node's
+        total along ``run_of_nodes`` (1-D)."""
+        attempt, scores, state = self.attempt, self.scores, self.attempt.state
         assert state is not None
-        window = scores.slots[members]
-        total = np.zeros(len(members), dtype=np.int64)
-        for plugin in self.plugins:
-            raw, plugin_state = scores.raw[plugin.name][members], state
-            key = plugin.nodes_read_by_pre_score(state, self.cluster, window)
-            if key is not None:
-                kept = self.states.get((plugin.name, key))
-                if kept is None:
-                    kept = state.clone()
-                    plugin.pre_score(kept, attempt.pod, self.cluster, window)
-                    self.states[(plugin.name, key)] = kept
-                plugin_state = kept
-                raw = np.asarray(plugin.score(kept, attempt.pod, self.cluster, window),
-                                 dtype=np.int64)
-            normalized = plugin.normalize(plugin_state, attempt.pod, window, raw)
-            final = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
-            total += final * scores.weights.get(plugin.name, 1)
+
+        def windowed(values: np.ndarray) -> np.ndarray:
+            """``values`` of each window's nodes, one row per window (a view, not a copy)."""
+            return sliding_window_view(values[run_of_nodes], size)
+
+        windows = windowed(scores.slots)
+        # Plugins without NormalizeScore whose PreScore reads no other node score every
+        # window's node as the whole cycle did: their weighted sum is taken once.
+        plain = np.zeros(len(scores.slots), dtype=np.int64)
         for column in attempt.extender_scores.values():
-            total = total + column[members]
+            plain = plain + column
+        varying: list[tuple[Any, int, np.ndarray | None, np.ndarray]] = []
+        for plugin in self.plugins:
+            weight = scores.weights.get(plugin.name, 1)
+            read = plugin.nodes_read_by_pre_score(state, self.cluster, windows)
+            raw = scores.raw[plugin.name]
+            if read is None and not _normalizes(plugin):
+                plain += raw * weight
+                continue
+            if read is None and plugin.normalizes_rows and len(raw) and (raw == raw[0]).all():
+                # The same score on every node: every window normalizes it alike.
+                plain += scores.normalized[plugin.name] * weight
+                continue
+            varying.append((plugin, weight, read, raw))
+        if not varying:
+            return plain[run_of_nodes]
+        total = windowed(plain).copy()
+        for plugin, weight, read, raw in varying:
+            if read is None:
+                total += self._normalized(plugin, state, windows, windowed(raw),
+                                          attempt.pod) * weight
+                continue
+            # PreScore again over each group of windows it reads alike.
+            _, group = np.unique(read, axis=0, return_inverse=True)
+            group = group.reshape(-1)
+            for rows in np.split(np.argsort(group, kind="stable"),
+                                 np.flatnonzero(np.diff(np.sort(group))) + 1):
+                again = state.clone()
+                plugin.pre_score(again, attempt.pod, self.cluster, windows[rows[0]])
+                raw = np.asarray(plugin.score(again, attempt.pod, self.cluster,
+                                              windows[rows].reshape(-1)), dtype=np.int64)
+                total[rows] += self._normalized(plugin, again, windows[rows],
+                                                raw.reshape(len(rows), -1),
+                                                attempt.pod) * weight
         return total
+
+    @staticmethod
+    def _normalized(plugin: Any, state: CycleState, windows: np.ndarray,
+                    raw: np.ndarray, pod: PodInfo) -> np.ndarray:
+        if not _normalizes(plugin):
+            return raw
+        if plugin.normalizes_rows:
+            normalized = plugin.normalize(state, pod, windows, raw)
+            return raw if normalized is None else np.asarray(normalized, dtype=np.int64)
+        rows = [plugin.normalize(state, pod, window, row) for window, row in zip(windows, raw,
+                                                                                   strict=True)]
+        return np.asarray([row if result is None else result
+                           for row, result in zip(raw, rows, strict=True)], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------- failures

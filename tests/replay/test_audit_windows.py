@@ -73,17 +73,22 @@ def test_each_window_scores_as_a_cycle_over_its_nodes_alone(explicit: bool) -> N
     assert "PodTopologySpread" in attempt.scores.raw
     windows = _WindowScores(attempt, framework, cluster)
     count = len(attempt.scores.slots)
-    keys = set()
     rng = random.Random(7)
-    for _ in range(25):
-        start, size = rng.randrange(count), rng.choice([5, 40, 100, 180])
-        members = np.arange(start, start + size) % count
-        window = attempt.scores.slots[members]
-        state = attempt.state.clone()
-        pre_score = framework.run_pre_score(state, pod, cluster, window)
-        fresh = framework.run_score(state, pod, cluster, window, pre_score)
-        assert windows.total(members).tolist() == fresh.total.tolist()
-        plugin = framework.instances["PodTopologySpread"]
-        keys.add(plugin.nodes_read_by_pre_score(attempt.state, cluster, window))
-    # Windows of other sizes, with or without zone c or a node lacking the key, read alike.
-    assert len(keys) > 4
+    plugin = framework.instances["PodTopologySpread"]
+    keys = set()
+    for size, start in [(5, 0), (5, rng.randrange(count)), (40, 0), (100, rng.randrange(count)),
+                        (180, rng.randrange(count))]:
+        run_of_nodes = np.arange(start, start + size + 30) % count
+        totals = windows.totals(run_of_nodes, size)
+        members = np.lib.stride_tricks.sliding_window_view(run_of_nodes, size)
+        read = plugin.nodes_read_by_pre_score(attempt.state, cluster,
+                                              attempt.scores.slots[members])
+        keys.update(tuple(row) for row in read.tolist())
+        for row, expected in zip(members, totals, strict=True):
+            window = attempt.scores.slots[row]
+            state = attempt.state.clone()
+            pre_score = framework.run_pre_score(state, pod, cluster, window)
+            fresh = framework.run_score(state, pod, cluster, window, pre_score)
+            assert expected.tolist() == fresh.total.tolist()
+    # Windows with or without zone c or a node lacking the key read differently.
+    assert len(keys) > 5

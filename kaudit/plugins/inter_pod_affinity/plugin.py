@@ -90,6 +90,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
               slots: np.ndarray) -> np.ndarray:
         return scoring.score(self, state, pod, cluster, slots)
 
+    normalizes_rows = True
+
     def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
                   scores: np.ndarray) -> np.ndarray | None:
         return scoring.normalize(self, state, pod, slots, scores)

@@ -146,8 +146,8 @@ def normalize(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, slots: 
     scores = np.asarray(scores, dtype=np.int64)
     if not prescore.topology_score or len(scores) == 0:
         return None
-    low, high = int(scores.min()), int(scores.max())
-    if high - low <= 0:
-        return np.zeros_like(scores)
-    fraction = (scores - low).astype(np.float64) / float(high - low)
-    return np.trunc(float(MAX_NODE_SCORE) * fraction).astype(np.int64)
+    # Row by row for a 2-D array (each row the nodes of one cycle).
+    low = scores.min(axis=-1, keepdims=True)
+    spread = scores.max(axis=-1, keepdims=True) - low
+    fraction = (scores - low).astype(np.float64) / np.where(spread > 0, spread, 1)
+    return np.where(spread > 0, np.trunc(float(MAX_NODE_SCORE) * fraction), 0).astype(np.int64)

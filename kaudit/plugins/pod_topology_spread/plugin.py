@@ -7,7 +7,7 @@ Mirrors ``podtopologyspread/plugin.go`` of Kubernetes v1.34; the extension point
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -227,6 +227,8 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
                   scores: np.ndarray) -> np.ndarray | None:
         return scoring.normalize(self, state, pod, slots, scores)
 
+    normalizes_rows = True
+
     def nodes_read_by_pre_score(self, state: CycleState, cluster: ClusterState,
-                                slots: np.ndarray) -> Hashable | None:
-        return scoring.nodes_read(state, cluster, slots)
+                                windows: np.ndarray) -> np.ndarray | None:
+        return scoring.nodes_read(state, cluster, windows)

@@ -10,7 +10,6 @@ counted per node, and ``100 * (max + min - s) / max``.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -81,9 +80,9 @@ def pre_score_state(plugin: PodTopologySpread, pod: PodInfo, cluster: ClusterSta
     capacity = cluster.capacity
     keyed = [padded_codes(cluster, c.topology_key) for c in constraints]
     with_keys = _all_keys_present((codes for codes, _ in keyed), capacity)
-    ignored = np.zeros(capacity, dtype=bool)
-    if require_all:
-        ignored[feasible] = ~with_keys[feasible]
+    # Whether a node is ignored is its own property (it lacks a key): kept for every node,
+    # not only the feasible ones, so that the state holds for any subset of them.
+    ignored = ~with_keys if require_all else np.zeros(capacity, dtype=bool)
     scored = feasible[~ignored[feasible]]
     counted = cluster.live[:capacity] & (with_keys if require_all else True)
     inclusion = NodeInclusion(cluster, pod)
@@ -107,23 +106,28 @@ def pre_score_state(plugin: PodTopologySpread, pod: PodInfo, cluster: ClusterSta
     return PreScoreState(constraints, ignored, has_key, node_counts, weights)
 
 
-def nodes_read(state: CycleState, cluster: ClusterState, slots: np.ndarray) -> Hashable | None:
-    """What of the feasible nodes ``slots`` PreScore reads: how many are not ignored (the
-    hostname constraints' weight) and, per other constraint, the domains they hold (the
-    domains registered, which sets the weight and which counts are kept)."""
+def nodes_read(state: CycleState, cluster: ClusterState, windows: np.ndarray
+               ) -> np.ndarray | None:
+    """What of each row of feasible nodes ``windows`` (2-D) PreScore reads, as a row of integers:
+    how many are not ignored (the hostname constraints' weight) and, per other constraint,
+    which domains they hold (the domains registered, which set its weight and the counts
+    kept)."""
     s = state.read(PRE_SCORE_STATE_KEY)
     if not isinstance(s, PreScoreState):
         return None
-    slots = np.asarray(slots, dtype=np.int64)
-    scored = slots[~s.ignored[slots]]
-    domains = []
+    windows = np.asarray(windows, dtype=np.int64)
+    scored = ~s.ignored[windows]
+    columns = [scored.sum(axis=1, keepdims=True)]
     for constraint in s.constraints:
         if constraint.topology_key == LABEL_HOSTNAME:
             continue
         codes, index = padded_codes(cluster, constraint.topology_key)
-        domain = np.where(codes >= 0, codes, index.get("", len(index)))
-        domains.append(tuple(np.unique(domain[scored]).tolist()))
-    return len(scored), tuple(domains)
+        domain = np.where(codes >= 0, codes, index.get("", len(index)))[windows]
+        held = np.zeros((len(windows), len(index) + 1), dtype=np.int64)
+        rows = np.broadcast_to(np.arange(len(windows))[:, None], windows.shape)
+        held[rows[scored], domain[scored]] = 1
+        columns.append(held)
+    return np.concatenate(columns, axis=1)
 
 
 def score(plugin: PodTopologySpread, state: CycleState, pod: PodInfo, cluster: ClusterState,
@@ -146,12 +150,12 @@ def normalize(plugin: PodTopologySpread, state: CycleState, pod: PodInfo, slots:
     s = state.read(PRE_SCORE_STATE_KEY)
     if not isinstance(s, PreScoreState):
         return None
+    # Row by row for a 2-D array (each row the nodes of one cycle).
     scores = np.asarray(scores, dtype=np.int64)
     ignored = s.ignored[np.asarray(slots, dtype=np.int64)]
-    valid = scores[~ignored]
-    if len(valid) == 0:
-        return np.zeros_like(scores)
-    low, high = int(valid.min()), max(int(valid.max()), 0)
-    if high == 0:
-        return np.where(ignored, 0, MAX_NODE_SCORE).astype(np.int64)
-    return np.where(ignored, 0, MAX_NODE_SCORE * (high + low - scores) // high)
+    big = np.iinfo(np.int64).max
+    low = np.where(ignored, big, scores).min(axis=-1, keepdims=True, initial=big)
+    high = np.maximum(np.where(ignored, 0, scores).max(axis=-1, keepdims=True, initial=0), 0)
+    scaled = MAX_NODE_SCORE * (high + np.where(low == big, 0, low) - scores) \
+        // np.where(high == 0, 1, high)
+    return np.where(ignored, 0, np.where(high == 0, MAX_NODE_SCORE, scaled)).astype(np.int64)
