@@ -1,7 +1,7 @@
 """Explain each disagreement of a stored audit: kaudit's state, upstream's cycle on it, verdict.
 
 ``python -m benchmarks.realcluster.disagreements --db URL --run AUDIT_RUN [--trace NAME]
-[--json] [--repeats N] [--window-ms MS]``
+[--json] [--repeats N] [--window-ms MS] [--no-nearest]``
 
 For every decision the audit run did not find agreeing, the cluster the audit judged is
 rebuilt from the stored trace (every object as the trace left it just before the decision's
@@ -199,15 +199,31 @@ def upstream_answer(expect: JSON) -> Answer:
 
 def upstream_allows(upstream: Answer, expect: JSON, other: Answer) -> bool:
     """Whether ``other`` is one of upstream's possible outcomes on the state: a node it ties,
-    or, for a preemption, a tied candidate with the victims upstream found there."""
+    or, for a preemption, a tied candidate with the victims upstream found there, or any
+    candidate with those victims when its dry run samples (:func:`dry_run_samples`)."""
     if upstream.same_as(other):
         return True
     if other.kind != "preemption" or upstream.kind != "preemption":
         return False
-    if other.node not in upstream.ties:
+    candidates = (expect.get("preemption") or {}).get("candidates") or {}
+    candidate = candidates.get(other.node)
+    if candidate is None or set(candidate["victims"]) != set(other.victims):
         return False
-    candidate = ((expect.get("preemption") or {}).get("candidates") or {}).get(other.node)
-    return candidate is not None and set(candidate["victims"]) == set(other.victims)
+    return other.node in upstream.ties or dry_run_samples(expect)
+
+
+#: ``minCandidateNodesAbsolute``, DefaultPreemption's default (``pkg/scheduler/apis/config/
+#: v1/defaults.go``): its dry run examines at least this many candidates.
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+def dry_run_samples(expect: JSON) -> bool:
+    """Whether upstream's preemption finds more candidates than its dry run examines:
+    ``DryRunPreemption`` walks the potential nodes from a random offset
+    (``GetOffsetAndNumCandidates``) and stops at ``numCandidates`` (at least 100), so which
+    of them it nominates depends on that offset; the oracle's cycle lists every candidate."""
+    candidates = (expect.get("preemption") or {}).get("candidates") or {}
+    return len(candidates) > MIN_CANDIDATE_NODES_ABSOLUTE
 
 
 def agrees_with_upstream(kaudit: Answer, upstream: Answer, expect: JSON,
@@ -313,7 +329,8 @@ class Explainer:
     """Explains the disagreements of one audit run against one stored trace."""
 
     def __init__(self, engine: Engine, run: str, trace: str | None = None, *,
-                 cycle_program: Path, repeats: int = 3, window_us: int = 1_000_000) -> None:
+                 cycle_program: Path, repeats: int = 3, window_us: int = 1_000_000,
+                 nearest: bool = True) -> None:
         self.report = audit_report(engine, run)
         summary = get_trace(engine, trace or self.report["trace"])
         self.events = list(iter_events(engine, summary.id))
@@ -324,6 +341,8 @@ class Explainer:
         self.cycle_program = cycle_program
         self.repeats = repeats
         self.window_us = window_us
+        #: Whether a timing verdict looks for the nearest state giving the recorded answer.
+        self.nearest = nearest
         self.seqs = [event.seq for event in self.events]
         #: Each pod's events (namespace/name), in trace order.
         self.pod_events: dict[str, list[StoredEvent]] = {}
@@ -417,7 +436,13 @@ class Explainer:
         upstream = [upstream_answer(e) for e in expects]
         agreeing = [u for u, e in zip(upstream, expects, strict=True)
                     if agrees_with_upstream(kaudit, u, e, ranks)]
-        if agreeing and not any(u.same_as(kaudit) for u in upstream):
+        by_offset = kaudit.kind == "preemption" and any(
+            dry_run_samples(e) and not u.same_as(kaudit) and kaudit.node not in u.ties
+            for u, e in zip(upstream, expects, strict=True))
+        if agreeing and by_offset:
+            notes.append("upstream's dry run examines only some of its candidates, from a random "
+                         "offset: kaudit's nomination is one of them, with the same victims")
+        elif agreeing and not any(u.same_as(kaudit) for u in upstream):
             notes.append("kaudit's and upstream's victims differ only by pods of equal "
                          "priority and start time (upstream's unstable sort of equal victims)")
         field_diff = differences(compare_cycle(expects[0], report))
@@ -439,7 +464,7 @@ class Explainer:
         explanation = Explanation(record["pod"], record["class"], record.get("cause", ""),
                                   record["momentSeq"], recorded, audit, kaudit,
                                   upstream, verdict, field_diff, notes=notes)
-        if verdict == TIMING:
+        if verdict == TIMING and self.nearest:
             explanation.nearest_state = self._nearest_state(record, recorded)
         return explanation
 
@@ -580,6 +605,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int,
                         help="explain this many disagreements, spread evenly over the run "
                              "(default: all)")
+    parser.add_argument("--no-nearest", action="store_true",
+                        help="skip the search for the nearest state giving the recorded "
+                             "answer (each probe evaluates the whole cluster: at 1,000 nodes "
+                             "the search takes minutes per disagreement)")
     parser.add_argument("--window-ms", type=float, default=1000.0,
                         help="how far around the moment the timing probe looks (default 1000)")
     args = parser.parse_args(argv)
@@ -595,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         explainer = Explainer(engine, args.run, args.trace,
                               cycle_program=build_oracle()["cycle"], repeats=args.repeats,
-                              window_us=int(args.window_ms * 1000))
+                              window_us=int(args.window_ms * 1000),
+                              nearest=not args.no_nearest)
         explanations = explainer.explain_all(args.limit)
     except KauditError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -152,3 +152,20 @@ def test_each_probe_state_equals_the_trace_folded_afresh(
         for toggled in range(max(0, at - reach), min(at + reach, len(events))):
             seen = [i for i in range(at) if i != toggled] + ([toggled] if toggled >= at else [])
             assert explainer._case(record, toggled=toggled) == afresh(seen)
+
+
+def test_a_candidate_of_a_sampling_dry_run_is_one_of_upstreams_outcomes() -> None:
+    # 101 candidates: upstream's dry run examines 100 of them from a random offset and
+    # nominated n2 this time; kaudit's n7, with the victims upstream found there, is another
+    # offset's outcome. With 100 candidates or fewer every one is examined: n7 is no outcome.
+    def expect(count: int) -> dict[str, Any]:
+        return {"preemption": {"nominatedNode": "n2", "tiedNodes": ["n2"], "candidates": {
+            f"n{i}": {"victims": [f"default/v{i}"]} for i in range(count)}}}
+
+    upstream = Answer("preemption", "n2", ("default/v2",), ("n2",))
+    assert agrees_with_upstream(Answer("preemption", "n7", ("default/v7",), ("n7",)),
+                                upstream, expect(101), {})
+    assert not agrees_with_upstream(Answer("preemption", "n7", ("default/v8",), ("n7",)),
+                                    upstream, expect(101), {})
+    assert not agrees_with_upstream(Answer("preemption", "n7", ("default/v7",), ("n7",)),
+                                    upstream, expect(100), {})
