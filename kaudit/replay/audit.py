@@ -232,25 +232,33 @@ class DecisionAudit:
                               attempt: Any) -> Judgment | None:
         """A nomination kaudit's dry run did not reach: upstream's ``DryRunPreemption``
         stops once it has enough candidates, walking the potential nodes from a random
-        offset. Judged again from an offset at the recorded node; when it then agrees, the
-        decision is ``sampled`` (another offset), not a disagreement."""
+        offset. Judged again from offsets at and before the recorded node (the recorded node
+        first, then a quarter, a half, three quarters and all but one of the examined nodes
+        before it); when one then agrees, the decision is ``sampled`` (another offset), not
+        a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
         if details is None or details.examined_nodes >= details.potential_nodes \
-                or details.chosen is None:
+                or details.chosen is None or decision.node not in details.potential_order:
             return None
-        again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
-                                        exhaustive=True, preemption_start=decision.node)
-        self.summary.attempts += 1
-        judgment = judge(decision, again, self.cluster, self.scheduler,
-                         info.nominated_node_name)
-        if judgment["class"] not in AGREEING:
-            return None
-        return {**judgment, "class": "sampled", "cause": "preemption's random offset",
-                "reason": f"from its own random offset kaudit's dry run (examining "
-                          f"{details.examined_nodes} of {details.potential_nodes} potential "
-                          f"nodes) nominates {details.chosen.node}; from an offset at "
-                          f"{decision.node} it nominates {decision.node} with the recorded "
-                          "victims, as upstream's random offset may have started"}
+        order = details.potential_order
+        at, examined = order.index(decision.node), details.examined_nodes
+        backs = dict.fromkeys((0, examined // 4, examined // 2, 3 * examined // 4,
+                               examined - 1))
+        for back in backs:
+            start = order[(at - back) % len(order)]
+            again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                            exhaustive=True, preemption_start=start)
+            self.summary.attempts += 1
+            judgment = judge(decision, again, self.cluster, self.scheduler,
+                             info.nominated_node_name)
+            if judgment["class"] in AGREEING:
+                return {**judgment, "class": "sampled", "cause": "preemption's random offset",
+                        "reason": f"from its own random offset kaudit's dry run (examining "
+                                  f"{examined} of {details.potential_nodes} potential nodes) "
+                                  f"nominates {details.chosen.node}; from an offset at {start} "
+                                  f"it nominates {decision.node} with the recorded victims, as "
+                                  "upstream's random offset may have started"}
+        return None
 
     def _lagging_view(self, decision: RecordedDecision, info: Any,
                       absent: dict[str, Any]) -> Judgment | None:

@@ -998,6 +998,41 @@ def test_a_nomination_beyond_the_dry_runs_offset_is_sampled_not_a_disagreement(
     assert sampled and all(j["cause"] == "preemption's random offset" for j in sampled)
 
 
+def test_a_nomination_reached_from_an_offset_before_it_is_sampled(engine: Engine,
+                                                                  tmp_path: Path) -> None:
+    # The dry run stops at two candidates. n3's victim has the lowest priority, n2's the next:
+    # from an offset at n2 the dry run examines n2 and n3 and nominates n3; only an offset
+    # at n1 (n1 and n2) nominates n2, as recorded.
+    config = tmp_path / "two-candidates.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n"
+        "  - name: DefaultPreemption\n    args:\n      minCandidateNodesPercentage: 0\n"
+        "      minCandidateNodesAbsolute: 2\n")
+
+    def low(index: int) -> Any:
+        priorities = [500, 400, 200, 100, 300, 300]
+        return (make_pod(f"low{index}").req(cpu="1500m", memory="1Gi")
+                .priority(priorities[index]).node(f"n{index}"))
+
+    steps: list[Step] = []
+    for index in range(6):
+        steps.append((0.0, "ADDED", make_node(f"n{index}").capacity(cpu="2", memory="4Gi")
+                      .obj()))
+        steps.append((0.0, "ADDED", low(index).obj()))
+    urgent = make_pod("urgent").req(cpu="1500m", memory="1Gi").priority(1000).obj()
+    steps += [(1.0, "ADDED", urgent),
+              (1.1, "MODIFIED", preempted(low(2).obj())),
+              (1.1, "MODIFIED", failed(urgent, "0/6 nodes are available: 6 Insufficient cpu.",
+                                       nominated="n2")),
+              (1.5, "DELETED", preempted(low(2).obj()))]
+    report = audit_steps(engine, tmp_path, steps, config=config)
+    judged = one(audit_records(engine, report["run"]), "urgent")
+    assert (judged["class"], judged["cause"]) == ("sampled", "preemption's random offset"), \
+        judged["reason"]
+    assert "from an offset at n1 it nominates n2" in judged["reason"]
+
+
 def test_a_binding_is_not_explained_by_undoing_the_schedulers_own_earlier_binding(
         engine: Engine, tmp_path: Path) -> None:
     # a is bound to n1, then b to n2 5 ms later. Judged under bin packing (MostAllocated), b
