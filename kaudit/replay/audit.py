@@ -222,7 +222,7 @@ class DecisionAudit:
                     # explain and the pod page read beside the recorded free amounts); the
                     # judgment says in which view the decision agrees.
                     judgment = lagging
-            if judgment.get("cause") == "not a candidate":
+            if judgment.get("cause") in ("not a candidate", "another candidate"):
                 reached = self._from_recorded_offset(decision, info, attempt)
                 if reached is not None:
                     judgment = reached
@@ -230,9 +230,9 @@ class DecisionAudit:
 
     def _from_recorded_offset(self, decision: RecordedDecision, info: Any,
                               attempt: Any) -> Judgment | None:
-        """A nomination kaudit's dry run did not reach: upstream's ``DryRunPreemption``
-        stops once it has enough candidates, walking the potential nodes from a random
-        offset. Judged again from offsets at and before the recorded node (the recorded node
+        """A nomination kaudit's dry run did not reach, or ranked below another candidate:
+        upstream's ``DryRunPreemption`` stops once it has enough candidates, walking the
+        potential nodes from a random offset (so it may not meet kaudit's choice). Judged again from offsets at and before the recorded node (the recorded node
         first, then a quarter, a half, three quarters and all but one of the examined nodes
         before it); when one then agrees, the decision is ``sampled`` (another offset), not
         a disagreement."""
