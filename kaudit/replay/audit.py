@@ -230,13 +230,11 @@ class DecisionAudit:
 
     def _from_recorded_offset(self, decision: RecordedDecision, info: Any,
                               attempt: Any) -> Judgment | None:
-        """A nomination kaudit's dry run did not reach, or ranked below another candidate:
-        upstream's ``DryRunPreemption`` stops once it has enough candidates, walking the
-        potential nodes from a random offset (so it may not meet kaudit's choice). Judged
-        again from offsets at and before the recorded node (the recorded node first, then a
-        quarter, a half, three quarters and all but one of the examined nodes before it);
-        when one then agrees, the decision is ``sampled`` (another offset), not a
-        disagreement."""
+        """A nomination kaudit's dry run did not reach, or ranked below its choice: upstream's
+        ``DryRunPreemption`` walks the potential nodes from a random offset until it has
+        enough candidates. Judged again from offsets at the recorded node and a quarter, a
+        half, three quarters and all but one of the examined nodes before it; one that
+        agrees makes the decision ``sampled`` (another offset), not a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
         if details is None or details.examined_nodes >= details.potential_nodes \
                 or details.chosen is None or decision.node not in details.potential_order:
