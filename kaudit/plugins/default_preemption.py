@@ -96,9 +96,9 @@ class PreemptionDetails:
 
     eligible: bool = True
     potential_nodes: int = 0
-    #: The potential nodes in the order the dry run walks them from offset 0 (the audit starts
-    #: it elsewhere to see whether another random offset reaches a recorded nomination).
-    potential_order: list[str] = field(default_factory=list)
+    #: The potential nodes' slots in the order the dry run walks them from offset 0 (the audit
+    #: starts it elsewhere to see whether another random offset reaches a recorded nomination).
+    potential_order: list[int] = field(default_factory=list)
     #: Potential nodes the dry run examined: fewer than ``potential_nodes`` when it stopped
     #: early, so the candidates found depended on the random start offset.
     examined_nodes: int = 0
@@ -262,7 +262,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                                                  "preemption: " + message)
         potential = self._potential_nodes(cluster, diagnosis)
         details.potential_nodes = len(potential)
-        details.potential_order = cluster.names(potential)
+        details.potential_order = potential
         rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
             offset = rng.randrange(len(potential))

@@ -236,10 +236,10 @@ class DecisionAudit:
         half, three quarters and all but one of the examined nodes before it; one that
         agrees makes the decision ``sampled`` (another offset), not a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
+        order = [] if details is None else self.cluster.names(details.potential_order)
         if details is None or details.examined_nodes >= details.potential_nodes \
-                or details.chosen is None or decision.node not in details.potential_order:
+                or details.chosen is None or decision.node not in order:
             return None
-        order = details.potential_order
         at, examined = order.index(decision.node), details.examined_nodes
         backs = dict.fromkeys((0, examined // 4, examined // 2, 3 * examined // 4,
                                examined - 1))
