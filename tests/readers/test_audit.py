@@ -739,3 +739,35 @@ def test_a_write_received_second_with_an_older_resource_version_committed_first(
     assert not rejected
     assert [e.object["metadata"]["labels"].get("tier") for e in events] == [None, "b", "a"]
     assert _times(events)[1:] == [("MODIFIED", "n1", 3.01), ("MODIFIED", "n1", 3.04)]
+
+
+def test_two_scheduler_status_writes_keep_the_order_their_resource_versions_prove(
+        tmp_path: Path) -> None:
+    # The scheduler's failure handler patches web's PodScheduled condition (received at
+    # 3.000 s, retried on a conflict, answered at 3.010 s with resourceVersion 206); its
+    # preemption of another pod clears web's nomination (received at 3.003 s, answered at
+    # 3.006 s with 205). The nomination was cleared first, as a watcher saw it.
+    def status(t: float, received: float, rv: int, nominated: str, message: str,
+               patch: dict[str, Any]) -> dict[str, Any]:
+        obj = pod("web", "100m", "64Mi", uid="uid-web", rv=rv)
+        if nominated:
+            obj["status"]["nominatedNodeName"] = nominated
+        obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "reason": "Unschedulable", "message": message}]
+        return _received(event(t, "patch", "pods", name="web", namespace="shop",
+                               subresource="status", level="RequestResponse",
+                               user="system:kube-scheduler", request=patch, response=obj),
+                         received)
+
+    nominated = pod("web", "100m", "64Mi", uid="uid-web", rv=204)
+    nominated["status"]["nominatedNodeName"] = "n1"
+    docs = [event(1.0, "create", "pods", namespace="shop", level="RequestResponse",
+                  request=nominated, response=nominated),
+            status(3.010, 3.000, 206, "", "second", {"status": {"conditions": []}}),
+            status(3.006, 3.003, 205, "", "first", {"status": {"nominatedNodeName": None}})]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert [(e.object["status"].get("nominatedNodeName"),
+             e.object["status"]["conditions"][0]["message"]) for e in events[1:]] == [
+        (None, "first"), (None, "second")]
+    assert _times(events)[1:] == [("MODIFIED", "web", 3.003), ("MODIFIED", "web", 3.003)]
