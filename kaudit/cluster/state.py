@@ -157,6 +157,7 @@ class ClusterState:
         node = obj if isinstance(obj, NodeInfo) else parse_node(obj)
         slot = self._slot(node.name)
         previous = self.nodes[slot]
+        was_live = bool(self.live[slot])
         for image in previous.images if previous is not None else ():
             self.image_nodes[image] -= 1
         for image in node.images:
@@ -178,13 +179,14 @@ class ClusterState:
         gpus = node.allocatable.get(NVIDIA_GPU, 0)
         if gpus or self.gpus.count(slot):
             self.gpus.set_node(slot, gpus, node.labels.get(GPU_MODEL_KEY, ""))
-        if not self.live[slot] or previous is None or previous.zone != node.zone:
-            if self.live[slot] and previous is not None:
+        if not was_live or previous is None or previous.zone != node.zone:
+            if was_live and previous is not None:
                 self._zone_remove(previous.zone, slot)
             self._zones.setdefault(node.zone, []).append(slot)
             self._order = None
         self.live[slot] = True
-        if previous is None or previous.labels != node.labels:
+        # Codes read while the slot was gone leave it out, whatever labels it comes back with.
+        if previous is None or not was_live or previous.labels != node.labels:
             self._topology.clear()
         self.generation += 1
         self.node_generation += 1

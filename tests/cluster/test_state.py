@@ -224,3 +224,25 @@ def test_forks_keep_no_victim_columns() -> None:
         fork.add_pods([pod_info(cluster, make_pod("b").node("n0").req(cpu="1").obj())])
     columns = cluster.victim_columns
     assert columns is not None and len(columns.pods) == 1 and cluster.pod_rows == 1
+
+
+def test_a_node_removed_and_added_again_with_the_same_labels_has_its_topology_back() -> None:
+    """The topology codes read while the node was gone leave it out; when it comes back with
+    the labels it had, they must count it again (a node deleted and created anew with its
+    name, or a what-if that only pretends it is gone)."""
+    config, registry = load()
+    scheduler = build_scheduler(config, registry)
+    cluster = ClusterState()
+    for name, zone in (("a", "zone-a"), ("b", "zone-b")):
+        cluster.add_node(make_node(name).capacity(cpu="4", memory="8Gi").zone(zone).obj())
+    cluster.add_pod(pod_info(cluster, make_pod("there").labels(app="web").node("a")
+                             .req(cpu="1").obj()))
+    spread = pod_info(cluster, make_pod("p").labels(app="web").req(cpu="1").spread(
+        "topology.kubernetes.io/zone", 1, "DoNotSchedule", {"app": "web"}).obj())
+    cluster.remove_node("b")
+    assert scheduler.schedule(cluster, spread).selected == "a"  # zone-a is the only zone
+    cluster.add_node(make_node("b").capacity(cpu="4", memory="8Gi").zone("zone-b").obj())
+    assert int(cluster.topology_codes("topology.kubernetes.io/zone").codes[
+        cluster.slot_of["b"]]) >= 0
+    # Back: zone-b is empty, and a second pod in zone-a would skew the zones by 2.
+    assert scheduler.schedule(cluster, spread).selected == "b"
