@@ -1112,3 +1112,30 @@ def test_a_pod_assumed_in_a_view_is_no_longer_nominated(engine: Engine, tmp_path
     low = one(audit_records(engine, audit_steps(engine, tmp_path, steps)["run"]), "low")
     assert low["class"] == "agrees"
     assert low["laggingView"]["writesInFlight"] == ["bind default/urgent n2"]
+
+
+def test_a_node_a_view_took_away_counts_with_its_topology_afterwards(engine: Engine,
+                                                                     tmp_path: Path) -> None:
+    # n2 is added 50 ms before x's binding to n1 is recorded: kaudit scores n2 higher, and the
+    # view where the scheduler had not seen n2 yet explains the binding. The spreading of x
+    # read the zones while n2 was out of that view; s, bound to n2 later, must find n2 in
+    # zone-b again (not "missing required label").
+    zone = "topology.kubernetes.io/zone"
+    x = make_pod("x").labels(app="x").req(cpu="1", memory="1Gi") \
+        .spread(zone, 1, "ScheduleAnyway", {"app": "x"}).obj()
+    s = make_pod("s").labels(app="web").req(cpu="1", memory="1Gi") \
+        .spread(zone, 1, "DoNotSchedule", {"app": "web"}).obj()
+    n2 = make_node("n2").capacity(cpu="4", memory="8Gi").zone("zone-b").obj()
+    steps: list[Step] = [
+        (0.0, "ADDED", make_node("n1").capacity(cpu="4", memory="8Gi").zone("zone-a").obj()),
+        (0.0, "ADDED", make_pod("web0").labels(app="web").req(cpu="1", memory="1Gi")
+         .node("n1").obj()),
+        (1.0, "ADDED", x),
+        (2.0, "ADDED", n2),
+        (2.05, "MODIFIED", {**x, "spec": {**x["spec"], "nodeName": "n1"}}),
+        (3.0, "ADDED", s),
+        (4.0, "MODIFIED", {**s, "spec": {**s["spec"], "nodeName": "n2"}}),
+    ]
+    records = audit_records(engine, audit_steps(engine, tmp_path, steps, window_s=0.1)["run"])
+    assert one(records, "x")["laggingView"]["notSeen"] == ["add Node n2"]
+    assert one(records, "s")["class"] == "agrees", one(records, "s")["reason"]
