@@ -246,6 +246,48 @@ def importance(objects: Iterable[JSON]) -> dict[str, tuple[int, str]]:
             for o in objects if o.get("kind") == "Pod"}
 
 
+def answers_differ(audit: Answer, kaudit: Answer, ranks: dict[str, tuple[int, str]]) -> bool:
+    """Whether kaudit on the rebuilt state answers otherwise than the audit did. Victims of
+    equal rank come in the order of the node's pods in the audit's cache, which the rebuilt
+    state (listed anew) does not keep; the audit of a binding that fits nowhere records no
+    node and no preemption (it judges the binding), where the rebuilt state's what-if goes
+    on to preempt."""
+    if audit.same_as(kaudit) or kaudit.same_as(audit) or equal_victims(audit, kaudit, ranks):
+        return False
+    return not (audit.kind == "unschedulable" and not audit.message
+                and kaudit.kind == "preemption")
+
+
+def shows_another_state(audit: Answer, kaudit: Answer, ranks: dict[str, tuple[int, str]],
+                        outcomes: list[tuple[Answer, JSON]]) -> bool:
+    """Whether the audit's answer shows that it judged another state than the rebuilt one:
+    kaudit answers otherwise there (:func:`answers_differ`), and the audit's answer is none of
+    upstream's outcomes there (``outcomes``: upstream's answer and cycle per run). Each dry
+    run that samples walks from its own random offset, so two different nominations can
+    both be upstream's on one state."""
+    return answers_differ(audit, kaudit, ranks) and not any(
+        upstream_allows(answer, expect, audit) for answer, expect in outcomes)
+
+
+def equal_rank_victims(audit: Answer, outcomes: list[tuple[Answer, JSON]],
+                       ranks: dict[str, tuple[int, str]]) -> list[str]:
+    """When upstream, on the rebuilt state, finds other victims on the audit's nominated node:
+    the victims of either answer there that share their rank (``MoreImportantPod``:
+    priority, start time) with another of them. Upstream reprieves such pods in its
+    ``NodeInfo.Pods`` order, which the rebuilt state does not keep; empty when none."""
+    if audit.kind != "preemption":
+        return []
+    for _, expect in outcomes:
+        candidate = ((expect.get("preemption") or {}).get("candidates") or {}).get(audit.node)
+        if candidate is None or set(candidate["victims"]) == set(audit.victims):
+            continue
+        pods = sorted(set(candidate["victims"]) | set(audit.victims))
+        rank_of = {pod: ranks.get(pod, (0, "?" + pod)) for pod in pods}
+        return [pod for pod in pods
+                if sum(rank == rank_of[pod] for rank in rank_of.values()) > 1]
+    return []
+
+
 def equal_victims(a: Answer, b: Answer, ranks: dict[str, tuple[int, str]]) -> bool:
     """Whether two preemptions on one node differ only by victims of equal rank: upstream
     sorts the victims with ``sort.Slice`` (not stable) in ``SelectVictimsOnNode``, so which
@@ -356,9 +398,11 @@ class Explainer:
     def disagreements(self) -> list[JSON]:
         return list(self.report["disagreements"])
 
-    def explain_all(self, limit: int | None = None) -> list[Explanation]:
-        """Every disagreement explained, or ``limit`` of them spread evenly over the run."""
-        records = self.disagreements()
+    def explain_all(self, limit: int | None = None,
+                    pods: frozenset[str] = frozenset()) -> list[Explanation]:
+        """Every disagreement explained (only those of ``pods``, namespace/name, when given),
+        or ``limit`` of them spread evenly over the run."""
+        records = [r for r in self.disagreements() if not pods or r["pod"] in pods]
         if limit is not None and len(records) > limit:
             step = len(records) / limit
             records = [records[int(i * step)] for i in range(limit)]
@@ -417,18 +461,11 @@ class Explainer:
         kaudit = kaudit_answer(report)
         audit = audit_answer(record)
         ranks = importance(case["objects"])
-        # Victims of equal rank come in the order of the node's pods in the audit's cache,
-        # which the rebuilt state (listed anew) does not keep.
-        rebuilt_differs = not audit.same_as(kaudit) and not kaudit.same_as(audit) \
-            and not equal_victims(audit, kaudit, ranks)
-        if audit.kind == "unschedulable" and not audit.message and kaudit.kind == "preemption":
-            # The audit of a binding that fits nowhere records no node and no preemption (it
-            # judges the binding); the rebuilt state's what-if goes on to preempt.
-            rebuilt_differs = False
-        if rebuilt_differs:
-            notes.append(f"the rebuilt state is not the audit's: the audit said {audit.text()}, "
-                         f"kaudit on the rebuilt state says {kaudit.text()}")
+        rebuilt_differs = answers_differ(audit, kaudit, ranks)
         if errors:
+            if rebuilt_differs:
+                notes.append(f"the rebuilt state is not the audit's: the audit said "
+                             f"{audit.text()}, kaudit on the rebuilt state says {kaudit.text()}")
             return Explanation(record["pod"], record["class"], record.get("cause", ""),
                                record["momentSeq"], recorded, audit, kaudit, [],
                                f"not decided: upstream's cycle failed: {errors[0]}", notes=notes)
@@ -445,12 +482,29 @@ class Explainer:
         elif agreeing and not any(u.same_as(kaudit) for u in upstream):
             notes.append("kaudit's and upstream's victims differ only by pods of equal "
                          "priority and start time (upstream's unstable sort of equal victims)")
+        if rebuilt_differs and not shows_another_state(audit, kaudit, ranks,
+                                                       list(zip(upstream, expects, strict=True))):
+            rebuilt_differs = False
+            notes.append(f"the audit's answer ({audit.text()}) is also one of upstream's on the "
+                         "rebuilt state (another random offset of the dry run)")
+        tied: list[str] = []
+        if rebuilt_differs:
+            notes.append(f"the rebuilt state is not the audit's: the audit said {audit.text()}, "
+                         f"kaudit on the rebuilt state says {kaudit.text()}")
+            tied = equal_rank_victims(audit, [(u, e) for u, e in zip(upstream, expects,
+                                                                       strict=True)], ranks)
+            if tied:
+                notes.append(f"on {audit.node} upstream finds other victims, and pods of equal "
+                             f"rank decide which: {tied}; the audit reprieves them in its "
+                             "cache's order (an update moves a pod to the end of its node's "
+                             "list), the rebuilt state, listed anew, in key order")
         field_diff = differences(compare_cycle(expects[0], report))
         recorded_there = any(upstream_allows(u, e, recorded) or equal_victims(u, recorded, ranks)
                              for u, e in zip(upstream, expects, strict=True))
         if not agreeing:
             verdict = BUG
-        elif recorded_there and rebuilt_differs:
+        elif recorded_there and rebuilt_differs and not tied:
+            # (With victims of equal rank, the state cannot be rebuilt as the audit held it.)
             verdict = AUDIT_STATE
         elif rebuilt_differs:
             verdict = UNREBUILT
@@ -605,6 +659,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int,
                         help="explain this many disagreements, spread evenly over the run "
                              "(default: all)")
+    parser.add_argument("--pod", action="append", default=[], metavar="NAMESPACE/NAME",
+                        help="explain only this pod's disagreements (repeatable)")
     parser.add_argument("--no-nearest", action="store_true",
                         help="skip the search for the nearest state giving the recorded "
                              "answer (each probe evaluates the whole cluster: at 1,000 nodes "
@@ -626,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
                               cycle_program=build_oracle()["cycle"], repeats=args.repeats,
                               window_us=int(args.window_ms * 1000),
                               nearest=not args.no_nearest)
-        explanations = explainer.explain_all(args.limit)
+        explanations = explainer.explain_all(args.limit, frozenset(args.pod))
     except KauditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

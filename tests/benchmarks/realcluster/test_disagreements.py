@@ -18,10 +18,12 @@ from benchmarks.realcluster.disagreements import (
     Explainer,
     agrees_with_upstream,
     audit_answer,
+    equal_rank_victims,
     fold,
     main,
     pending_pod,
     scenario,
+    shows_another_state,
     stored,
 )
 from kaudit.store.schema import open_database
@@ -83,6 +85,14 @@ def test_the_command_prints_every_disagreement_as_json(
     assert explained["verdict"] == TIMING
     assert explained["recorded"]["text"] == "bind n1"
     assert [u["text"] for u in explained["upstream"]] == ["bind n2"]
+    # --pod keeps only that pod's disagreements.
+    db = f"sqlite:///{tmp_path / 'kaudit.db'}"
+    assert main(["--db", db, "--run", run, "--json", "--repeats", "1",
+                 "--pod", "default/other"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["--db", db, "--run", run, "--json", "--repeats", "1",
+                 "--pod", "default/p"]) == 0
+    assert [e["pod"] for e in json.loads(capsys.readouterr().out)] == ["default/p"]
 
 
 def test_an_unknown_run_is_refused_naming_it(sqlite_engine: Engine, tmp_path: Path,
@@ -169,3 +179,37 @@ def test_a_candidate_of_a_sampling_dry_run_is_one_of_upstreams_outcomes() -> Non
                                     upstream, expect(101), {})
     assert not agrees_with_upstream(Answer("preemption", "n7", ("default/v7",), ("n7",)),
                                     upstream, expect(100), {})
+
+
+def test_two_nominations_of_a_sampling_dry_run_show_no_other_state() -> None:
+    # The audit nominated n5 and kaudit, on the state rebuilt from the trace, n7: both are
+    # candidates upstream found there with those victims, and with 101 candidates its dry
+    # run samples, so each is an outcome of some offset. With 100 candidates (no sampling)
+    # only upstream's tied pick is, and the audit's n5 shows another state.
+    def expect(count: int) -> dict[str, Any]:
+        return {"preemption": {"nominatedNode": "n7", "tiedNodes": ["n7"], "candidates": {
+            f"n{i}": {"victims": [f"default/v{i}"]} for i in range(count)}}}
+
+    audit = Answer("preemption", "n5", ("default/v5",), ("n5",))
+    kaudit = upstream = Answer("preemption", "n7", ("default/v7",), ("n7",))
+    assert not shows_another_state(audit, kaudit, {}, [(upstream, expect(101))])
+    assert shows_another_state(audit, kaudit, {}, [(upstream, expect(100))])
+    assert not shows_another_state(kaudit, kaudit, {}, [(upstream, expect(100))])
+    other_victims = Answer("preemption", "n5", ("default/v6",), ("n5",))
+    assert shows_another_state(other_victims, kaudit, {}, [(upstream, expect(101))])
+
+
+def test_victims_of_equal_rank_on_the_audits_node_are_named() -> None:
+    # The audit evicted h on n3; upstream, on the rebuilt state, finds z and s there: h and z
+    # share priority 100 and a start time, and their order on the node decides which goes.
+    ranks = {"a/h": (100, "T1"), "a/z": (100, "T1"), "a/s": (0, "T2"), "a/o": (100, "T0")}
+    audit = Answer("preemption", "n3", ("a/h",), ("n3",))
+    expect = {"preemption": {"nominatedNode": "n1", "candidates": {
+        "n1": {"victims": ["a/o"]}, "n3": {"victims": ["a/z", "a/s"]}}}}
+    upstream = Answer("preemption", "n1", ("a/o",), ("n1",))
+    assert equal_rank_victims(audit, [(upstream, expect)], ranks) == ["a/h", "a/z"]
+    # Victims of distinct ranks: nothing to name; the same victims: nothing either.
+    assert equal_rank_victims(audit, [(upstream, expect)],
+                              {**ranks, "a/z": (100, "T0")}) == []
+    same = Answer("preemption", "n3", ("a/s", "a/z"), ("n3",))
+    assert equal_rank_victims(same, [(upstream, expect)], ranks) == []
