@@ -24,7 +24,9 @@ watch event a watcher would have seen:
   terminating pod is even refused, ``BindingREST.setPodNodeAndMetadata``); the binding
   request found later changes nothing.
   Likewise a delete received after the one that removed the object, but committed before it
-  (its response shows the object still there), changed nothing.
+  (its response shows the object still there), changed nothing; and so did an update that
+  read a deletion's mark (no grace, no finalizer left: the deletion then removes the object),
+  though the API server answers it with the object.
 * The object is ``responseObject`` when logged (level ``RequestResponse``), else
   ``requestObject`` (level ``Request``). A ``patch`` logged at level ``Request`` carries only
   the patch: it is applied to the last known state of the object (:mod:`kaudit.model.patch`).
@@ -113,6 +115,9 @@ DROP_BINDING_SEEN = ("pods/binding already made: a deletion received before it s
                      "bound")
 DROP_DELETED_AGAIN = ("delete of an object already deleted (received after its final deletion, "
                       "committed before it): changed nothing")
+DROP_UPDATED_AFTER_DELETION = ("update of an object already deleted (it read the deletion's "
+                               "mark, and the deletion removed the object first): changed "
+                               "nothing")
 DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
                    "RequestResponse")
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
@@ -306,8 +311,17 @@ def _committed_before(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
     before = earlier.get("responseObject")
     if not isinstance(before, dict) or _uid(before) != _uid(response):
         return False
+    if earlier.get("verb") == "delete" and _deletion_mark(response):
+        # It read the deletion's mark: a delete with no grace left writes twice (the mark,
+        # then the removal), and this one read the first; its own version proves nothing.
+        return False
     mine, theirs = _resource_version(response), _resource_version(before)
     return mine is not None and theirs is not None and mine < theirs
+
+
+def _deletion_mark(obj: dict[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    return isinstance(metadata, dict) and bool(metadata.get("deletionTimestamp"))
 
 
 def _resource_version(obj: dict[str, Any]) -> int | None:
@@ -605,6 +619,12 @@ class AuditConverter:
             self.uids.pop(key, None)
             self.made_up.discard(key)
         if event_type == "MODIFIED" and by_update and _finally_deleted(kind, obj):
+            if key not in self.state and logged is not None \
+                    and self.deleted.get(key) == logged:
+                # The API server answers an update that read a deletion's mark (no grace, no
+                # finalizer left) with the object, though the deletion removed it.
+                self.stats[parsed.index].drop(DROP_UPDATED_AFTER_DELETION, parsed.line)
+                return
             event_type = "DELETED"  # the last finalizer of a deleted object is gone
         obj = self._with_uid(key, obj, parsed.received)
         if (kind == "Node" and event_type == "MODIFIED" and key in self.state

@@ -771,3 +771,35 @@ def test_two_scheduler_status_writes_keep_the_order_their_resource_versions_prov
              e.object["status"]["conditions"][0]["message"]) for e in events[1:]] == [
         (None, "first"), (None, "second")]
     assert _times(events)[1:] == [("MODIFIED", "web", 3.003), ("MODIFIED", "web", 3.003)]
+
+
+def test_a_status_patch_that_read_a_deletions_mark_changes_nothing(tmp_path: Path) -> None:
+    # web (bound, no grace period) is deleted by the scheduler: received at 3.000 s, the
+    # deletion writes its mark (resourceVersion 217), then removes the pod (218) and answers
+    # at 3.050 s. The kubelet's status patch, received at 3.020 s, read the mark and was
+    # answered at 3.040 s with the object at 217: it proves no earlier commit, and the pod it
+    # shows is gone. A watcher saw the mark, then the deletion.
+    bound = pod("web", "1", "1Gi", uid="uid-web", rv=210)
+    bound["spec"].update(nodeName="n1", terminationGracePeriodSeconds=0)
+    marked = {**bound, "metadata": {**bound["metadata"], "resourceVersion": "218",
+                                    "deletionTimestamp": "2026-11-02T09:00:03Z",
+                                    "deletionGracePeriodSeconds": 0}}
+    running = {**marked, "metadata": {**marked["metadata"], "resourceVersion": "217"},
+               "status": {**marked["status"], "phase": "Running"}}
+    docs = [event(1.0, "create", "pods", namespace="shop", level="RequestResponse",
+                  request=bound, response=bound),
+            _received(event(3.050, "delete", "pods", name="web", namespace="shop",
+                            level="RequestResponse", user="system:kube-scheduler",
+                            request={"kind": "DeleteOptions", "apiVersion": "v1"},
+                            response=marked), 3.000),
+            _received(event(3.040, "patch", "pods", name="web", namespace="shop",
+                            subresource="status", level="RequestResponse",
+                            user="system:node:n1", request={"status": {"phase": "Running"}},
+                            response=running), 3.020)]
+    events, rejected, [stats] = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert [(e.type, e.object["status"].get("phase"),
+             bool(e.object["metadata"].get("deletionTimestamp"))) for e in events] == [
+        ("ADDED", "Pending", False), ("MODIFIED", "Pending", True), ("DELETED", "Pending", True)]
+    assert any(reason.startswith("update of an object already deleted")
+               for reason in stats.dropped)
