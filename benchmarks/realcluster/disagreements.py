@@ -40,6 +40,7 @@ import bisect
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -283,8 +284,8 @@ def equal_rank_victims(audit: Answer, outcomes: list[tuple[Answer, JSON]],
             continue
         pods = sorted(set(candidate["victims"]) | set(audit.victims))
         rank_of = {pod: ranks.get(pod, (0, "?" + pod)) for pod in pods}
-        return [pod for pod in pods
-                if sum(rank == rank_of[pod] for rank in rank_of.values()) > 1]
+        shared = Counter(rank_of.values())
+        return [pod for pod in pods if shared[rank_of[pod]] > 1]
     return []
 
 
@@ -471,19 +472,19 @@ class Explainer:
                                f"not decided: upstream's cycle failed: {errors[0]}", notes=notes)
         expects = [a["expect"] for a in answers]
         upstream = [upstream_answer(e) for e in expects]
-        agreeing = [u for u, e in zip(upstream, expects, strict=True)
+        outcomes = list(zip(upstream, expects, strict=True))
+        agreeing = [u for u, e in outcomes
                     if agrees_with_upstream(kaudit, u, e, ranks)]
         by_offset = kaudit.kind == "preemption" and any(
             dry_run_samples(e) and not u.same_as(kaudit) and kaudit.node not in u.ties
-            for u, e in zip(upstream, expects, strict=True))
+            for u, e in outcomes)
         if agreeing and by_offset:
             notes.append("upstream's dry run examines only some of its candidates, from a random "
                          "offset: kaudit's nomination is one of them, with the same victims")
         elif agreeing and not any(u.same_as(kaudit) for u in upstream):
             notes.append("kaudit's and upstream's victims differ only by pods of equal "
                          "priority and start time (upstream's unstable sort of equal victims)")
-        if rebuilt_differs and not shows_another_state(audit, kaudit, ranks,
-                                                       list(zip(upstream, expects, strict=True))):
+        if rebuilt_differs and not shows_another_state(audit, kaudit, ranks, outcomes):
             rebuilt_differs = False
             notes.append(f"the audit's answer ({audit.text()}) is also one of upstream's on the "
                          "rebuilt state (another random offset of the dry run)")
@@ -491,8 +492,7 @@ class Explainer:
         if rebuilt_differs:
             notes.append(f"the rebuilt state is not the audit's: the audit said {audit.text()}, "
                          f"kaudit on the rebuilt state says {kaudit.text()}")
-            tied = equal_rank_victims(audit, [(u, e) for u, e in zip(upstream, expects,
-                                                                       strict=True)], ranks)
+            tied = equal_rank_victims(audit, outcomes, ranks)
             if tied:
                 notes.append(f"on {audit.node} upstream finds other victims, and pods of equal "
                              f"rank decide which: {tied}; the audit reprieves them in its "
@@ -500,7 +500,7 @@ class Explainer:
                              "list), the rebuilt state, listed anew, in key order")
         field_diff = differences(compare_cycle(expects[0], report))
         recorded_there = any(upstream_allows(u, e, recorded) or equal_victims(u, recorded, ranks)
-                             for u, e in zip(upstream, expects, strict=True))
+                             for u, e in outcomes)
         if not agreeing:
             verdict = BUG
         elif recorded_there and rebuilt_differs and not tied:

@@ -700,8 +700,7 @@ class AuditConverter:
                    "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
         obj = self._complete(obj, kind, api_version, namespace, name)
         if kind == "Pod" and response is not None and known is not None \
-                and not (known.get("metadata") or {}).get("deletionTimestamp") \
-                and _shows_later_write(obj, known):
+                and not _deletion_mark(known) and _shows_later_write(obj, known):
             # Bound, nominated or found unschedulable before this deletion committed, by a
             # request received after it: that write first.
             metadata = {key: value for key, value in (obj.get("metadata") or {}).items()
@@ -717,7 +716,7 @@ class AuditConverter:
             if terminating:
                 obj = _marked_for_deletion(obj, parsed.received, grace or 0)
         if not terminating and kind == "Pod" and known is not None \
-                and not (known.get("metadata") or {}).get("deletionTimestamp"):
+                and not _deletion_mark(known):
             # Every pod's deletion is graceful in the API server (the pod strategy's
             # CheckGracefulDelete is always true; BeforeDelete in k8s.io/apiserver's
             # registry/rest/delete.go): it writes the deletionTimestamp first, and deletes at

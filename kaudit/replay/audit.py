@@ -236,9 +236,11 @@ class DecisionAudit:
         half, three quarters and all but one of the examined nodes before it; one that
         agrees makes the decision ``sampled`` (another offset), not a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
-        order = [] if details is None else self.cluster.names(details.potential_order)
         if details is None or details.examined_nodes >= details.potential_nodes \
-                or details.chosen is None or decision.node not in order:
+                or details.chosen is None:
+            return None
+        order = self.cluster.names(details.potential_order)
+        if decision.node not in order:
             return None
         at, examined = order.index(decision.node), details.examined_nodes
         backs = dict.fromkeys((0, examined // 4, examined // 2, 3 * examined // 4,
