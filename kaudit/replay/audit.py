@@ -237,10 +237,8 @@ class DecisionAudit:
         agrees makes the decision ``sampled`` (another offset), not a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
         if details is None or details.examined_nodes >= details.potential_nodes \
-                or details.chosen is None:
-            return None
-        order = self.cluster.names(details.potential_order)
-        if decision.node not in order:
+                or details.chosen is None \
+                or decision.node not in (order := self.cluster.names(details.potential_order)):
             return None
         at, examined = order.index(decision.node), details.examined_nodes
         backs = dict.fromkeys((0, examined // 4, examined // 2, 3 * examined // 4,
