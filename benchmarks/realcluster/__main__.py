@@ -25,6 +25,7 @@ from typing import Any
 from benchmarks.realcluster.pipeline import (
     AUDIT_WINDOW_SECONDS,
     CONFIGURATIONS,
+    STAGES,
     FidelityRun,
     run_fidelity,
 )
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=AUDIT_WINDOW_SECONDS,
                         help="kaudit audit --window: how far the scheduler's view may lag "
                              f"the recording (default {AUDIT_WINDOW_SECONDS} s)")
+    parser.add_argument("--until", choices=STAGES, default="replay",
+                        help="stop after this stage: ingest (record and ingest both traces), "
+                             "audit (also audit them), replay (also replay the recording and "
+                             "diff it with the real placements; the default)")
     parser.add_argument("--workdir", type=Path,
                         help="keep the cluster's files, traces and database here "
                              "(default: a temporary folder, removed afterwards)")
@@ -101,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             workdir.mkdir(parents=True)
             run = run_fidelity(workdir, args.nodes, args.pods, args.seed, configuration,
                                args.version, progress=_progress(configuration),
-                               window_s=args.window, duration_s=args.duration)
-            rows = [figures(run, trace) for trace in ("recording", "audit-log")]
+                               window_s=args.window, duration_s=args.duration,
+                               until=args.until)
+            rows = [figures(run, trace) for trace in ("recording", "audit-log")
+                    if trace in run.audits]
             results.append({"run": run.as_json(), "rows": rows})
             if not args.json:
                 for row in rows:

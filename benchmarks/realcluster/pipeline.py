@@ -57,6 +57,10 @@ class PipelineError(RuntimeError):
     """A step of the end-to-end run failed; the message names the step and quotes it."""
 
 
+#: The pipeline's stages, in order; a run may stop after any of them.
+STAGES = ("ingest", "audit", "replay")
+
+
 @dataclass
 class FidelityRun:
     """What one end-to-end run found."""
@@ -176,8 +180,14 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
                  configuration: str = "default", minor: str = "v1.34",
                  db: str | None = None, progress: Progress | None = None,
                  window_s: float = AUDIT_WINDOW_SECONDS,
-                 duration_s: float | None = None) -> FidelityRun:
-    """One end-to-end run in ``workdir``; the database defaults to ``workdir/kaudit.db``."""
+                 duration_s: float | None = None, until: str = "replay") -> FidelityRun:
+    """One end-to-end run in ``workdir``; the database defaults to ``workdir/kaudit.db``.
+
+    ``until`` stops after a stage of :data:`STAGES`: ``ingest`` keeps the recorded and
+    ingested traces (audit them later with ``kaudit audit``), ``audit`` skips the full
+    replay, which at thousands of nodes takes longer than everything before it."""
+    if until not in STAGES:
+        raise PipelineError(f"unknown stage {until!r}; choose from {', '.join(STAGES)}")
     say = progress or (lambda _message: None)
     timings: dict[str, float] = {}
     clock = time.monotonic()
@@ -231,7 +241,11 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     lags = decision_lags(recorded, plane.workdir / "logs" / "kube-scheduler.log")
     del recorded
     lap("compare")
-    audits = {}
+    audits: dict[str, dict[str, Any]] = {}
+    diff: dict[str, Any] = {}
+    if until == "ingest":
+        return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
+                           comparison, audits, diff, lags, timings, memory, str(workdir))
     config = str(plane.scheduler_config)
     for trace in ("recording", "audit-log"):
         say(f"auditing the real scheduler's decisions in the {trace}")
@@ -239,6 +253,9 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
                                        "--window", str(window_s),
                                        "--name", f"audit-{trace}", db=db)
     lap("audit")
+    if until == "audit":
+        return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
+                           comparison, audits, diff, lags, timings, memory, str(workdir))
     say("replaying the recording and comparing with the real placements")
     replay = kaudit_command("replay", "recording", "--config", config, "--name", "replay",
                             db=db)
