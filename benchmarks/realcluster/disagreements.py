@@ -41,7 +41,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,8 @@ STATE_KINDS = frozenset({
 PROBE_EVENTS = 40
 #: How many of those events the text report lists (the nearest to the moment).
 LISTED_CHANGES = 12
+#: How many disagreements are rebuilt and sent to upstream at once.
+BATCH = 8
 
 
 @dataclass(frozen=True)
@@ -399,21 +401,31 @@ class Explainer:
     def disagreements(self) -> list[JSON]:
         return list(self.report["disagreements"])
 
-    def explain_all(self, limit: int | None = None,
-                    pods: frozenset[str] = frozenset()) -> list[Explanation]:
+    def explain_all(self, limit: int | None = None, pods: frozenset[str] = frozenset(),
+                    progress: Callable[[int, int], None] | None = None) -> list[Explanation]:
         """Every disagreement explained (only those of ``pods``, namespace/name, when given),
-        or ``limit`` of them spread evenly over the run."""
+        or ``limit`` of them spread evenly over the run; ``progress(done, total)`` after each
+        batch."""
         records = [r for r in self.disagreements() if not pods or r["pod"] in pods]
         if limit is not None and len(records) > limit:
             step = len(records) / limit
             records = [records[int(i * step)] for i in range(limit)]
-        cases = [self._case(record) for record in records]
-        requests = [{"id": f"{i}-{n}", "objects": c["objects"], "pod": c["pod"],
-                     "config": c["config"]}
-                    for i, c in enumerate(cases) for n in range(self.repeats)]
-        answers = run_cycles(self.cycle_program, requests) if requests else {}
-        return [self._explain(record, case, [answers[f"{i}-{n}"] for n in range(self.repeats)])
-                for i, (record, case) in enumerate(zip(records, cases, strict=True))]
+        explanations: list[Explanation] = []
+        # A batch at a time: each case is the whole cluster, so holding every case (and its
+        # request to upstream) at once grows with disagreements × cluster size.
+        for first in range(0, len(records), BATCH):
+            batch = records[first:first + BATCH]
+            cases = [self._case(record) for record in batch]
+            requests = [{"id": f"{i}-{n}", "objects": c["objects"], "pod": c["pod"],
+                         "config": c["config"]}
+                        for i, c in enumerate(cases) for n in range(self.repeats)]
+            answers = run_cycles(self.cycle_program, requests)
+            explanations += [
+                self._explain(record, case, [answers[f"{i}-{n}"] for n in range(self.repeats)])
+                for i, (record, case) in enumerate(zip(batch, cases, strict=True))]
+            if progress is not None:
+                progress(len(explanations), len(records))
+        return explanations
 
     def _position(self, moment: int) -> int:
         """The index of the first event at or after seq ``moment``."""
@@ -647,6 +659,11 @@ def render(explanations: list[Explanation]) -> str:
     return "\n".join(lines)
 
 
+def _progress(done: int, total: int) -> None:
+    print(f"\rjudged {done:,} of {total:,} disagreement(s)", end="\n" if done == total else "",
+          file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.realcluster.disagreements",
                                      description=__doc__.splitlines()[0] if __doc__ else None)
@@ -667,6 +684,8 @@ def main(argv: list[str] | None = None) -> int:
                              "the search takes minutes per disagreement)")
     parser.add_argument("--window-ms", type=float, default=1000.0,
                         help="how far around the moment the timing probe looks (default 1000)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on standard error")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -682,7 +701,8 @@ def main(argv: list[str] | None = None) -> int:
                               cycle_program=build_oracle()["cycle"], repeats=args.repeats,
                               window_us=int(args.window_ms * 1000),
                               nearest=not args.no_nearest)
-        explanations = explainer.explain_all(args.limit, frozenset(args.pod))
+        explanations = explainer.explain_all(args.limit, frozenset(args.pod),
+                                             progress=None if args.quiet else _progress)
     except KauditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -74,6 +74,32 @@ def test_a_disagreement_upstream_shares_on_that_state_is_timing(
         "kaudit": "bind n1", "upstream": "bind n1"}
 
 
+def test_disagreements_are_judged_a_batch_at_a_time(
+        oracle: dict[str, Path], sqlite_engine: Engine, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    run = audited_late_deletion(sqlite_engine, tmp_path)
+    explainer = Explainer(sqlite_engine, run, cycle_program=oracle["cycle"], repeats=1,
+                          nearest=False)
+    (record,) = explainer.disagreements()
+    monkeypatch.setattr(explainer, "disagreements", lambda: [record, record, record])
+    monkeypatch.setattr(disagreements, "BATCH", 2)
+    sent: list[int] = []
+    real_run_cycles = disagreements.run_cycles
+
+    def counting(program: Path, requests: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(len(requests))
+        return real_run_cycles(program, requests)
+
+    monkeypatch.setattr(disagreements, "run_cycles", counting)
+    progress: list[tuple[int, int]] = []
+    explained = explainer.explain_all(progress=lambda done, total: progress.append((done, total)))
+
+    assert sent == [2, 1]
+    assert progress == [(2, 3), (3, 3)]
+    assert [e.verdict for e in explained] == [TIMING] * 3
+    assert {e.upstream[0].ties for e in explained} == {("n2",)}
+
+
 def test_the_command_prints_every_disagreement_as_json(
         oracle: dict[str, Path], sqlite_engine: Engine, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
