@@ -12,6 +12,7 @@ one given to kaudit.
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -41,10 +42,21 @@ CONFIGURATIONS = {
         "        type: MostAllocated\n        resources:\n"
         "        - name: cpu\n          weight: 1\n        - name: memory\n          weight: 1\n"),
 }
-#: How far the real scheduler's view may lag the recording (``kaudit audit --window``). On
-#: this control plane bindings committed up to ~20 ms out of the order the scheduler decided
-#: them, and a failure's PodScheduled=False write lands tens of ms after its cycle.
+#: How far the real scheduler's view may lag the recording (``kaudit audit --window``), at
+#: least. On this control plane at 20 nodes bindings committed up to ~20 ms out of the order
+#: the scheduler decided them, and a failure's PodScheduled=False write lands tens of ms after
+#: its cycle; larger clusters lag more (:func:`audit_window`).
 AUDIT_WINDOW_SECONDS = 0.1
+
+
+def audit_window(lags: dict[str, Any]) -> float:
+    """The audit's window for a run: the 99th percentile of its decisions' lag behind their
+    cycles (measured from the scheduler's log, :mod:`benchmarks.realcluster.lag`), rounded
+    up to a tenth of a second, and never below :data:`AUDIT_WINDOW_SECONDS`."""
+    p99_ms = lags.get("p99Ms")
+    if p99_ms is None:
+        return AUDIT_WINDOW_SECONDS
+    return max(AUDIT_WINDOW_SECONDS, math.ceil(float(p99_ms) / 100) / 10)
 RECORDER_READY_TIMEOUT = 60.0
 RECORDER_STOP_TIMEOUT = 60.0
 #: Made once kaudit record runs: when it is in the file, the recorder lists and watches.
@@ -179,13 +191,14 @@ def stored_events(db: str, name: str, until_us: int | None = None) -> list[Store
 def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
                  configuration: str = "default", minor: str = "v1.34",
                  db: str | None = None, progress: Progress | None = None,
-                 window_s: float = AUDIT_WINDOW_SECONDS,
+                 window_s: float | None = None,
                  duration_s: float | None = None, until: str = "replay") -> FidelityRun:
     """One end-to-end run in ``workdir``; the database defaults to ``workdir/kaudit.db``.
 
     ``until`` stops after a stage of :data:`STAGES`: ``ingest`` keeps the recorded and
     ingested traces (audit them later with ``kaudit audit``), ``audit`` skips the full
-    replay, which at thousands of nodes takes longer than everything before it."""
+    replay, which at thousands of nodes takes longer than everything before it. ``window_s``
+    is the audit's window; by default :func:`audit_window` of the run's measured lags."""
     if until not in STAGES:
         raise PipelineError(f"unknown stage {until!r}; choose from {', '.join(STAGES)}")
     say = progress or (lambda _message: None)
@@ -243,6 +256,7 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     lap("compare")
     audits: dict[str, dict[str, Any]] = {}
     diff: dict[str, Any] = {}
+    window = audit_window(lags) if window_s is None else window_s
     if until == "ingest":
         return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
                            comparison, audits, diff, lags, timings, memory, str(workdir))
@@ -250,7 +264,7 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     for trace in ("recording", "audit-log"):
         say(f"auditing the real scheduler's decisions in the {trace}")
         audits[trace] = kaudit_command("audit", trace, "--config", config,
-                                       "--window", str(window_s),
+                                       "--window", str(window),
                                        "--name", f"audit-{trace}", db=db)
     lap("audit")
     if until == "audit":
