@@ -39,7 +39,12 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
-from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_START_KEY, CycleState
+from kaudit.framework.cycle_state import (
+    DECISION_SEED_KEY,
+    PREEMPTION_START_KEY,
+    PREEMPTION_TARGET_KEY,
+    CycleState,
+)
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.extender import ExtenderError
@@ -59,6 +64,7 @@ from kaudit.plugins.preemption_columns import (
     tie_groups,
 )
 from kaudit.plugins.preemption_go_sort import go_sort, started_now
+from kaudit.plugins.preemption_offsets import window_nominating
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -103,6 +109,9 @@ class PreemptionDetails:
     #: early, so the candidates found depended on the random start offset.
     examined_nodes: int = 0
     candidates: list[Candidate] = field(default_factory=list)
+    #: The node the dry run started at when the audit asked for an offset nominating a
+    #: recorded node (``PREEMPTION_TARGET_KEY``), else None.
+    started_at: str | None = None
     chosen: Candidate | None = None
     #: The candidates still tied after all of upstream's selection criteria (upstream takes
     #: whichever comes first in its parallel dry run).
@@ -269,7 +278,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             start = cluster.slot_of.get(state.read(PREEMPTION_START_KEY) or "")
             if start is not None and start in potential:
                 offset = potential.index(start)
-            self._dry_run(state, pod, cluster, potential, offset, details)
+            target = state.read(PREEMPTION_TARGET_KEY)
+            if target is None or not self._from_offset_nominating(state, pod, cluster,
+                                                                  potential, target, details):
+                self._dry_run(state, pod, cluster, potential, offset, details)
         if not details.candidates and details.errors:
             # ``Preempt``: the dry run's errors, when it found no candidate, are the answer.
             return PostFilterResult(details=details), Status.of(
@@ -369,15 +381,40 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         ordered: list[int] = slots[np.argsort(ranks[ranks >= 0], kind="stable")].tolist()
         return ordered
 
+    def _from_offset_nominating(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+                                potential: list[int], target: str,
+                                details: PreemptionDetails) -> bool:
+        """The dry run as from the first offset whose candidates nominate ``target``
+        (:mod:`kaudit.plugins.preemption_offsets`), every potential node examined once;
+        False, ``details`` left as they were, when no offset does."""
+        if len(potential) <= self.num_candidates(len(potential)):
+            return False  # every offset examines every node: the offset changes nothing
+        every = PreemptionDetails(potential_nodes=details.potential_nodes,
+                                  potential_order=details.potential_order)
+        self._dry_run(state, pod, cluster, potential, 0, every, wanted=len(potential))
+        position = {name: i for i, name in enumerate(cluster.names(potential))}
+        window = window_nominating(every.candidates, position, len(potential), target,
+                                   self.num_candidates(len(potential)), self.best_candidates)
+        if window is None:
+            return False
+        details.candidates = window.candidates
+        details.examined_nodes = window.examined
+        details.started_at = window.start
+        details.errors = every.errors
+        details.node_statuses = every.node_statuses
+        return True
+
     def _dry_run(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
-                 potential: list[int], offset: int, details: PreemptionDetails) -> None:
+                 potential: list[int], offset: int, details: PreemptionDetails,
+                 wanted: int | None = None) -> None:
         """Examine potential nodes from ``offset`` on, as upstream's ``DryRunPreemption``,
         until a candidate without PodDisruptionBudget violations exists and ``wanted``
-        candidates are found. When the cycle's filters judge every node on its own, nodes
-        are evaluated a block at a time in one forked state (``select_victims_on_nodes``);
-        otherwise one at a time, each in a fork of its own."""
+        candidates are found (``numCandidates`` unless given). When the cycle's filters
+        judge every node on its own, nodes are evaluated a block at a time in one forked
+        state (``select_victims_on_nodes``); otherwise one at a time, each in a fork of its
+        own."""
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
-        wanted = self.num_candidates(len(potential))
+        wanted = wanted or self.num_candidates(len(potential))
         pdbs = list(cluster.objects["PodDisruptionBudget"].values())
         batched = self._framework().judges_nodes_independently(state)
         non_violating: list[Candidate] = []

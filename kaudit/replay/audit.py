@@ -232,32 +232,26 @@ class DecisionAudit:
                               attempt: Any) -> Judgment | None:
         """A nomination kaudit's dry run did not reach, or ranked below its choice: upstream's
         ``DryRunPreemption`` walks the potential nodes from a random offset until it has
-        enough candidates. Judged again from offsets at the recorded node and a quarter, a
-        half, three quarters and all but one of the examined nodes before it; one that
-        agrees makes the decision ``sampled`` (another offset), not a disagreement."""
+        enough candidates. Judged again from the first offset whose candidates nominate the
+        recorded node (:mod:`kaudit.plugins.preemption_offsets`); agreeing there makes the
+        decision ``sampled`` (another offset), not a disagreement."""
         details = getattr(attempt.post_filter_result, "details", None)
         if details is None or details.examined_nodes >= details.potential_nodes \
-                or details.chosen is None \
-                or decision.node not in (order := self.cluster.names(details.potential_order)):
+                or details.chosen is None or decision.node is None:
             return None
-        at, examined = order.index(decision.node), details.examined_nodes
-        backs = dict.fromkeys((0, examined // 4, examined // 2, 3 * examined // 4,
-                               examined - 1))
-        for back in backs:
-            start = order[(at - back) % len(order)]
-            again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
-                                            exhaustive=True, preemption_start=start)
-            self.summary.attempts += 1
-            judgment = judge(decision, again, self.cluster, self.scheduler,
-                             info.nominated_node_name)
-            if judgment["class"] in AGREEING:
-                return {**judgment, "class": "sampled", "cause": "preemption's random offset",
-                        "reason": f"from its own random offset kaudit's dry run (examining "
-                                  f"{examined} of {details.potential_nodes} potential nodes) "
-                                  f"nominates {details.chosen.node}; from an offset at {start} "
-                                  f"it nominates {decision.node} with the recorded victims, as "
-                                  "upstream's random offset may have started"}
-        return None
+        again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
+                                        exhaustive=True, preemption_target=decision.node)
+        self.summary.attempts += 1
+        start = getattr(getattr(again.post_filter_result, "details", None), "started_at", None)
+        judgment = judge(decision, again, self.cluster, self.scheduler, info.nominated_node_name)
+        if start is None or judgment["class"] not in AGREEING:
+            return None
+        return {**judgment, "class": "sampled", "cause": "preemption's random offset",
+                "reason": f"from its own random offset kaudit's dry run (examining "
+                          f"{details.examined_nodes} of {details.potential_nodes} potential "
+                          f"nodes) nominates {details.chosen.node}; from an offset at {start} "
+                          f"it nominates {decision.node} with the recorded victims, as "
+                          "upstream's random offset may have started"}
 
     def _lagging_view(self, decision: RecordedDecision, info: Any,
                       absent: dict[str, Any]) -> Judgment | None:
