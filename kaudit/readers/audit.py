@@ -298,8 +298,9 @@ def _committed_before(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
     """Whether the write of audit event ``later``, received after ``earlier`` on the same
     object (and before ``earlier``'s response), committed first, as its response proves: it
     shows the pod without the node ``earlier``'s binding gave it (a pod's node is never
-    unset), or it carries an older ``resourceVersion`` than ``earlier``'s response (the API
-    server's versions grow with each commit)."""
+    unset), it found the object ``earlier`` deletes without the deletion's mark, or it
+    carries an older ``resourceVersion`` than ``earlier``'s response (the API server's
+    versions grow with each commit)."""
     response = later.get("responseObject")
     if not isinstance(response, dict) or later.get("verb") == "create":
         return False
@@ -309,11 +310,15 @@ def _committed_before(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
         return response.get("kind") in ("Pod", None) and isinstance(spec, dict) \
             and not spec.get("nodeName")
     before = earlier.get("responseObject")
-    if not isinstance(before, dict) or _uid(before) != _uid(response):
-        return False
-    if earlier.get("verb") == "delete" and _deletion_mark(response):
+    if earlier.get("verb") == "delete":
         # It read the deletion's mark: a delete with no grace left writes twice (the mark,
         # then the removal), and this one read the first; its own version proves nothing.
+        # Without the mark it found the object as it was before the delete's first write
+        # (after the removal it would have found none), so it committed first. A delete
+        # answered with a Status (nodes, most kinds) names the object's uid in its details.
+        return not _deletion_mark(response) and _uid(response) is not None \
+            and _uid(response) == (_uid(before) or _status_uid(before))
+    if not isinstance(before, dict) or _uid(before) != _uid(response):
         return False
     mine, theirs = _resource_version(response), _resource_version(before)
     return mine is not None and theirs is not None and mine < theirs
@@ -449,6 +454,13 @@ def _read_file(index: int, path: Path, stats: StreamStats,
     while pending:
         yield from committed.add(heapq.heappop(pending)[2])
     yield from committed.finish()
+
+
+def _status_uid(obj: Any) -> str | None:
+    """The uid a ``Status`` answer names in its ``details`` (a delete's answer)."""
+    details = obj.get("details") if isinstance(obj, dict) else None
+    uid = details.get("uid") if isinstance(details, dict) else None
+    return uid if isinstance(uid, str) else None
 
 
 def _uid(obj: Any) -> str | None:

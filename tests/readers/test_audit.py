@@ -803,3 +803,36 @@ def test_a_status_patch_that_read_a_deletions_mark_changes_nothing(tmp_path: Pat
         ("ADDED", "Pending", False), ("MODIFIED", "Pending", True), ("DELETED", "Pending", True)]
     assert any(reason.startswith("update of an object already deleted")
                for reason in stats.dropped)
+
+
+def test_a_node_patch_received_during_its_deletion_committed_before_it(
+        tmp_path: Path) -> None:
+    # The node controller taints n1 (received at 3.050 s, answered at 3.100 s with n1 as
+    # patched) while a drain deletes it (received at 3.000 s, answered at 3.500 s with a
+    # Status naming n1's uid). The patch found n1: it committed before the deletion, as a
+    # watcher saw it; after the deletion it would have found no node.
+    tainted = node("n1", "z", rv=305)
+    tainted["spec"]["taints"] = [{"key": "node.kubernetes.io/unschedulable",
+                                  "effect": "NoSchedule"}]
+    deleted = {"kind": "Status", "apiVersion": "v1", "status": "Success",
+               "details": {"name": "n1", "kind": "nodes", "uid": "uid-n1"}}
+    docs = [event(1.0, "create", "nodes", name="n1", level="RequestResponse",
+                  request=node("n1", "z"), response=node("n1", "z")),
+            _received(event(3.500, "delete", "nodes", name="n1", level="RequestResponse",
+                            response=deleted), 3.000),
+            _received(event(3.100, "patch", "nodes", name="n1", level="RequestResponse",
+                            user="system:serviceaccount:kube-system:node-controller",
+                            request={"spec": {"taints": tainted["spec"]["taints"]}},
+                            response=tainted), 3.050)]
+    events, rejected, _ = _read(_write(tmp_path / "audit.log", docs))
+    assert not rejected
+    assert [(e.type, e.name) for e in events] == [("ADDED", "n1"), ("MODIFIED", "n1"),
+                                                   ("DELETED", "n1")]
+    assert events[1].object["spec"]["taints"][0]["key"] == "node.kubernetes.io/unschedulable"
+    # A node of the same name created anew is another object: its write proves nothing.
+    other = node("n1", "z", rv=306)
+    other["metadata"]["uid"] = "uid-n1-again"
+    docs[2] = _received(event(3.100, "patch", "nodes", name="n1", level="RequestResponse",
+                              request={"spec": {}}, response=other), 3.050)
+    events, _, _ = _read(_write(tmp_path / "audit2.log", docs))
+    assert [e.type for e in events][:2] == ["ADDED", "DELETED"]
