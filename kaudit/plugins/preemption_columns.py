@@ -276,15 +276,50 @@ def pdb_violators(ranked: list[PodInfo], node: np.ndarray, firsts: np.ndarray,
     ``where`` holds): a pod violates when some budget it counts against is exhausted by it
     and the node's more important pods."""
     violating = np.zeros(len(ranked), dtype=bool)
-    candidates = np.flatnonzero(where).tolist()
-    for budget in budgets:
-        if budget.selector is None:
+    counted: dict[int, list[int]] = {}
+    budgets_of = _budget_index(budgets)
+    for i in np.flatnonzero(where).tolist():
+        pod = ranked[i]
+        if not pod.labels:
             continue
+        for b in budgets_of(pod):
+            if budgets[b].counts(pod):
+                counted.setdefault(b, []).append(i)
+    for b, members in counted.items():
         counts = np.zeros(len(ranked), dtype=bool)
-        counts[candidates] = [budget.counts(ranked[i]) for i in candidates]
-        if not counts.any():
-            continue
+        counts[members] = True
         running = np.cumsum(counts)
         before = np.concatenate(([0], running))[firsts[node]]
-        violating |= counts & (running - before > budget.allowed)
+        violating |= counts & (running - before > budgets[b].allowed)
     return violating
+
+
+def _budget_index(budgets: list[Budget]) -> Callable[[PodInfo], list[int]]:
+    """The budgets a pod may count against: those of its namespace whose selector's first
+    requirement, when an ``In`` (every ``matchLabels`` entry is one), its labels meet, and
+    those of its namespace whose selector starts otherwise. Each budget is checked in full
+    afterwards; the index only spares matching every pod against every budget."""
+    indexed: dict[tuple[str | None, str, str], list[int]] = {}
+    general: dict[str | None, list[int]] = {}
+    keys: set[str] = set()
+    for b, budget in enumerate(budgets):
+        selector = budget.selector
+        if selector is None:
+            continue
+        first = selector.requirements[0] if selector.requirements else None
+        if first is not None and first.operator == "In":
+            keys.add(first.key)
+            for value in first.values:
+                indexed.setdefault((budget.namespace, first.key, value), []).append(b)
+        else:
+            general.setdefault(budget.namespace, []).append(b)
+
+    def budgets_of(pod: PodInfo) -> list[int]:
+        found = list(general.get(pod.namespace, ()))
+        for key in keys:
+            value = pod.labels.get(key)
+            if value is not None:
+                found += indexed.get((pod.namespace, key, value), ())
+        return found
+
+    return budgets_of
