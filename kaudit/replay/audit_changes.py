@@ -11,7 +11,8 @@ schedulability, taints, labels and allocatable (``nodeSchedulingPropertiesChange
 changes no decision.
 
 :func:`lagging_views` lists the states a scheduler whose view lags the recording could have
-seen, most plausible first: the last few changes not yet seen (a suffix of the recording), or
+seen, most plausible first (the fewest changes moved): the last few changes not yet seen (a
+suffix of the recording), or
 the last few of one kind only (the scheduler watches pods, nodes and budgets through separate
 informers, each with its own lag), or the last few other than bindings (it assumed its own
 bindings before the API recorded them); its own writes recorded just after already made, the
@@ -141,6 +142,9 @@ def lagging_views(unseen: list[Change], in_flight: list[Write]) -> list[View]:
     views: list[View] = [(back, []) for back in backs]
     views += [([], ahead) for ahead in aheads]
     views += [(back, ahead) for ahead in aheads for back in backs]
+    # The fewer changes a view moves, the smaller the lag it supposes: those come first,
+    # whatever their family, so a cap on the views tried keeps the most plausible of each.
+    views.sort(key=lambda view: len(view[0]) + len(view[1]))
     seen: set[tuple[tuple[int, ...], tuple[Write, ...]]] = set()
     unique = []
     for back, ahead in views:
