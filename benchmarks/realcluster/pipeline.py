@@ -256,10 +256,14 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     lap("compare")
     audits: dict[str, dict[str, Any]] = {}
     diff: dict[str, Any] = {}
-    window = audit_window(lags) if window_s is None else window_s
-    if until == "ingest":
+
+    def found() -> FidelityRun:
         return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
                            comparison, audits, diff, lags, timings, memory, str(workdir))
+
+    if until == "ingest":
+        return found()
+    window = audit_window(lags) if window_s is None else window_s
     config = str(plane.scheduler_config)
     for trace in ("recording", "audit-log"):
         say(f"auditing the real scheduler's decisions in the {trace}")
@@ -268,12 +272,10 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
                                        "--name", f"audit-{trace}", db=db)
     lap("audit")
     if until == "audit":
-        return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
-                           comparison, audits, diff, lags, timings, memory, str(workdir))
+        return found()
     say("replaying the recording and comparing with the real placements")
     replay = kaudit_command("replay", "recording", "--config", config, "--name", "replay",
                             db=db)
     diff = kaudit_command("diff", str(replay.get("run", "replay")), "recorded", db=db)
     lap("replay and diff")
-    return FidelityRun(nodes, pods, seed, configuration, RELEASES[minor].version, workload,
-                       comparison, audits, diff, lags, timings, memory, str(workdir))
+    return found()

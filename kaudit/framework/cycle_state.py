@@ -12,9 +12,6 @@ from typing import Any
 #: The state entry holding the seed of this decision (run seed, pod UID, attempt): ties among
 #: top-scoring nodes and preemption's random choices are drawn from it, so a replay repeats.
 DECISION_SEED_KEY = "kaudit/decision-seed"
-#: The state entry naming a node preemption's dry run starts at instead of its random offset
-#: (the audit asks whether upstream's offset could have led to a recorded nomination).
-PREEMPTION_START_KEY = "kaudit/preemption-start"
 #: The state entry naming a node the audit looks for among preemption's nominations: the dry
 #: run examines every potential node, then starts at the first offset that nominates it.
 PREEMPTION_TARGET_KEY = "kaudit/preemption-target"

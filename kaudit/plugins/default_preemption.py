@@ -39,12 +39,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
-from kaudit.framework.cycle_state import (
-    DECISION_SEED_KEY,
-    PREEMPTION_START_KEY,
-    PREEMPTION_TARGET_KEY,
-    CycleState,
-)
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_TARGET_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.events import POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.extender import ExtenderError
@@ -102,9 +97,6 @@ class PreemptionDetails:
 
     eligible: bool = True
     potential_nodes: int = 0
-    #: The potential nodes' slots in the order the dry run walks them from offset 0 (the audit
-    #: starts it elsewhere to see whether another random offset reaches a recorded nomination).
-    potential_order: list[int] = field(default_factory=list)
     #: Potential nodes the dry run examined: fewer than ``potential_nodes`` when it stopped
     #: early, so the candidates found depended on the random start offset.
     examined_nodes: int = 0
@@ -271,13 +263,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                                                  "preemption: " + message)
         potential = self._potential_nodes(cluster, diagnosis)
         details.potential_nodes = len(potential)
-        details.potential_order = potential
         rng = random.Random(f"preemption/{state.read(DECISION_SEED_KEY)}")
         if potential:
             offset = rng.randrange(len(potential))
-            start = cluster.slot_of.get(state.read(PREEMPTION_START_KEY) or "")
-            if start is not None and start in potential:
-                offset = potential.index(start)
             target = state.read(PREEMPTION_TARGET_KEY)
             if target is None or not self._from_offset_nominating(state, pod, cluster,
                                                                   potential, target, details):
@@ -387,14 +375,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         """The dry run as from the first offset whose candidates nominate ``target``
         (:mod:`kaudit.plugins.preemption_offsets`), every potential node examined once;
         False, ``details`` left as they were, when no offset does."""
-        if len(potential) <= self.num_candidates(len(potential)):
+        wanted = self.num_candidates(len(potential))
+        if len(potential) <= wanted:
             return False  # every offset examines every node: the offset changes nothing
-        every = PreemptionDetails(potential_nodes=details.potential_nodes,
-                                  potential_order=details.potential_order)
+        every = PreemptionDetails()
         self._dry_run(state, pod, cluster, potential, 0, every, wanted=len(potential))
         position = {name: i for i, name in enumerate(cluster.names(potential))}
-        window = window_nominating(every.candidates, position, len(potential), target,
-                                   self.num_candidates(len(potential)), self.best_candidates)
+        window = window_nominating(every.candidates, position, len(potential), target, wanted,
+                                   self.best_candidates)
         if window is None:
             return False
         details.candidates = window.candidates

@@ -25,12 +25,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
-from kaudit.framework.cycle_state import (
-    DECISION_SEED_KEY,
-    PREEMPTION_START_KEY,
-    PREEMPTION_TARGET_KEY,
-    CycleState,
-)
+from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_TARGET_KEY, CycleState
 from kaudit.framework.diagnosis import Diagnosis, fit_error_message
 from kaudit.framework.extender import EXTENDER_NAME, Extender, ExtenderCall, ExtenderError
 from kaudit.framework.plugin import PostFilterResult
@@ -174,15 +169,14 @@ class Scheduler:
     def schedule(self, cluster: ClusterState, pod: PodInfo, *, attempt: int = 1,
                  nominator: Nominator | None = None, exhaustive: bool = False,
                  candidates: list[str] | None = None, run_post_filter: bool = True,
-                 preemption_start: str | None = None,
                  preemption_target: str | None = None) -> Attempt:
         """Run one scheduling cycle for ``pod`` (no side effects on ``cluster``).
 
         ``exhaustive`` runs every filter on every node, samples nothing and scores even a
         single feasible node (``kaudit whatif``); ``candidates`` limits evaluation to those
-        nodes, the others counting as failed; ``preemption_start`` is the node preemption's
-        dry run starts at instead of its random offset; ``preemption_target`` makes it start
-        at the first offset whose candidates nominate that node, when one does.
+        nodes, the others counting as failed; ``preemption_target`` makes preemption's dry run
+        start at the first offset whose candidates nominate that node, when one does, instead
+        of its random offset.
         """
         framework = self.framework_for(pod)
         if framework is None:
@@ -192,8 +186,6 @@ class Scheduler:
         result.node_name = lambda slot: cluster.node(slot).name
         state = CycleState()
         state.write(DECISION_SEED_KEY, f"{self.seed}/{pod.uid}/{attempt}")
-        if preemption_start is not None:
-            state.write(PREEMPTION_START_KEY, preemption_start)
         if preemption_target is not None:
             state.write(PREEMPTION_TARGET_KEY, preemption_target)
         result.state = state
