@@ -129,6 +129,12 @@ class Component:
         return int(match.group(1)) if match else 0
 
 
+def node_monitor_grace_seconds(nodes: int) -> int:
+    """The node monitor grace period for ``nodes`` KWOK nodes: upstream's 50 s up to 1,000
+    nodes, 50 s more per further 1,000."""
+    return 50 * max(1, -(-nodes // 1000))
+
+
 @dataclass
 class ControlPlane:
     """A control plane in ``workdir``. :meth:`start` brings every component up and waits until
@@ -138,6 +144,12 @@ class ControlPlane:
     binaries: dict[str, Path]
     scheduler_profile_yaml: str = ""
     node_lease_seconds: int = 40
+    #: How long the node lifecycle controller waits for a node's lease before it marks the
+    #: node unreachable (kube-controller-manager's default is 50 s). KWOK renews thousands of
+    #: leases on the same cores as the control plane; at 5,000 nodes on two cores renewals
+    #: fall behind and nodes flap between Ready and unreachable, which no real cluster of
+    #: healthy nodes does. :func:`node_monitor_grace_seconds` scales it with the nodes.
+    node_monitor_grace_seconds: int = 50
     components: dict[str, Component] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
 
@@ -205,6 +217,7 @@ class ControlPlane:
             # Nodes are registered tainted not-ready (admission TaintNodesByCondition); check
             # them every second, not every 5 s, so a new KWOK node is usable at once.
             "--node-monitor-period=1s",
+            f"--node-monitor-grace-period={self.node_monitor_grace_seconds}s",
             "--concurrent-deployment-syncs=20", "--concurrent-replicaset-syncs=20",
             "--concurrent-job-syncs=20", "--concurrent-daemonset-syncs=10",
             "--v=0"])

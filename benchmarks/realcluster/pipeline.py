@@ -25,7 +25,7 @@ from typing import Any
 import kubernetes
 
 from benchmarks.realcluster.build import RELEASES, build_control_plane
-from benchmarks.realcluster.controlplane import ControlPlane
+from benchmarks.realcluster.controlplane import ControlPlane, node_monitor_grace_seconds
 from benchmarks.realcluster.lag import decision_lags
 from benchmarks.realcluster.trace_compare import TraceComparison, compare_traces
 from benchmarks.realcluster.workload import Driver, WorkloadSpec
@@ -218,7 +218,8 @@ def run_fidelity(workdir: Path, nodes: int, pods: int, seed: int,
     say(f"building the control plane ({minor}) if not cached")
     binaries = build_control_plane(minor)
     lap("build")
-    plane = ControlPlane(workdir / "cluster", binaries, CONFIGURATIONS[configuration])
+    plane = ControlPlane(workdir / "cluster", binaries, CONFIGURATIONS[configuration],
+                         node_monitor_grace_seconds=node_monitor_grace_seconds(nodes))
     trace_file = workdir / "recording.jsonl"
     say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok in "
         f"{plane.workdir}")
