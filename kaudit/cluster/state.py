@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,15 @@ from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _INITIAL_CAPACITY = 64
+
+
+@dataclass(eq=False)  # blocks are told apart by identity
+class _OrderJournal:
+    """What :meth:`ClusterState.keeping_order` puts back: each node's pods in their order and
+    each node as it was, for the slots changed since it began (the first change only)."""
+
+    pod_orders: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    nodes: dict[int, tuple[NodeInfo | None, bool]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,8 @@ class ClusterState:
         self._order: list[int] | None = []
         self._order_array: np.ndarray | None = np.zeros(0, dtype=np.int64)
         self._topology: dict[str, TopologyCodes] = {}
+        #: Open :meth:`keeping_order` blocks, innermost last.
+        self._journals: list[_OrderJournal] = []
         self.image_nodes: dict[str, int] = defaultdict(int)
         # Other API objects, keyed by name or "namespace/name".
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -158,6 +170,8 @@ class ClusterState:
         slot = self._slot(node.name)
         previous = self.nodes[slot]
         was_live = bool(self.live[slot])
+        for journal in self._journals:
+            journal.nodes.setdefault(slot, (previous, was_live))
         for image in previous.images if previous is not None else ():
             self.image_nodes[image] -= 1
         for image in node.images:
@@ -204,23 +218,50 @@ class ClusterState:
         to remove it must not leave behind."""
         if list(zones.items()) == list(self._zones.items()):
             return
+        if {zone: set(members) for zone, members in zones.items()} != \
+                {zone: set(members) for zone, members in self._zones.items()}:
+            return  # not the same nodes: their new order is the true one
         self._zones = {zone: list(members) for zone, members in zones.items()}
         self._order = None
         self.generation += 1
         self.node_generation += 1
 
-    def pod_orders(self) -> list[tuple[str, ...]]:
-        """Each node's pods in their order (uids), for :meth:`restore_pod_orders`."""
-        return [tuple(pods) for pods in self.pods_on]
+    @contextmanager
+    def keeping_order(self) -> Iterator[None]:
+        """Whatever the block does, the node tree's order, each node's pods in their order,
+        and the interned topology codes as they were before it, wherever the block put the
+        same nodes and pods back: a node or a pod removed and added again goes to the end of
+        its zone or of its node's pods (``NodeTree`` and ``NodeInfo.RemovePod`` in upstream's
+        ``pkg/scheduler/backend/cache/``), which orders preemption's equally important
+        victims, and a what-if that only pretends to move them must not leave that behind.
+        Only the slots the block changed are compared, so a block costs what it changes."""
+        zones, topology, capacity = self.zone_lists(), dict(self._topology), self.capacity
+        journal = _OrderJournal()
+        self._journals.append(journal)
+        try:
+            yield
+        finally:
+            self._journals.remove(journal)
+            self.restore_zone_lists(zones)
+            self._restore_pod_orders(journal.pod_orders)
+            if journal.nodes and self.capacity == capacity and all(
+                    bool(self.live[slot]) == was_live and (
+                        not was_live or (node is not None and self.nodes[slot] is not None
+                                         and self.node(slot).labels == node.labels))
+                    for slot, (node, was_live) in journal.nodes.items()):
+                # The same nodes with the same labels, in the same order: the same codes.
+                self._topology = topology
 
-    def restore_pod_orders(self, orders: list[tuple[str, ...]]) -> None:
-        """Put each node's pods back in the order :meth:`pod_orders` saved, where they are the
-        same pods: a pod removed and added again goes to the end of its node's list
-        (``NodeInfo.RemovePod`` swaps the last pod into its place), which orders preemption's
-        equally important victims, and a what-if that only pretends to move pods must not
-        leave that behind. The victim columns' places follow."""
+    def _journal_pods(self, slot: int) -> None:
+        for journal in self._journals:
+            if slot not in journal.pod_orders:
+                journal.pod_orders[slot] = tuple(self.pods_on[slot])
+
+    def _restore_pod_orders(self, orders: dict[int, tuple[str, ...]]) -> None:
+        """Put each node's pods back in the order saved, where they are the same pods. The
+        victim columns' places follow."""
         columns = self.victim_columns
-        for slot, order in enumerate(orders):
+        for slot, order in orders.items():
             pods = self.pods_on[slot]
             if tuple(pods) != order and len(pods) == len(order) and all(
                     uid in pods for uid in order):
@@ -244,6 +285,8 @@ class ClusterState:
             return
         node = self.nodes[slot]
         assert node is not None
+        for journal in self._journals:
+            journal.nodes.setdefault(slot, (node, True))
         for image in node.images:
             self.image_nodes[image] -= 1
         self._zone_remove(node.zone, slot)
@@ -307,10 +350,11 @@ class ClusterState:
             return cached
         codes = np.full(self.capacity, -1, dtype=np.int32)
         index: dict[str, int] = {}
-        for slot in self.order:
-            value = self.node(slot).labels.get(key)
-            if value is not None:
-                codes[slot] = index.setdefault(value, len(index))
+        order, nodes = self.order, self.nodes
+        values = [nodes[slot].labels.get(key) for slot in order]  # type: ignore[union-attr]
+        numbered = [-1 if value is None else index.setdefault(value, len(index))
+                    for value in values]
+        codes[self.order_array] = numbered
         result = TopologyCodes(codes, tuple(index), index)
         self._topology[key] = result
         return result
@@ -350,6 +394,8 @@ class ClusterState:
             if old is not None:
                 self._account(self._leave(old), old, -1)
         slot = self._slot(pod.node_name)
+        if self._journals:
+            self._journal_pods(slot)
         self.pods_on[slot][pod.uid] = pod
         if not self._nodes_only:
             self.pods[pod.uid] = pod
@@ -427,6 +473,8 @@ class ClusterState:
         """Everything ``remove_pod`` does but the resource accounting; the pod's slot."""
         uid = pod.uid
         slot = self.slot_of[pod.node_name]
+        if self._journals:
+            self._journal_pods(slot)
         moved = remove_from_node(self.pods_on[slot], uid)
         if not self._nodes_only:
             self.pods.pop(uid, None)
@@ -599,6 +647,7 @@ class ClusterState:
         if self._nodes_only and not nodes_only:
             raise ValueError("a nodes-only fork cannot be forked in full")
         clone = copy.copy(self)
+        clone._journals = []
         # The clone may meet a resource this state has not seen (column() widens its arrays
         # and registers the name): it must not register it here too.
         clone.resources = dict(self.resources)

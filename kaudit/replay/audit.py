@@ -292,7 +292,7 @@ class DecisionAudit:
                                                   exhaustive=True)
                 self.summary.attempts += 1
                 judgment = judge(decision, attempt, self.cluster, self.scheduler,
-                                 info.nominated_node_name)
+                                 info.nominated_node_name, agreement_only=True)
                 if judgment["class"] not in AGREEING:
                     continue
                 if decision.kind == BIND and not self._decided_after(decision, info, back,

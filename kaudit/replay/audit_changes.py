@@ -98,9 +98,8 @@ class Change:
         if self.kind == "Pod" and self.before is not None:
             return [str((self.before.get("metadata") or {}).get("uid") or "")]
         if self.kind == "Node" and self.before is not None:
-            name = (self.before.get("metadata") or {}).get("name")
-            return next(([uid] for uid, pod in cluster.pods.items()
-                         if pod.node_name == name), [])
+            slot = cluster.slot_of.get((self.before.get("metadata") or {}).get("name") or "")
+            return [] if slot is None else list(cluster.pods_on[slot])[:1]
         return []
 
     def undo(self, cluster: ClusterState) -> None:

@@ -65,14 +65,17 @@ def not_judged(reason: str, missing: list[str] | None = None, cause: str | None 
 
 
 def judge(decision: RecordedDecision, attempt: Attempt, cluster: ClusterState,
-          scheduler: Scheduler, nominated: str) -> Judgment:
+          scheduler: Scheduler, nominated: str, *, agreement_only: bool = False) -> Judgment:
     """The class of ``decision`` given kaudit's exhaustive ``attempt`` at its moment;
-    ``nominated`` is the pod's recorded nominated node then ("" for none)."""
+    ``nominated`` is the pod's recorded nominated node then ("" for none).
+    ``agreement_only`` spares the costly detail of a binding scored lower (whether sampling
+    explains it, which plugins make the difference) and classes it ``scoredLower`` alone:
+    for the lagging views, which keep a judgment only when it agrees."""
     if attempt.error:
         return not_judged(f"kaudit's evaluation failed: {attempt.error}",
                           cause="kaudit's evaluation failed")
     if decision.kind == BIND:
-        return _judge_bind(decision, attempt, cluster, scheduler, nominated)
+        return _judge_bind(decision, attempt, cluster, scheduler, nominated, agreement_only)
     if decision.kind == UNSCHEDULABLE:
         return _judge_failure(decision, attempt)
     if decision.kind == PREEMPTION:
@@ -115,7 +118,7 @@ def _status_json(status: Status) -> dict[str, Any]:
 
 
 def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterState,
-                scheduler: Scheduler, nominated: str) -> Judgment:
+                scheduler: Scheduler, nominated: str, agreement_only: bool) -> Judgment:
     recorded = decision.node or ""
     kaudit: dict[str, Any] = {"node": attempt.selected, "tied": attempt.tied,
                               "feasible": attempt.feasible}
@@ -149,6 +152,8 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
                 "score": int(total[index]), "topScore": top,
                 "reason": "kaudit's only top-scoring node" if tied == 1 else
                 f"one of kaudit's {tied} nodes tied at the top score {top}"}
+    if agreement_only:
+        return {"class": "scoredLower", "kaudit": kaudit, "cause": "", "reason": ""}
     plugins = _differences(attempt, cluster, recorded)
     likelihood = _sampling_likelihood(attempt, scheduler, cluster, index)
     base = {"kaudit": kaudit, "score": int(total[index]), "topScore": top, "plugins": plugins}

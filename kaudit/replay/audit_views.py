@@ -31,8 +31,8 @@ def without(cluster: ClusterState, keys: list[str]) -> Iterator[dict[str, PodInf
     removed = []
     for key in keys:
         namespace, _, name = key.partition("/")
-        uid = next((uid for uid, pod in cluster.pods.items()
-                    if pod.namespace == namespace and pod.name == name), None)
+        uid = next((uid for uid, pod in cluster.pods_by_namespace.get(namespace, {}).items()
+                    if pod.name == name), None)
         pod = cluster.remove_pod(uid) if uid is not None else None
         if pod is not None:
             removed.append(pod)
@@ -48,12 +48,8 @@ def keeping_node_order(cluster: ClusterState) -> Iterator[None]:
     """Whatever a view does, the node tree's order and each node's pod order as they were
     afterwards (a node or a pod a view removes and adds back would otherwise move to the end
     of its zone or of its node's pods for good, and preemption reads both orders)."""
-    zones, pods = cluster.zone_lists(), cluster.pod_orders()
-    try:
+    with cluster.keeping_order():
         yield
-    finally:
-        cluster.restore_zone_lists(zones)
-        cluster.restore_pod_orders(pods)
 
 
 @contextmanager
@@ -85,10 +81,10 @@ def seen_early(cluster: ClusterState, changes: list[Change]) -> Iterator[list[st
     afterwards; yields the pods on nodes they change (to check that none over-commits)."""
     for change in changes:
         change.redo(cluster)
-    nodes = {(change.after.get("metadata") or {}).get("name")
+    names = {(change.after.get("metadata") or {}).get("name") or ""
              for change in changes if change.kind == "Node" and change.after is not None}
-    touched = list({pod.node_name: uid for uid, pod in cluster.pods.items()
-                    if pod.node_name in nodes}.values())
+    touched = [uid for name in names if name in cluster.slot_of
+               for uid in list(cluster.pods_on[cluster.slot_of[name]])[:1]]
     try:
         yield touched
     finally:
