@@ -67,6 +67,8 @@ class Handle:
     #: The cluster state, clock, nominator, API writer, preemption state and workload of the
     #: scheduler that runs the plugin (:mod:`kaudit.framework.ports`).
     ports: HandlePorts = field(default_factory=HandlePorts)
+    #: How many workers upstream's parallel steps use (``parallelism`` of the configuration).
+    parallelism: int = 16
     #: Per-handle memos of plugins (computed once per profile).
     extra: dict[str, Any] = field(default_factory=dict)
 

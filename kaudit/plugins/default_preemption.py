@@ -59,7 +59,7 @@ from kaudit.plugins.preemption_columns import (
     tie_groups,
 )
 from kaudit.plugins.preemption_go_sort import go_sort, started_now
-from kaudit.plugins.preemption_offsets import window_nominating
+from kaudit.plugins.preemption_offsets import window_in_parallel, window_nominating
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -104,6 +104,9 @@ class PreemptionDetails:
     #: The node the dry run started at when the audit asked for an offset nominating a
     #: recorded node (``PREEMPTION_TARGET_KEY``), else None.
     started_at: str | None = None
+    #: Whether that offset nominates the node only when upstream's workers interleave
+    #: (:func:`kaudit.plugins.preemption_offsets.window_in_parallel`).
+    in_parallel: bool = False
     chosen: Candidate | None = None
     #: The candidates still tied after all of upstream's selection criteria (upstream takes
     #: whichever comes first in its parallel dry run).
@@ -384,6 +387,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         window = window_nominating(every.candidates, position, len(potential), target, wanted,
                                    self.best_candidates)
         if window is None:
+            window = window_in_parallel(
+                every.candidates, position, len(potential), target, wanted,
+                self._beats,
+                self.handle.parallelism if self.handle is not None else 16)
+            details.in_parallel = window is not None
+        if window is None:
             return False
         details.candidates = window.candidates
         details.examined_nodes = window.examined
@@ -623,6 +632,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def select_candidate(self, candidates: list[Candidate]) -> Candidate:
         return self.best_candidates(candidates)[0]
+
+    def _beats(self, one: Candidate, other: Candidate) -> bool:
+        """Whether ``pickOneNodeForPreemption`` prefers ``one`` to ``other`` outright."""
+        best = self.best_candidates([one, other])
+        return len(best) == 1 and best[0] is one
 
     def best_candidates(self, candidates: list[Candidate]) -> list[Candidate]:
         """``pickOneNodeForPreemption``'s criteria in turn; the candidates still tied after

@@ -11,10 +11,15 @@ rebuilds the candidates each offset finds, without examining a node again: an of
 two candidates finds what an offset at the next candidate finds, so only offsets at candidates
 are tried, walking back from the target (as the offset moves back, the walk stops no later, so
 once the target drops out of the found candidates it does not come back).
+
+The walk is upstream's order when one worker examines the nodes; upstream's workers examine
+chunks of them at once, so a dry run can also find candidates a single walk would not
+(:func:`window_in_parallel`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -52,7 +57,8 @@ def found_from(walk: Sequence[C], first: int, wanted: int) -> list[C]:
         (non_violating if candidate.pdb_violations == 0 else violating).append(candidate)
         if non_violating and len(non_violating) + len(violating) >= wanted:
             break
-    return non_violating + violating
+    # Each list keeps at most ``numCandidates`` (``newCandidateList``): later ones are dropped.
+    return non_violating[:wanted] + violating[:wanted]
 
 
 def window_nominating(
@@ -77,3 +83,90 @@ def window_nominating(
             last = max((position[c.node] - start) % potential for c in found)
             return OffsetWindow(walk[first].node, found, last + 1, tied)
     return None
+
+
+def chunk_size(pieces: int, parallelism: int) -> int:
+    """How many consecutive pieces one worker takes at a time (``chunkSizeFor`` in
+    ``pkg/scheduler/framework/parallelize/parallelism.go``): √n, at most n / parallelism + 1,
+    at least 1."""
+    size = math.isqrt(pieces)
+    limit = pieces // parallelism + 1
+    if size > limit:
+        size = limit
+    elif size < 1:
+        size = 1
+    return size
+
+
+def window_in_parallel(
+        candidates: Sequence[C], position: dict[str, int], potential: int, target: str,
+        wanted: int, beats: Callable[[C, C], bool], parallelism: int) -> OffsetWindow[C] | None:
+    """A dry run that finds ``target`` among its best candidates when its workers interleave,
+    though no single walk does (:func:`window_nominating`); None when none is found.
+
+    Upstream's ``DryRunPreemption`` does not walk the potential nodes one by one: it hands
+    them to ``parallelism`` workers (``Parallelizer.Until``, ``workqueue.ParallelizeUntil`` in
+    ``staging/src/k8s.io/client-go/util/workqueue/parallelizer.go``) in chunks of
+    :func:`chunk_size` consecutive nodes; each worker takes the next chunk when it finishes
+    one, and all stop once enough candidates are found. So what a dry run finds is a prefix
+    of each started chunk, in whatever proportions the workers' interleaving gave. This tries
+    the offsets that put ``target`` first in one of the chunks started at once, and keeps of
+    every started chunk the candidates before the first that ``beats`` the target in
+    ``pickOneNodeForPreemption``'s order; when those are enough (and one violates no budget),
+    an interleaving that stops among them nominates ``target`` or ties it."""
+    by_node = {c.node: c for c in candidates}
+    chosen = by_node.get(target)
+    if chosen is None or target not in position:
+        return None
+    size = chunk_size(potential, parallelism)
+    chunks = -(-potential // size)
+    workers = min(parallelism, chunks)
+    good = {c.node: not beats(c, chosen) for c in candidates}
+    for first_chunk_of_target in range(workers):
+        offset = (position[target] - first_chunk_of_target * size) % potential
+        in_chunk: dict[int, list[C]] = {}
+        for candidate in sorted(candidates, key=lambda c: (position[c.node] - offset) % potential):
+            in_chunk.setdefault(((position[candidate.node] - offset) % potential) // size,
+                                []).append(candidate)
+        usable: dict[int, list[C]] = {}
+        for chunk, members in in_chunk.items():
+            bad = next((i for i, c in enumerate(members) if not good[c.node]), len(members))
+            usable[chunk] = members[:bad]
+        # A worker that finishes a chunk takes the next one: chunks without a better candidate
+        # can be finished, each starting one more.
+        started = workers
+        finished = 0
+        for chunk in range(chunks):
+            if chunk >= started:
+                break
+            if len(usable.get(chunk, ())) == len(in_chunk.get(chunk, ())):
+                finished += 1
+                started = workers + finished
+        found = [chosen] + [c for chunk in range(min(started, chunks))
+                            for c in usable.get(chunk, ()) if c.node != target]
+        if len(found) < wanted or not any(c.pdb_violations == 0 for c in found):
+            continue
+        # The interleaving that stops first: the target, then the others round-robin by
+        # chunk until a budget-respecting candidate and ``wanted`` candidates are found.
+        stopped = _stop(found, wanted)
+        start = next((node for node, at in position.items() if at == offset), target)
+        # Each chunk's nodes up to its last candidate taken were examined.
+        reached: dict[int, int] = {}
+        for candidate in stopped:
+            walked = (position[candidate.node] - offset) % potential
+            reached[walked // size] = max(reached.get(walked // size, 0), walked % size + 1)
+        kept = [c for c in stopped if c.pdb_violations == 0][:wanted] + \
+            [c for c in stopped if c.pdb_violations][:wanted]
+        return OffsetWindow(start, kept, sum(reached.values()),
+                            [c for c in kept if not beats(chosen, c)])
+    return None
+
+
+def _stop(found: list[C], wanted: int) -> list[C]:
+    """The candidates taken in order until upstream's stop condition holds."""
+    taken: list[C] = []
+    for candidate in found:
+        taken.append(candidate)
+        if len(taken) >= wanted and any(c.pdb_violations == 0 for c in taken):
+            break
+    return taken

@@ -242,16 +242,20 @@ class DecisionAudit:
         again = self.scheduler.schedule(self.cluster, info, nominator=self.nominator,
                                         exhaustive=True, preemption_target=decision.node)
         self.summary.attempts += 1
-        start = getattr(getattr(again.post_filter_result, "details", None), "started_at", None)
+        found = getattr(again.post_filter_result, "details", None)
+        start = getattr(found, "started_at", None)
         judgment = judge(decision, again, self.cluster, self.scheduler, info.nominated_node_name)
         if start is None or judgment["class"] not in AGREEING:
             return None
-        return {**judgment, "class": "sampled", "cause": "preemption's random offset",
+        parallel = bool(getattr(found, "in_parallel", False))
+        workers = " with its workers interleaved" if parallel else ""
+        return {**judgment, "class": "sampled", "cause": "preemption's random offset"
+                + (" and parallel workers" if parallel else ""),
                 "reason": f"from its own random offset kaudit's dry run (examining "
                           f"{details.examined_nodes} of {details.potential_nodes} potential "
-                          f"nodes) nominates {details.chosen.node}; from an offset at {start} "
-                          f"it nominates {decision.node} with the recorded victims, as "
-                          "upstream's random offset may have started"}
+                          f"nodes) nominates {details.chosen.node}; from an offset at {start}"
+                          f"{workers} it nominates {decision.node} with the recorded victims, "
+                          "as upstream's random offset may have started"}
 
     def _lagging_view(self, decision: RecordedDecision, info: Any,
                       absent: dict[str, Any]) -> Judgment | None:

@@ -70,7 +70,8 @@ def build_scheduler(config: SchedulerConfiguration, registry: dict[str, type[Plu
     frameworks = {}
     for name, profile in config.profiles.items():
         handle = Handle(feature_gates=config.feature_gates, scheduler_name=name,
-                        extenders=tuple(extenders), ports=ports or HandlePorts())
+                        extenders=tuple(extenders), ports=ports or HandlePorts(),
+                        parallelism=config.parallelism)
         frameworks[name] = Framework(profile, registry, handle)
     return Scheduler(frameworks, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
                      seed=seed, feature_gates=config.feature_gates, tie_break=tie_break,
