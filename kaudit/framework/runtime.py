@@ -179,6 +179,8 @@ class Framework:
         self.profile = profile
         self.scheduler_name: str = profile.scheduler_name
         self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
+        #: The workers of upstream's parallel steps (``parallelism``).
+        self.parallelism: int = handle.parallelism
         self.instances: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
         self.weights: dict[str, int] = {}

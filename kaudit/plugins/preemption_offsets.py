@@ -19,10 +19,11 @@ chunks of them at once, so a dry run can also find candidates a single walk woul
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
+
+from kaudit.framework.parallelize import chunks_and_workers
 
 
 class _Candidate(Protocol):
@@ -85,19 +86,6 @@ def window_nominating(
     return None
 
 
-def chunk_size(pieces: int, parallelism: int) -> int:
-    """How many consecutive pieces one worker takes at a time (``chunkSizeFor`` in
-    ``pkg/scheduler/framework/parallelize/parallelism.go``): √n, at most n / parallelism + 1,
-    at least 1."""
-    size = math.isqrt(pieces)
-    limit = pieces // parallelism + 1
-    if size > limit:
-        size = limit
-    elif size < 1:
-        size = 1
-    return size
-
-
 def window_in_parallel(
         candidates: Sequence[C], position: dict[str, int], potential: int, target: str,
         wanted: int, beats: Callable[[C, C], bool], parallelism: int) -> OffsetWindow[C] | None:
@@ -106,8 +94,8 @@ def window_in_parallel(
 
     Upstream's ``DryRunPreemption`` does not walk the potential nodes one by one: it hands
     them to ``parallelism`` workers (``Parallelizer.Until``, ``workqueue.ParallelizeUntil`` in
-    ``staging/src/k8s.io/client-go/util/workqueue/parallelizer.go``) in chunks of
-    :func:`chunk_size` consecutive nodes; each worker takes the next chunk when it finishes
+    ``staging/src/k8s.io/client-go/util/workqueue/parallelizer.go``) in chunks of consecutive
+    nodes (:mod:`kaudit.framework.parallelize`); each worker takes the next chunk when it finishes
     one, and all stop once enough candidates are found. So what a dry run finds is a prefix
     of each started chunk, in whatever proportions the workers' interleaving gave. This tries
     the offsets that put ``target`` first in one of the chunks started at once, and keeps of
@@ -118,9 +106,7 @@ def window_in_parallel(
     chosen = by_node.get(target)
     if chosen is None or target not in position:
         return None
-    size = chunk_size(potential, parallelism)
-    chunks = -(-potential // size)
-    workers = min(parallelism, chunks)
+    size, chunks, workers = chunks_and_workers(potential, parallelism)
     good = {c.node: not beats(c, chosen) for c in candidates}
     for first_chunk_of_target in range(workers):
         offset = (position[target] - first_chunk_of_target * size) % potential

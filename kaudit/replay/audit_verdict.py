@@ -13,8 +13,10 @@ PostFilter included (``pkg/scheduler/framework/preemption/preemption.go``'s dry 
   scheduler's rotating ``nextStartNodeIndex``), with the likelihood of such a window for a
   uniformly random start. Each window is scored as a sampled cycle scores it: NormalizeScore
   over the window's nodes, and PreScore again where a plugin reads them (PodTopologySpread's
-  weights and domains). The windows are contiguous runs of feasible nodes; upstream's
-  parallel filtering may find a slightly different set, so the likelihood is an estimate;
+  weights and domains). The windows are contiguous runs of feasible nodes; upstream filters
+  with parallel workers, each on its own chunk of nodes, so a cycle may also find a set no
+  window holds: when such a set puts the recorded node on top, it is ``sampled`` too, without
+  a likelihood (:mod:`kaudit.replay.audit_sampling`);
 * ``scoredLower``: feasible, below the top in every window, with the plugins that make the
   difference;
 * ``infeasible``: a filter (or PreFilter, or an extender) rejects the recorded node;
@@ -31,12 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from kaudit.cluster.state import ClusterState
-from kaudit.framework.cycle_state import CycleState
-from kaudit.framework.plugin import ScorePlugin
-from kaudit.framework.runtime import Framework
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.replay.audit_plan import (
@@ -46,7 +44,8 @@ from kaudit.replay.audit_plan import (
     UNSCHEDULABLE,
     RecordedDecision,
 )
-from kaudit.scheduler.schedule import Attempt, Scheduler, num_feasible_nodes_to_find
+from kaudit.replay.audit_sampling import reachable_with_workers, sampling_likelihood
+from kaudit.scheduler.schedule import Attempt, Scheduler
 
 CLASSES = ("agrees", "tie", "sampled", "scoredLower", "infeasible", "unschedulableSame",
            "unschedulableDifferent", "preemptionSame", "preemptionDifferent", "notJudged")
@@ -155,7 +154,7 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
     if agreement_only:
         return {"class": "scoredLower", "kaudit": kaudit, "cause": "", "reason": ""}
     plugins = _differences(attempt, cluster, recorded)
-    likelihood = _sampling_likelihood(attempt, scheduler, cluster, index)
+    likelihood = sampling_likelihood(attempt, scheduler, cluster, index)
     base = {"kaudit": kaudit, "score": int(total[index]), "topScore": top, "plugins": plugins}
     lead = ", ".join(f"{p['plugin']} ({p['best']} vs {p['recorded']})" for p in plugins
                      if p["best"] > p["recorded"])
@@ -166,6 +165,12 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
                 "reason": f"{recorded} scores {int(total[index])} against the top {top}, but "
                           "is the top of the nodes a cycle evaluates at percentageOfNodesToScore "
                           f"with probability {likelihood:.1%}"}
+    if reachable_with_workers(attempt, scheduler, cluster, index):
+        return {"class": "sampled", **base, "cause": "percentageOfNodesToScore, parallel workers",
+                "reason": f"{recorded} scores {int(total[index])} against the top {top}, and no "
+                          "run of consecutive feasible nodes puts it on top, but it is the top "
+                          "of a set a cycle at percentageOfNodesToScore can find when its "
+                          "filter workers, each on its own chunk of nodes, interleave"}
     return {"class": "scoredLower", **base,
             "cause": f"scores higher elsewhere: {leaders or 'total'}",
             "reason": f"{recorded} scores {int(total[index])}, kaudit's top is {top} on "
@@ -203,133 +208,6 @@ def _differences(attempt: Attempt, cluster: ClusterState, recorded: str) -> list
             rows.append({"plugin": name, "best": a, "recorded": b})
     rows.sort(key=lambda row: int(row["recorded"]) - int(row["best"]))
     return rows
-
-
-def _sampling_likelihood(attempt: Attempt, scheduler: Scheduler, cluster: ClusterState,
-                         index: int) -> float:
-    """The probability, over a uniformly random start node, that the window of feasible nodes
-    a sampled cycle scores contains the recorded node (``index`` among the scored) and picks
-    it (0 without sampling). Each window is scored as upstream scores it: PreScore given the
-    window's nodes where a plugin reads them, NormalizeScore over the window."""
-    framework = scheduler.framework_for(attempt.pod)
-    run, scores = attempt.filters, attempt.scores
-    if framework is None or run is None or scores is None or attempt.state is None:
-        return 0.0
-    considered = len(run.slots)
-    to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
-                                         scheduler.percentage_of_nodes_to_score, considered)
-    slots = scores.slots
-    # Where each evaluated node is among the scored ones (-1: not scored), by slot number.
-    scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
-    scored_at[slots] = np.arange(len(slots))
-    along_run = scored_at[run.slots]
-    feasible_positions = np.flatnonzero(along_run >= 0)
-    count = len(feasible_positions)
-    if to_find >= count:
-        return 0.0
-    in_order = along_run[feasible_positions]  # the scored nodes in the scheduler's order
-    r = int(np.flatnonzero(in_order == index)[0])
-    # A start position s picks the window beginning at the first feasible node at or after s:
-    # feasible node j starts a window for (p_j - p_{j-1}) start positions (circularly).
-    gaps = np.diff(np.concatenate([[feasible_positions[-1] - considered], feasible_positions]))
-    # The windows holding the recorded node, one per row: row i starts i + 1 - to_find
-    # feasible nodes before it, so it sits at column to_find - 1 - i.
-    starts = np.arange(r - to_find + 1, r + 1)
-    run_of_nodes = in_order[np.arange(r - to_find + 1, r + to_find) % count]
-    totals = _WindowScores(attempt, framework, cluster).totals(run_of_nodes, to_find)
-    if totals.ndim == 2:
-        top = totals.max(axis=1)
-        mine = totals[np.arange(to_find), to_find - 1 - np.arange(to_find)]
-        wins = (mine == top) / (totals == top[:, None]).sum(axis=1)
-    else:  # every window scores each node alike: the windows' maxima in one pass
-        k, mine = to_find, totals[to_find - 1]
-        left = np.maximum.accumulate(totals[:k][::-1])[::-1]  # max of totals[a .. k-1]
-        right = np.maximum.accumulate(totals[k - 1:])  # max of totals[k-1 .. e]
-        top = np.maximum(left, right[:k])  # window [a, a + k - 1]
-        equal = np.concatenate([[0], np.cumsum(totals == mine)])
-        wins = (top == mine) / np.maximum(equal[k:2 * k] - equal[:k], 1)
-    return float((wins * gaps[starts % count]).sum() / considered)
-
-
-def _normalizes(plugin: Any) -> bool:
-    """Whether the plugin has a NormalizeScore extension."""
-    return type(plugin).normalize is not ScorePlugin.normalize
-
-
-class _WindowScores:
-    """The total scores of cycles that scored only some of the feasible nodes."""
-
-    def __init__(self, attempt: Attempt, framework: Framework, cluster: ClusterState) -> None:
-        assert attempt.scores is not None and attempt.state is not None
-        self.attempt, self.cluster, self.scores = attempt, cluster, attempt.scores
-        self.plugins = [plugin for plugin in framework.plugins("Score")
-                        if plugin.name in self.scores.raw]
-
-    def totals(self, run_of_nodes: np.ndarray, size: int) -> np.ndarray:
-        """The weighted totals of the cycles each scoring ``size`` consecutive nodes of
-        ``run_of_nodes`` (positions in the whole cycle's scores), one row per window, as such
-        a cycle computes them; or, when every window scores each node alike, each node's
-        total along ``run_of_nodes`` (1-D)."""
-        attempt, scores, state = self.attempt, self.scores, self.attempt.state
-        assert state is not None
-
-        def windowed(values: np.ndarray) -> np.ndarray:
-            """``values`` of each window's nodes, one row per window (a view, not a copy)."""
-            return sliding_window_view(values[run_of_nodes], size)
-
-        windows = windowed(scores.slots)
-        # Plugins without NormalizeScore whose PreScore reads no other node score every
-        # window's node as the whole cycle did: their weighted sum is taken once.
-        plain = np.zeros(len(scores.slots), dtype=np.int64)
-        for column in attempt.extender_scores.values():
-            plain = plain + column
-        varying: list[tuple[Any, int, np.ndarray | None, np.ndarray]] = []
-        for plugin in self.plugins:
-            weight = scores.weights.get(plugin.name, 1)
-            read = plugin.nodes_read_by_pre_score(state, self.cluster, windows)
-            raw = scores.raw[plugin.name]
-            if read is None and not _normalizes(plugin):
-                plain += raw * weight
-                continue
-            if read is None and plugin.normalizes_rows and len(raw) and (raw == raw[0]).all():
-                # The same score on every node: every window normalizes it alike.
-                plain += scores.normalized[plugin.name] * weight
-                continue
-            varying.append((plugin, weight, read, raw))
-        if not varying:
-            return plain[run_of_nodes]
-        total = windowed(plain).copy()
-        for plugin, weight, read, raw in varying:
-            if read is None:
-                total += self._normalized(plugin, state, windows, windowed(raw),
-                                          attempt.pod) * weight
-                continue
-            # PreScore again over each group of windows it reads alike.
-            _, group = np.unique(read, axis=0, return_inverse=True)
-            group = group.reshape(-1)
-            for rows in np.split(np.argsort(group, kind="stable"),
-                                 np.flatnonzero(np.diff(np.sort(group))) + 1):
-                again = state.clone()
-                plugin.pre_score(again, attempt.pod, self.cluster, windows[rows[0]])
-                raw = np.asarray(plugin.score(again, attempt.pod, self.cluster,
-                                              windows[rows].reshape(-1)), dtype=np.int64)
-                total[rows] += self._normalized(plugin, again, windows[rows],
-                                                raw.reshape(len(rows), -1),
-                                                attempt.pod) * weight
-        return total
-
-    @staticmethod
-    def _normalized(plugin: Any, state: CycleState, windows: np.ndarray,
-                    raw: np.ndarray, pod: PodInfo) -> np.ndarray:
-        if not _normalizes(plugin):
-            return raw
-        if plugin.normalizes_rows:
-            normalized = plugin.normalize(state, pod, windows, raw)
-            return raw if normalized is None else np.asarray(normalized, dtype=np.int64)
-        rows = [plugin.normalize(state, pod, window, row) for window, row in zip(windows, raw,
-                                                                                   strict=True)]
-        return np.asarray([row if result is None else result
-                           for row, result in zip(raw, rows, strict=True)], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------- failures

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from kaudit.framework.parallelize import chunk_size
 from kaudit.plugins.preemption_offsets import (
-    chunk_size,
     found_from,
     window_in_parallel,
     window_nominating,

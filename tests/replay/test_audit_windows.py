@@ -11,7 +11,7 @@ import pytest
 
 from kaudit.cluster.objects import pod_info
 from kaudit.cluster.state import ClusterState
-from kaudit.replay.audit_verdict import _WindowScores
+from kaudit.replay.audit_sampling import WindowScores
 from kaudit.scheduler.build import build_scheduler, load
 from kaudit.tracegen.builders import make_node, make_pod
 
@@ -71,7 +71,7 @@ def test_each_window_scores_as_a_cycle_over_its_nodes_alone(explicit: bool) -> N
     framework = scheduler.framework_for(pod)
     assert framework is not None and attempt.scores is not None and attempt.state is not None
     assert "PodTopologySpread" in attempt.scores.raw
-    windows = _WindowScores(attempt, framework, cluster)
+    windows = WindowScores(attempt, framework, cluster)
     count = len(attempt.scores.slots)
     rng = random.Random(7)
     plugin = framework.instances["PodTopologySpread"]
