@@ -27,24 +27,34 @@ from kaudit.model.pod import PodInfo
 from kaudit.scheduler.schedule import Attempt, Scheduler, num_feasible_nodes_to_find
 
 
+def _sampled_cycle(attempt: Attempt, scheduler: Scheduler
+                   ) -> tuple[Framework, int, np.ndarray] | None:
+    """The profile's framework, ``numFeasibleNodesToFind``, and where each evaluated node is
+    among the scored ones (-1: not scored), in the order the cycle evaluated them; None when
+    the attempt has no scores to sample from."""
+    framework = scheduler.framework_for(attempt.pod)
+    run, scores = attempt.filters, attempt.scores
+    if framework is None or run is None or scores is None or attempt.state is None:
+        return None
+    to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
+                                         scheduler.percentage_of_nodes_to_score, len(run.slots))
+    slots = scores.slots
+    scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
+    scored_at[slots] = np.arange(len(slots))
+    return framework, to_find, scored_at[run.slots]
+
+
 def sampling_likelihood(attempt: Attempt, scheduler: Scheduler, cluster: ClusterState,
                          index: int) -> float:
     """The probability, over a uniformly random start node, that the window of feasible nodes
     a sampled cycle scores contains the recorded node (``index`` among the scored) and picks
     it (0 without sampling). Each window is scored as upstream scores it: PreScore given the
     window's nodes where a plugin reads them, NormalizeScore over the window."""
-    framework = scheduler.framework_for(attempt.pod)
-    run, scores = attempt.filters, attempt.scores
-    if framework is None or run is None or scores is None or attempt.state is None:
+    sampled = _sampled_cycle(attempt, scheduler)
+    if sampled is None:
         return 0.0
-    considered = len(run.slots)
-    to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
-                                         scheduler.percentage_of_nodes_to_score, considered)
-    slots = scores.slots
-    # Where each evaluated node is among the scored ones (-1: not scored), by slot number.
-    scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
-    scored_at[slots] = np.arange(len(slots))
-    along_run = scored_at[run.slots]
+    framework, to_find, along_run = sampled
+    considered = len(along_run)
     feasible_positions = np.flatnonzero(along_run >= 0)
     count = len(feasible_positions)
     if to_find >= count:
@@ -83,20 +93,15 @@ def reachable_with_workers(attempt: Attempt, scheduler: Scheduler, cluster: Clus
     and its worker starts the next chunk), taken in chunk order until enough are found. That
     set is then scored as a cycle scores it, and the recorded node must be its top (ties
     included: ``selectHost`` picks among them at random)."""
-    framework = scheduler.framework_for(attempt.pod)
-    run, scores = attempt.filters, attempt.scores
-    if framework is None or run is None or scores is None or attempt.state is None:
+    sampled = _sampled_cycle(attempt, scheduler)
+    if sampled is None:
         return False
-    nodes = len(run.slots)
-    to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score,
-                                         scheduler.percentage_of_nodes_to_score, nodes)
-    slots = scores.slots
-    scored_at = np.full(max(int(run.slots.max()), int(slots.max())) + 1, -1, dtype=np.int64)
-    scored_at[slots] = np.arange(len(slots))
-    along_run = scored_at[run.slots]
+    framework, to_find, along_run = sampled
+    nodes = len(along_run)
     if to_find >= int((along_run >= 0).sum()):
         return False
-    total = scores.total
+    assert attempt.scores is not None
+    total = attempt.scores.total
     for column in attempt.extender_scores.values():
         total = total + column
     outscores = np.zeros(nodes, dtype=bool)
