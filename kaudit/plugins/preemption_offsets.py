@@ -102,8 +102,7 @@ def window_in_parallel(
     every started chunk the candidates before the first that ``beats`` the target in
     ``pickOneNodeForPreemption``'s order; when those are enough (and one violates no budget),
     an interleaving that stops among them nominates ``target`` or ties it."""
-    by_node = {c.node: c for c in candidates}
-    chosen = by_node.get(target)
+    chosen = next((c for c in candidates if c.node == target), None)
     if chosen is None or target not in position:
         return None
     size, chunks, workers = chunks_and_workers(potential, parallelism)
@@ -121,19 +120,17 @@ def window_in_parallel(
         # A worker that finishes a chunk takes the next one: chunks without a better candidate
         # can be finished, each starting one more.
         started = workers
-        finished = 0
         for chunk in range(chunks):
             if chunk >= started:
                 break
             if len(usable.get(chunk, ())) == len(in_chunk.get(chunk, ())):
-                finished += 1
-                started = workers + finished
+                started += 1
         found = [chosen] + [c for chunk in range(min(started, chunks))
                             for c in usable.get(chunk, ()) if c.node != target]
         if len(found) < wanted or not any(c.pdb_violations == 0 for c in found):
             continue
-        # The interleaving that stops first: the target, then the others round-robin by
-        # chunk until a budget-respecting candidate and ``wanted`` candidates are found.
+        # The interleaving that stops first: the target, then the others chunk by chunk
+        # until a budget-respecting candidate and ``wanted`` candidates are found.
         stopped = _stop(found, wanted)
         start = next((node for node, at in position.items() if at == offset), target)
         # Each chunk's nodes up to its last candidate taken were examined.

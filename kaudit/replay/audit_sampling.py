@@ -27,6 +27,15 @@ from kaudit.model.pod import PodInfo
 from kaudit.scheduler.schedule import Attempt, Scheduler, num_feasible_nodes_to_find
 
 
+def total_scores(attempt: Attempt) -> np.ndarray:
+    """Each scored node's total: the plugins' weighted sum plus the extenders' scores."""
+    assert attempt.scores is not None
+    total = attempt.scores.total
+    for column in attempt.extender_scores.values():
+        total = total + column
+    return total
+
+
 def _sampled_cycle(attempt: Attempt, scheduler: Scheduler
                    ) -> tuple[Framework, int, np.ndarray] | None:
     """The profile's framework, ``numFeasibleNodesToFind``, and where each evaluated node is
@@ -100,10 +109,7 @@ def reachable_with_workers(attempt: Attempt, scheduler: Scheduler, cluster: Clus
     nodes = len(along_run)
     if to_find >= int((along_run >= 0).sum()):
         return False
-    assert attempt.scores is not None
-    total = attempt.scores.total
-    for column in attempt.extender_scores.values():
-        total = total + column
+    total = total_scores(attempt)
     outscores = np.zeros(nodes, dtype=bool)
     outscores[along_run >= 0] = total[along_run[along_run >= 0]] > total[index]
     recorded_at = int(np.flatnonzero(along_run == index)[0])

@@ -44,7 +44,11 @@ from kaudit.replay.audit_plan import (
     UNSCHEDULABLE,
     RecordedDecision,
 )
-from kaudit.replay.audit_sampling import reachable_with_workers, sampling_likelihood
+from kaudit.replay.audit_sampling import (
+    reachable_with_workers,
+    sampling_likelihood,
+    total_scores,
+)
 from kaudit.scheduler.schedule import Attempt, Scheduler
 
 CLASSES = ("agrees", "tie", "sampled", "scoredLower", "infeasible", "unschedulableSame",
@@ -142,7 +146,7 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
                           f"a nominated pod there without scoring; {recorded} was chosen"}
     assert attempt.scores is not None
     slots = attempt.scores.slots
-    total = _total(attempt)
+    total = total_scores(attempt)
     index = int(np.flatnonzero(slots == cluster.slot_of[recorded])[0])
     top = int(total.max())
     if int(total[index]) == top:
@@ -175,14 +179,6 @@ def _judge_bind(decision: RecordedDecision, attempt: Attempt, cluster: ClusterSt
             "cause": f"scores higher elsewhere: {leaders or 'total'}",
             "reason": f"{recorded} scores {int(total[index])}, kaudit's top is {top} on "
                       f"{attempt.selected}" + (f"; higher there: {lead}" if lead else "")}
-
-
-def _total(attempt: Attempt) -> np.ndarray:
-    assert attempt.scores is not None
-    total = attempt.scores.total
-    for column in attempt.extender_scores.values():
-        total = total + column
-    return total
 
 
 def _index_of(slots: np.ndarray, slot: int) -> int:
