@@ -26,6 +26,8 @@ from kaudit.queries.audit import (
     evaluate,
     parse_condition,
 )
+from kaudit.queries.instants import resolve_instant
+from kaudit.queries.timeline import Span
 from kaudit.services.audit import audit_stored_trace
 from kaudit.services.replay import ConfigChoice, resolve_config
 from kaudit.store.schema import open_database
@@ -54,6 +56,12 @@ from kaudit.versions import get as get_version
                    "disagrees is judged again with the deletions recorded this long before it "
                    "not yet seen, and its own bindings and nominations recorded this long "
                    "after already made; 0 judges the recorded state alone.")
+@click.option("--since", metavar="TIME",
+              help="Judge only the decisions recorded from this time: seconds from the "
+                   "trace's start, or RFC 3339 (the cluster still follows the whole "
+                   "recording).")
+@click.option("--until", metavar="TIME",
+              help="Judge only the decisions recorded up to this time (as --since).")
 @click.option("--name", help="Name of the audit run [default: TRACE-N].")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the random choices kaudit's evaluation makes (ties).")
@@ -69,7 +77,8 @@ from kaudit.versions import get as get_version
 @db_option
 def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
           feature_gates: str | None, plugins: tuple[str, ...], kubernetes_version: str | None,
-          latency: float, window: float, name: str | None, seed: int, stored_run: str | None,
+          latency: float, window: float, since: str | None, until: str | None,
+          name: str | None, seed: int, stored_run: str | None,
           output_format: str, as_json: bool, fail_on: tuple[str, ...], db: str | None) -> None:
     """Audit the decisions the scheduler of a recorded TRACE made (stored name or file).
 
@@ -96,6 +105,8 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
                                         ("--kubernetes-version", kubernetes_version is not None),
                                         ("--latency", latency != 0.0),
                                         ("--window", window != 0.01),
+                                        ("--since", since is not None),
+                                        ("--until", until is not None),
                                         ("--name", name is not None), ("--seed", seed != 0))
                  if on]
         if given:
@@ -115,6 +126,11 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
         else:
             assert trace is not None
             summary = stored_or_ingested_trace(engine, trace)
+            span = Span(summary.start_us or 0, summary.end_us or 0)
+            since_us = resolve_instant(since, span, "--since", "trace")
+            until_us = resolve_instant(until, span, "--until", "trace")
+            if since_us is not None and until_us is not None and since_us > until_us:
+                raise InputError("--since must not be after --until")
             resolved = resolve_config(summary, ConfigChoice(
                 file=config_path, defaults=use_defaults, feature_gates=feature_gates,
                 plugins=plugins))
@@ -126,8 +142,8 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
             with bar as progress, terminate_as_interrupt() as check_stop:
                 report = audit_stored_trace(
                     engine, summary, resolved, latency_us=round(latency * 1_000_000),
-                    window_us=round(window * 1_000_000),
-                    name=name, seed=seed,
+                    window_us=round(window * 1_000_000), since_us=since_us,
+                    until_us=until_us, name=name, seed=seed,
                     progress=progress.update if progress is not None else None,
                     check_stop=check_stop)
         verdicts = evaluate(report, conditions)

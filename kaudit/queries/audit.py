@@ -100,6 +100,10 @@ def audit_report(engine: Engine, ref: str) -> dict[str, Any]:
         "decisions": total, "judged": judged_count, "classes": counts,
         "agreeOrTie": agreeing,
         "windowSeconds": (options["audit"].get("windowUs") or 0) / 1e6,
+        # --since/--until: only the decisions recorded in this interval were judged.
+        "interval": {bound: format_timestamp(value) if value is not None else None
+                     for bound, value in (("since", options["audit"].get("sinceUs")),
+                                          ("until", options["audit"].get("untilUs")))},
         # Agreeing only in a state the scheduler could have seen when its view lagged the
         # recording (--window): said apart, so the window never hides how many they are.
         "agreeInLaggingView": sum(1 for d in decisions if d.get("laggingView")
@@ -208,6 +212,15 @@ def _line(decision: dict[str, Any]) -> str:
             f"{decision['class']}: {decision.get('reason', '')}")
 
 
+def _interval(report: dict[str, Any]) -> str | None:
+    """What ``--since``/``--until`` limited the audit to, or None."""
+    interval = report.get("interval") or {}
+    if not (interval.get("since") or interval.get("until")):
+        return None
+    return (f"only the decisions recorded from {interval.get('since') or 'the start'} to "
+            f"{interval.get('until') or 'the end'} of the trace were judged")
+
+
 def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 20) -> str:
     lines = [f"audit run '{report['run']}' of trace '{report['trace']}' "
              f"(configuration {report['config']})",
@@ -218,6 +231,8 @@ def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 2
                 if report.get("agreeInLaggingView") else "") + "), "
              f"{sum(report['classes'][c] for c in DISAGREEING):,} disagree "
              f"({percent(report['disagreeShare'], 2)})"]
+    if _interval(report):
+        lines.append(f"  {_interval(report)}")
     if report["status"] != "complete":
         lines.append(f"  the audit is {report['status']}: this report holds only the decisions "
                      "judged before it stopped")
@@ -262,6 +277,7 @@ def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
              f"{percent(report['disagreeShare'], 2)} disagree.", "",
              *([f"**The audit is {report['status']}**: this report holds only the decisions "
                 "judged before it stopped.", ""] if report["status"] != "complete" else []),
+             *([f"{(_interval(report) or '').capitalize()}.", ""] if _interval(report) else []),
              "| class | decisions |", "| --- | ---: |"]
     lines.extend(f"| {CLASS_LABELS[c]} | {report['classes'][c]:,} |" for c in CLASSES
                  if report["classes"][c])

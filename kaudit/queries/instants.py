@@ -27,8 +27,10 @@ def describe_span(span: Span) -> str:
             f"that is 0 to {span.seconds:g} s")
 
 
-def resolve_instant(value: str | float | None, span: Span, name: str) -> int | None:
-    """The instant (microseconds) ``value`` names in the run of ``span``; None for None."""
+def resolve_instant(value: str | float | None, span: Span, name: str,
+                    what: str = "run") -> int | None:
+    """The instant (microseconds) ``value`` names in the ``what`` (run or trace) of ``span``;
+    None for None."""
     if value is None or value == "":
         return None
     if isinstance(value, float | int) or _NUMBER.fullmatch(value.strip()) \
@@ -37,18 +39,19 @@ def resolve_instant(value: str | float | None, span: Span, name: str) -> int | N
         if not math.isfinite(seconds):
             raise InputError(f"{name}: {value!r} is not a finite number of seconds")
         if not 0 <= seconds <= span.seconds:
-            raise InputError(f"{name}: {value} s is outside the run ({describe_span(span)}); "
-                             "a number counts seconds from the run's start")
+            raise InputError(f"{name}: {value} s is outside the {what} "
+                             f"({describe_span(span)}); a number counts seconds from the "
+                             f"{what}'s start")
         return span.at(seconds)
     clock = _TRACE_CLOCK.fullmatch(value.strip())
     try:
         instant = (round(float(clock.group(1)) * 1_000_000) if clock
                    else parse_timestamp(value.strip()))
     except ValueError:
-        raise InputError(f"{name}: {value[:40]!r} is not a number of seconds from the run's "
+        raise InputError(f"{name}: {value[:40]!r} is not a number of seconds from the {what}'s "
                          "start nor an RFC 3339 time (e.g. 2026-01-02T03:04:05Z)") from None
     if not span.start_us <= instant <= span.end_us:
-        raise InputError(f"{name}: {value} is outside the run ({describe_span(span)})")
+        raise InputError(f"{name}: {value} is outside the {what} ({describe_span(span)})")
     return instant
 
 

@@ -60,14 +60,12 @@ BIND, UNSCHEDULABLE, PREEMPTION, NODE_NAME = "bind", "unschedulable", "preemptio
 #: to be linked (the scheduler writes both within one preemption, milliseconds apart).
 LINK_WINDOW_US = 10_000_000
 #: How much earlier than its preemptor's nomination a victim's condition may be recorded:
-#: upstream's preemption starts its victims' API calls in PostFilter
-#: (``prepareCandidateAsync``, ``pkg/scheduler/framework/preemption/preemption.go``) and the
-#: nomination is written as that cycle ends, so a victim recorded seconds before a nomination
-#: is an earlier preemption's (one slow to be written).
+#: upstream starts the victims' API calls in PostFilter (``prepareCandidateAsync``,
+#: ``preemption/preemption.go``) and writes the nomination as that cycle ends; a victim
+#: recorded seconds before is an earlier preemption's.
 EARLY_LINK_US = 1_000_000
 PREEMPTION_REASON = "PreemptionByScheduler"
-#: At most this many later writes are linked to a decision (memory stays linear in a burst of
-#: decisions at one instant).
+#: At most this many later writes are linked to a decision (linear memory in a burst).
 MAX_IN_FLIGHT = 16
 #: Victims of one node whose conditions are less than this apart are one preemption's.
 BURST_GAP_US = 500
@@ -109,14 +107,13 @@ class RecordedDecision:
     #: Where the pod stood in the scheduler's queue (bind at the first attempt): (-priority,
     #: its creation's resourceVersion or time, that event's sequence number); None otherwise.
     queue_key: tuple[int, int, int] | None = None
-    #: The pod's priority and its creation (time, sequence number, resourceVersion as a
-    #: number or None) when bound at its first attempt.
+    #: Bound at its first attempt: (priority, creation time, seq, resourceVersion or None).
     created: tuple[int, int, int, int | None] | None = None
     #: The recording event's resourceVersion, as a number (None when it has none).
     version: int | None = None
-    #: Node events recorded within the window after the moment whose resourceVersion is
-    #: lower than :attr:`version` (committed before the decision was written; the recorder's
-    #: watch received them later than the scheduler's informer may have): (time, type, node).
+    #: Node events recorded within the window after the moment with a resourceVersion below
+    #: :attr:`version` (committed before the decision was written, received late by the
+    #: recorder's watch): (time, type, node).
     committed_before: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     #: Pods bound within the window before this binding that the queue's order decides after
     #: it (not yet in the scheduler's cache when it decided this one), in queue order.
@@ -142,9 +139,12 @@ class AuditPlan:
             self._next += 1
         return self.decisions[start:self._next]
 
-
-def _key(event: StoredEvent) -> str:
-    return f"{event.namespace}/{event.name}"
+    def between(self, since_us: int | None, until_us: int | None) -> AuditPlan:
+        """Only the decisions recorded from ``since_us`` to ``until_us`` (None: open); each
+        keeps its links to the decisions outside."""
+        return AuditPlan([d for d in self.decisions if (since_us is None or d.ts_us >= since_us)
+                          and (until_us is None or d.ts_us <= until_us)],
+                         self.latency_us, self.window_us)
 
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -239,7 +239,7 @@ class _Planner:
                     message=message, source="event", floor_seq=event.seq))
 
     def _pod(self, event: StoredEvent) -> None:
-        obj, key = event.object, _key(event)
+        obj, key = event.object, f"{event.namespace}/{event.name}"
         metadata = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}

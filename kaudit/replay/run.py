@@ -112,6 +112,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                  labels: dict[str, Any] | None = None,
                  extender_answers: RecordedAnswers | None = None,
                  audit_latency_us: int | None = None, audit_window_us: int = 0,
+                 audit_between: tuple[int | None, int | None] = (None, None),
                  progress: Callable[[int], None] | None = None,
                  check_stop: Callable[[], None] | None = None) -> tuple[int, ReplaySummary]:
     """Replay ``trace``; returns the run id and its summary. ``check_stop`` is called between
@@ -121,7 +122,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
     is an audit (``kaudit audit``): the recording is followed and each recorded decision
     judged at its moment, that long before its recording event, also in the states the
     scheduler could have seen when its view lagged the recording by up to
-    ``audit_window_us``."""
+    ``audit_window_us``; only those recorded within ``audit_between`` (since, until; None
+    is open) are judged."""
     run_name = _unique_run_name(engine, name, trace)
     timing = {key: value for key, value in (("api_latency_us", api_latency_us),
                                              ("victim_termination_us", victim_termination_us),
@@ -141,7 +143,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                                   "featureGates": dict(config.feature_gates),
                                   **({"labels": labels} if labels else {}),
                                   **({"audit": {"latencyUs": audit_latency_us,
-                                                "windowUs": audit_window_us}}
+                                                "windowUs": audit_window_us,
+                                                "sinceUs": audit_between[0],
+                                                "untilUs": audit_between[1]}}
                                      if audit_latency_us is not None else {}),
                                   **({"extenderAnswers": extender_answers.source}
                                      if extender_answers is not None else {})}).decode(),
@@ -161,7 +165,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         wanted = gpu_report or "workload" in ports_needed(config, registry)
         workload = workload_shapes(iter_events(engine, trace.id)) if wanted else None
         plan = (plan_decisions(iter_events(engine, trace.id), audit_latency_us,
-                               audit_window_us)
+                               audit_window_us).between(*audit_between)
                 if audit_latency_us is not None else None)
         replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
                         lifetimes, workload, plan)

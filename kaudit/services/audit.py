@@ -23,10 +23,13 @@ WINDOW_US = 10_000
 
 def audit_stored_trace(engine: Engine, trace: TraceSummary, resolved: ResolvedConfig, *,
                        latency_us: int = 0, window_us: int = WINDOW_US,
+                       since_us: int | None = None, until_us: int | None = None,
                        **options: Any) -> dict[str, Any]:
-    """Audit ``trace`` under ``resolved``; ``options`` are
+    """Audit ``trace`` under ``resolved``, judging the decisions recorded from ``since_us``
+    to ``until_us`` (None: the trace's start, its end); ``options`` are
     :func:`kaudit.replay.run.replay_trace`'s (name, seed, progress, check_stop, labels).
     Returns the run's audit report."""
     result = replay_stored_trace(engine, trace, resolved, audit_latency_us=latency_us,
-                                 audit_window_us=window_us, **options)
+                                 audit_window_us=window_us,
+                                 audit_between=(since_us, until_us), **options)
     return audit_report(engine, result.run.name)

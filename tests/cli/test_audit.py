@@ -129,6 +129,39 @@ def test_json_shape(bindings_audit: dict[str, Any]) -> None:
     assert bindings_audit["conditions"] == []
 
 
+def test_since_and_until_judge_only_the_decisions_recorded_between(
+        run_kaudit: Kaudit, bindings_audit: dict[str, Any]) -> None:
+    """The cluster still follows the whole recording: a decision judged within the interval
+    gets the judgment the whole audit gave it."""
+    part = audit_json(run_kaudit, "rec", "--since", "3.5", "--until", "8", "--name", "part")
+
+    whole = {d["pod"]: d for d in bindings_audit["disagreements"] + bindings_audit["notJudged"]}
+    judged = part["disagreements"] + part["notJudged"]
+    assert sorted(d["pod"] for d in judged) == ["default/lost", "default/lower", "default/nofit"]
+    assert part["decisions"] == 3
+    for decision in judged:
+        assert (decision["class"], decision["reason"]) == (whole[decision["pod"]]["class"],
+                                                           whole[decision["pod"]]["reason"])
+    assert part["interval"]["since"] is not None and part["interval"]["until"] is not None
+    assert bindings_audit["interval"] == {"since": None, "until": None}
+    text = run_kaudit("audit", "--run", "part")
+    assert "only the decisions recorded from " in text.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--since", "99"), "--since: 99 s is outside the trace"),
+    (("--until", "soon"), "--until: 'soon' is not a number of seconds from the trace's start"),
+    (("--since", "8", "--until", "3"), "--since must not be after --until"),
+])
+def test_a_bad_interval_exits_2_naming_it(run_kaudit: Kaudit, tmp_path: Path,
+                                          args: tuple[str, ...], message: str) -> None:
+    trace = write_trace(tmp_path / "rec.jsonl", *bindings_steps())
+    result = run_kaudit("audit", str(trace), *args)
+
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
 def test_a_stored_audit_is_reported_again(run_kaudit: Kaudit,
                                           bindings_audit: dict[str, Any]) -> None:
     again = audit_json(run_kaudit, "--run", bindings_audit["run"])
