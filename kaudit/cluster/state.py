@@ -86,11 +86,14 @@ class ClusterState:
         self.namespace_generation: dict[str, int] = defaultdict(int)
         self._shared_namespaces: set[str] = set()
         #: Assigned pods as rows of columns (for plugins that count pods by selector, such as
-        #: PodTopologySpread): slot, namespace code (-1 for removed or terminating pods) and
-        #: labels; label values are interned per key on demand and kept up to date.
+        #: PodTopologySpread): slot, namespace code (-1 for removed or terminating pods; in
+        #: ``pod_row_any_namespace`` -1 for removed pods only, as InterPodAffinity counts
+        #: terminating pods) and labels; label values are interned per key on demand and
+        #: kept up to date.
         self.pod_row: dict[str, int] = {}
         self.pod_row_slot = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
         self.pod_row_namespace = np.full(_INITIAL_CAPACITY, -1, dtype=np.int32)
+        self.pod_row_any_namespace = np.full(_INITIAL_CAPACITY, -1, dtype=np.int32)
         self.pod_row_labels: list[dict[str, str]] = []
         #: Preemption's view of the pod rows; None in a fork.
         self.victim_columns: VictimColumns | None = VictimColumns(_INITIAL_CAPACITY)
@@ -116,6 +119,8 @@ class ClusterState:
         self.generation = 0
         #: Bumped when nodes are added, removed or changed.
         self.node_generation = 0
+        #: Moves when a pod with (anti-)affinity terms comes or goes (``affinity_pods``).
+        self.affinity_generation = 0
 
     # ------------------------------------------------------------------ nodes
 
@@ -401,6 +406,7 @@ class ClusterState:
             self.pods[pod.uid] = pod
             if pod.has_affinity:
                 self.affinity_pods[pod.uid] = pod
+                self.affinity_generation += 1
                 if pod.required_anti_affinity:
                     self.anti_affinity_pods[pod.uid] = pod
             self._namespace_pods(pod.namespace)[pod.uid] = pod
@@ -478,12 +484,14 @@ class ClusterState:
         moved = remove_from_node(self.pods_on[slot], uid)
         if not self._nodes_only:
             self.pods.pop(uid, None)
-            self.affinity_pods.pop(uid, None)
+            if self.affinity_pods.pop(uid, None) is not None:
+                self.affinity_generation += 1
             self.anti_affinity_pods.pop(uid, None)
             self._namespace_pods(pod.namespace).pop(uid, None)
             row = self.pod_row.pop(uid, None)
             if row is not None:
                 self.pod_row_namespace[row] = -1
+                self.pod_row_any_namespace[row] = -1
                 if self.victim_columns is not None:
                     self.victim_columns.leave(row, None if moved is None
                                               else self.pod_row.get(moved))
@@ -525,14 +533,16 @@ class ClusterState:
             self.pod_row_slot = np.concatenate([self.pod_row_slot, np.zeros(extra, np.int64)])
             self.pod_row_namespace = np.concatenate(
                 [self.pod_row_namespace, np.full(extra, -1, np.int32)])
+            self.pod_row_any_namespace = np.concatenate(
+                [self.pod_row_any_namespace, np.full(extra, -1, np.int32)])
             for key, (codes, index) in list(self._label_columns.items()):
                 self._label_columns[key] = (
                     np.concatenate([codes, np.full(extra, -1, np.int64)]), index)
         self.pod_row[pod.uid] = row
         self.pod_row_slot[row] = slot
-        code = -1 if pod.terminating else self.namespace_codes.setdefault(
-            pod.namespace, len(self.namespace_codes))
-        self.pod_row_namespace[row] = code
+        code = self.namespace_codes.setdefault(pod.namespace, len(self.namespace_codes))
+        self.pod_row_namespace[row] = -1 if pod.terminating else code
+        self.pod_row_any_namespace[row] = code
         self.pod_row_labels.append(pod.labels)
         if self.victim_columns is not None:
             self.victim_columns.enter(row, pod)
@@ -675,6 +685,7 @@ class ClusterState:
         clone.pod_row = dict(self.pod_row)
         clone.pod_row_slot = self.pod_row_slot.copy()
         clone.pod_row_namespace = self.pod_row_namespace.copy()
+        clone.pod_row_any_namespace = self.pod_row_any_namespace.copy()
         clone.pod_row_labels = list(self.pod_row_labels)
         clone.namespace_codes = dict(self.namespace_codes)
         clone._label_columns = {key: (codes.copy(), dict(index))

@@ -289,12 +289,16 @@ class Framework:
         cycle state when pods are added or removed. Then pods added to or removed from
         several nodes of one forked state give each node the verdict it would get in a fork
         of its own, as upstream's per-node ``NodeInfo`` clones do."""
-        for plugin in self.plugins("Filter"):
-            if plugin.name not in state.skip_filter and not plugin.reads_only_its_node:
-                return False
-        return not any(plugin.name not in state.skip_filter
-                       and isinstance(plugin, PreFilterExtensions)
-                       for plugin in self.plugins("PreFilter"))
+        return self.filters_read_only_their_node(state) and not any(
+            plugin.name not in state.skip_filter and isinstance(plugin, PreFilterExtensions)
+            for plugin in self.plugins("PreFilter"))
+
+    def filters_read_only_their_node(self, state: CycleState) -> bool:
+        """Whether every filter that runs this cycle reads only its node and the cycle state
+        (``FilterPlugin.reads_only_its_node``): a node's verdict in a nodes-only fork (pods
+        added to or removed from that node alone) is then its verdict in a full copy."""
+        return all(plugin.reads_only_its_node for plugin in self.plugins("Filter")
+                   if plugin.name not in state.skip_filter)
 
     def _run_extensions(self, state: CycleState, action: str,
                         call: Callable[[PreFilterExtensions], Status]) -> Status:
@@ -457,8 +461,9 @@ class Framework:
             return [passes[i][0] for i in failed.tolist()], with_nominated.select(failed)
         positions: list[int] = []
         runs: list[FilterRun] = []
+        nodes_only = self.filters_read_only_their_node(state)
         for position, slot, node_name, nominated in passes:
-            forked = cluster.fork(slot)
+            forked = cluster.fork(slot, nodes_only=nodes_only)
             forked_state = state.clone()
             for other in nominated:
                 placed = self._placed(other, node_name)

@@ -71,13 +71,31 @@ def tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
-    """A pod (anti-)affinity term; ``weight`` is 0 for required terms."""
+    """A pod (anti-)affinity term; ``weight`` is 0 for required terms.
+
+    Parsed terms are interned (the pods of a workload share one object per term) and keep
+    their hash: InterPodAffinity groups existing pods by term on every cluster change.
+    """
 
     selector: LabelSelector
     namespaces: frozenset[str]
     namespace_selector: LabelSelector
     topology_key: str
     weight: int = 0
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.selector, self.namespaces,
+                                                self.namespace_selector, self.topology_key,
+                                                self.weight)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Built again on unpickling: a string's hash differs from one process to another.
+        return (AffinityTerm, (self.selector, self.namespaces, self.namespace_selector,
+                               self.topology_key, self.weight))
 
     def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
         """``AffinityTerm.Matches``: the namespace is listed or selected, and labels match."""
@@ -92,13 +110,22 @@ def _affinity_term(owner_namespace: str, raw: Mapping[str, Any], where: str,
     namespace_selector = raw.get("namespaceSelector")
     if not namespaces and namespace_selector is None:
         namespaces = [owner_namespace]
-    return AffinityTerm(
+    term = AffinityTerm(
         selector=LabelSelector.parse(raw.get("labelSelector"), f"{where}.labelSelector"),
         namespaces=frozenset(namespaces),
         namespace_selector=LabelSelector.parse(namespace_selector, f"{where}.namespaceSelector"),
         topology_key=raw.get("topologyKey") or "",
         weight=weight,
     )
+    if len(_TERMS) >= _MAX_TERMS:
+        _TERMS.clear()
+    return _TERMS.setdefault(term, term)
+
+
+#: Interned affinity terms (cleared when it grows past :data:`_MAX_TERMS`: a trace has few
+#: distinct terms, one per workload and term, and a long-lived server many traces).
+_TERMS: dict[AffinityTerm, AffinityTerm] = {}
+_MAX_TERMS = 50_000
 
 
 @dataclass(frozen=True, slots=True)

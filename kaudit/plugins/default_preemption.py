@@ -500,9 +500,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             # Without copying the state first: with a cluster of equal priorities this is
             # every node of every failed attempt.
             return [], 0, _NO_VICTIMS, no_ties
-        forked = cluster.fork(slot)
+        # Upstream clones one NodeInfo; a nodes-only fork is that copy when the filters read
+        # only their node.
+        forked = cluster.fork(slot, nodes_only=framework.filters_read_only_their_node(state))
         for victim in potential:
-            forked.remove_pod(victim.uid)
+            forked.remove_pods((victim,))
             framework.run_pre_filter_remove_pod(state, pod, victim, slot, forked)
         run = framework.run_filter_with_nominated(state, pod, forked, np.asarray([slot]),
                                                   nominator)
@@ -520,7 +522,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                                         nominator)
             fits = bool(check.feasible.all())
             if not fits:
-                forked.remove_pod(candidate.uid)
+                forked.remove_pods((candidate,))
                 framework.run_pre_filter_remove_pod(state, pod, candidate, slot, forked)
                 victims.append(candidate)
             return fits

@@ -254,7 +254,15 @@ class Budget:
                 and pod.name not in self.disrupted)
 
 
+#: The last PDB objects parsed and their budgets: one preemption's dry run asks once per
+#: node for the same objects (replaced, never changed in place, when a PDB changes).
+_parsed: list[tuple[tuple[dict[str, Any], ...], list[Budget]]] = []
+
+
 def parse_budgets(pdbs: Sequence[dict[str, Any]]) -> list[Budget]:
+    if _parsed and len(_parsed[0][0]) == len(pdbs) \
+            and all(a is b for a, b in zip(_parsed[0][0], pdbs, strict=True)):
+        return _parsed[0][1]
     budgets = []
     for pdb in pdbs:
         status = pdb.get("status") or {}
@@ -267,6 +275,7 @@ def parse_budgets(pdbs: Sequence[dict[str, Any]]) -> list[Budget]:
         budgets.append(Budget((pdb.get("metadata") or {}).get("namespace"), selector,
                               int(status.get("disruptionsAllowed") or 0),
                               frozenset(status.get("disruptedPods") or {})))
+    _parsed[:] = [(tuple(pdbs), budgets)]
     return budgets
 
 

@@ -40,11 +40,11 @@ class AllocationTracker:
                 self.weighted[name] = self.weighted.get(name, 0.0) + value * dt
             self.imbalance_weighted += self._imbalance * dt
         self.last_us = now
-        live = np.flatnonzero(cluster.live)
-        live_allocatable = cluster.allocatable[live]
-        live_requested = cluster.requested[live]
-        totals = live_allocatable.sum(axis=0).tolist()
-        used_totals = live_requested.sum(axis=0).tolist()
+        # Sums over the live rows in place: no copy of two nodes × resources arrays per
+        # observation (a recording of thousands of nodes is observed at every event).
+        live = cluster.live[:, None]
+        totals = cluster.allocatable.sum(axis=0, where=live).tolist()
+        used_totals = cluster.requested.sum(axis=0, where=live).tolist()
         current: dict[str, float] = {}
         for name, column in cluster.resources.items():
             if name == "pods":
@@ -56,9 +56,9 @@ class AllocationTracker:
                 self.peak[name] = max(self.peak.get(name, 0.0), value)
         self._current = current
         cpu = cluster.resources["cpu"]
-        allocatable = live_allocatable[:, cpu]
-        used = live_requested[:, cpu]
-        mask = allocatable > 0
+        allocatable = cluster.allocatable[:, cpu]
+        used = cluster.requested[:, cpu]
+        mask = cluster.live & (allocatable > 0)
         self._imbalance = float(np.std(used[mask] / allocatable[mask])) if mask.any() else 0.0
 
     @property

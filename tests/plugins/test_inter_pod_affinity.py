@@ -25,6 +25,7 @@ from kaudit.plugins.inter_pod_affinity import (
     InterPodAffinity,
     PreFilterState,
 )
+from kaudit.plugins.inter_pod_affinity.common import pod_index
 from tests.conftest import DATA
 
 KEYS = ("zone", "rack", "kubernetes.io/hostname", "absent")
@@ -91,8 +92,18 @@ def make_pod(rng: random.Random, name: str, node: str = "", chance: float = 0.3)
     affinity = _affinity(rng, chance)
     if affinity:
         spec["affinity"] = affinity
-    return parse_pod({"metadata": {"name": name, "namespace": rng.choice(POD_NAMESPACES),
-                                   "uid": name, "labels": labels}, "spec": spec})
+    metadata: Json = {"name": name, "namespace": rng.choice(POD_NAMESPACES), "uid": name,
+                      "labels": labels}
+    if node and rng.random() < 0.1:  # terminating: upstream's NodeInfo still lists it
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return parse_pod({"metadata": metadata, "spec": spec})
+
+
+def _replica(pod: PodInfo, name: str, node: str) -> PodInfo:
+    """Another pod of ``pod``'s workload: the same labels and terms, elsewhere."""
+    obj = pod.obj
+    return parse_pod({**obj, "metadata": {**obj["metadata"], "name": name, "uid": name},
+                      "spec": {**obj["spec"], "nodeName": node}})
 
 
 def make_cluster(rng: random.Random, nodes: int = 12, pods: int = 30) -> ClusterState:
@@ -107,9 +118,14 @@ def make_cluster(rng: random.Random, nodes: int = 12, pods: int = 30) -> Cluster
             labels["rack"] = f"r{rng.randrange(4)}"
         cluster.add_node({"metadata": {"name": f"node-{i}", "labels": labels},
                           "status": {"allocatable": {"cpu": "8", "pods": "110"}}})
+    previous: PodInfo | None = None
     for i in range(pods):
         node = f"node-{rng.randrange(nodes)}" if rng.random() < 0.9 else "ghost-node"
-        cluster.add_pod(make_pod(rng, f"pod-{i}", node))
+        if previous is not None and rng.random() < 0.3:
+            previous = _replica(previous, f"pod-{i}", node)
+        else:
+            previous = make_pod(rng, f"pod-{i}", node)
+        cluster.add_pod(previous)
     if rng.random() < 0.5:
         cluster.remove_node(f"node-{rng.randrange(nodes)}")  # its pods stay, unseen
     return cluster
@@ -404,3 +420,37 @@ def test_invalid_selector_fails_prefilter_and_prescore_with_upstream_text() -> N
     score_status = plugin.pre_score(CycleState(), pod, cluster, cluster.order_array)
     assert score_status.code == Code.ERROR
     assert score_status.message.startswith("failed to parse pod: [requiredAffinityTerms: ")
+
+
+def test_pods_of_one_workload_share_their_terms_and_the_index_groups_them() -> None:
+    rng = random.Random(7)
+    first = _incoming_with_required_terms(rng)
+    second = _replica(first, "second", "node-1")
+
+    assert all(a is b for a, b in zip(first.required_affinity + first.required_anti_affinity,
+                                      second.required_affinity
+                                      + second.required_anti_affinity, strict=True))
+    cluster = make_cluster(random.Random(1), pods=0)
+    for pod in (_replica(first, "one", "node-0"), second):
+        cluster.add_pod(pod)
+    index = pod_index(cluster)
+    for term in first.required_anti_affinity:
+        assert index.anti_affinity_terms[term] == [0, 1]
+
+
+def test_the_term_index_is_rebuilt_only_when_pods_with_terms_or_nodes_change() -> None:
+    cluster = make_cluster(random.Random(2))
+    index = pod_index(cluster)
+    plain = parse_pod({"metadata": {"name": "plain", "namespace": "ns-a", "uid": "plain"},
+                       "spec": {"containers": [{"name": "c"}], "nodeName": "node-0"}})
+    cluster.add_pod(plain)
+    assert pod_index(cluster) is index
+
+    with_terms = _replica(_incoming_with_required_terms(random.Random(3)), "t", "node-0")
+    cluster.add_pod(with_terms)
+    grown = pod_index(cluster)
+    assert grown is not index
+    assert with_terms.required_affinity
+    assert all(0 in grown.scoring_terms[(0, term)] for term in with_terms.required_affinity)
+    cluster.remove_node("node-0")
+    assert all(0 not in slots for slots in pod_index(cluster).anti_affinity_terms.values())

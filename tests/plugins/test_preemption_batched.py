@@ -174,6 +174,31 @@ def test_a_preemptor_with_pod_affinity_is_judged_node_by_node() -> None:
 
 
 @pytest.mark.parametrize("seed", range(20))
+def test_an_affinity_preemptor_is_judged_in_a_nodes_only_fork_as_in_a_full_copy(
+        seed: int) -> None:
+    """InterPodAffinity's Filter reads its node and the cycle state only: the one-node dry
+    run and the nominated pods' pass fork that node alone, as upstream clones one NodeInfo,
+    and find what a copy of the whole cluster finds."""
+    cluster, nominated, _ = random_cluster(seed)
+    kind = ("podAntiAffinity", "podAffinity")[seed % 2]
+    pod = pod_info(cluster, make_pod("high").req(cpu="2").priority(15).label("app", "a")
+                   .pod_affinity(kind, "kubernetes.io/hostname", {"app": "a"}).obj())
+    found = []
+    for nodes_only in (True, False):
+        framework, plugin, state = _after_pre_filter(cluster, pod, Nominations(nominated))
+        assert not framework.judges_nodes_independently(state)
+        assert framework.filters_read_only_their_node(state)
+        if not nodes_only:
+            framework.filters_read_only_their_node = lambda state: False
+        details = PreemptionDetails()
+        plugin._dry_run(state, pod, cluster, list(cluster.order), len(cluster.order) // 3,
+                        details)
+        found.append((details.as_json(), {n: (s.code, s.reasons)
+                                          for n, s in details.node_statuses.items()}))
+    assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("seed", range(20))
 def test_the_nominated_pods_pass_judges_each_node_as_in_a_fork_of_its_own(seed: int) -> None:
     cluster, nominated, pod = random_cluster(seed)
     nominator = Nominations(nominated)

@@ -67,3 +67,15 @@ def test_the_budget_index_finds_what_matching_everything_finds() -> None:
         expected = brute_force(ranked, node, firsts, where, budgets)
         assert pdb_violators(ranked, node, firsts, where, budgets).tolist() == \
             expected.tolist(), seed
+
+
+def test_budgets_are_parsed_again_only_when_a_pdb_object_is_replaced() -> None:
+    rng = random.Random(5)
+    pdbs = [random_budget(rng, i) for i in range(3)]
+    first = parse_budgets(pdbs)
+
+    assert parse_budgets(list(pdbs)) is first  # the same objects: one preemption's nodes
+    replaced = [*pdbs[:2], {**pdbs[2], "status": {"disruptionsAllowed": 7}}]
+    again = parse_budgets(replaced)
+    assert again is not first and again[2].allowed == 7 and again[:2] == first[:2]
+    assert parse_budgets(pdbs[:2]) == first[:2]

@@ -13,19 +13,22 @@ slots of the matching existing pods are turned into interned label codes
 counters back to an array per key and index it with ``codes[slots]``.
 
 Only the incoming pod's terms need every existing pod, and only those in the namespaces the
-terms name. Existing pods' own terms are read from the pods that have (anti-)affinity, found
-by one pass over the cluster's pods per cluster generation (see :class:`PodIndex`).
+terms name: they are evaluated over the cluster's pod rows at once
+(:mod:`kaudit.cluster.pod_columns`; terminating pods count, as upstream's NodeInfo lists
+them). Existing pods' own terms are read from the pods that have (anti-)affinity, grouped by
+distinct term (see :class:`PodIndex`).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kaudit.cluster.pod_columns import pods_in_namespaces, pods_matching
 from kaudit.cluster.state import ClusterState, TopologyCodes
 from kaudit.gostrings import aggregate
 from kaudit.k8s.labels import selector_error
@@ -88,83 +91,54 @@ def matches_all(terms: tuple[IncomingTerm, ...], pod: PodInfo) -> bool:
 
 # --------------------------------------------------------------------------- pod index
 
-@dataclass
-class NamespaceGroup:
-    """Pods of one namespace on live nodes, and their slots."""
-
-    pods: list[PodInfo]
-    slots: np.ndarray
+#: The sections of an existing pod's terms that score: (attribute, weight sign); a required
+#: affinity term's weight is ``hardPodAffinityWeight``.
+SCORING_SECTIONS = (("required_affinity", 0), ("preferred_affinity", 1),
+                    ("preferred_anti_affinity", -1))
 
 
 @dataclass
 class PodIndex:
-    """Pods on live nodes, grouped as the plugin reads them; valid for one generation.
+    """Existing pods' terms on live nodes, each distinct term with the slots of the pods
+    that have it; valid while no pod with terms comes or goes and no node changes.
 
-    Upstream's NodeInfo keeps ``PodsWithAffinity`` and ``PodsWithRequiredAntiAffinity`` and the
-    snapshot lists the nodes that have them; ClusterState has no such index, so this one is
-    rebuilt (one pass over the pods) whenever the cluster's generation moves.
+    Upstream's NodeInfo keeps ``PodsWithAffinity`` and ``PodsWithRequiredAntiAffinity`` and
+    the plugin tries each of their terms against the incoming pod. The pods of one workload
+    share their terms, so each distinct term is tried once and counts for all its pods.
     """
 
-    generation: int
-    with_affinity: list[tuple[int, PodInfo]]
-    with_required_anti_affinity: list[tuple[int, PodInfo]]
-
-    def groups(self, cluster: ClusterState, namespaces: frozenset[str] | None
-               ) -> Iterator[NamespaceGroup]:
-        """The groups of ``namespaces`` (every namespace for None)."""
-        names = cluster.pods_by_namespace if namespaces is None else namespaces
-        for namespace in names:
-            group = namespace_group(cluster, namespace)
-            if group is not None:
-                yield group
-
-
-def _live_slots(cluster: ClusterState, pods: Iterable[PodInfo]
-                ) -> Iterator[tuple[int, PodInfo]]:
-    """(slot, pod) for the pods bound to live nodes (removed nodes keep their pods' slots)."""
-    pods = list(pods)
-    if not pods:
-        return
-    live = cluster.live.tolist()
-    slot_of = cluster.slot_of
-    for pod in pods:
-        slot = slot_of.get(pod.node_name)
-        if slot is not None and live[slot]:
-            yield slot, pod
-
-
-_GROUPS: weakref.WeakKeyDictionary[ClusterState, dict[str, tuple[tuple[int, int],
-                                                                  NamespaceGroup]]] = (
-    weakref.WeakKeyDictionary())
-
-
-def namespace_group(cluster: ClusterState, namespace: str) -> NamespaceGroup | None:
-    """The namespace's pods on live nodes with their slots, cached until they change."""
-    pods = cluster.pods_by_namespace.get(namespace)
-    if not pods:
-        return None
-    key = (cluster.namespace_generation[namespace], cluster.node_generation)
-    cache = _GROUPS.setdefault(cluster, {})
-    cached = cache.get(namespace)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    pairs = list(_live_slots(cluster, pods.values()))
-    group = NamespaceGroup([p for _, p in pairs],
-                           np.asarray([s for s, _ in pairs], dtype=np.int64))
-    cache[namespace] = (key, group)
-    return group
+    generation: tuple[int, int]
+    #: (section of :data:`SCORING_SECTIONS`, term) -> slots, one entry per pod.
+    scoring_terms: dict[tuple[int, AffinityTerm], list[int]]
+    #: Required anti-affinity term -> slots, one entry per pod.
+    anti_affinity_terms: dict[AffinityTerm, list[int]]
 
 
 _INDEXES: weakref.WeakKeyDictionary[ClusterState, PodIndex] = weakref.WeakKeyDictionary()
 
 
 def pod_index(cluster: ClusterState) -> PodIndex:
+    generation = (cluster.affinity_generation, cluster.node_generation)
     index = _INDEXES.get(cluster)
-    if index is not None and index.generation == cluster.generation:
+    if index is not None and index.generation == generation:
         return index
-    with_affinity = list(_live_slots(cluster, cluster.affinity_pods.values()))
-    anti = list(_live_slots(cluster, cluster.anti_affinity_pods.values()))
-    index = PodIndex(cluster.generation, with_affinity, anti)
+    live = cluster.live.tolist()
+    slot_of = cluster.slot_of
+    scoring: dict[tuple[int, AffinityTerm], list[int]] = {}
+    for pod in cluster.affinity_pods.values():
+        slot = slot_of.get(pod.node_name)
+        if slot is None or not live[slot]:  # removed nodes keep their pods' slots
+            continue
+        for section, (attribute, _) in enumerate(SCORING_SECTIONS):
+            for term in getattr(pod, attribute):
+                scoring.setdefault((section, term), []).append(slot)
+    anti: dict[AffinityTerm, list[int]] = {}
+    for pod in cluster.anti_affinity_pods.values():
+        slot = slot_of.get(pod.node_name)
+        if slot is not None and live[slot]:
+            for term in pod.required_anti_affinity:
+                anti.setdefault(term, []).append(slot)
+    index = PodIndex(generation, scoring, anti)
     _INDEXES[cluster] = index
     return index
 
@@ -213,33 +187,30 @@ def count_array(counts: Counts, key: str, topology: TopologyCodes) -> np.ndarray
     return array
 
 
-def _slots_matching_all(terms: tuple[IncomingTerm, ...], index: PodIndex,
-                        cluster: ClusterState) -> np.ndarray:
+def _slots_matching_all(terms: tuple[IncomingTerm, ...], cluster: ClusterState
+                        ) -> np.ndarray:
     namespaces: frozenset[str] | None = None
     for term in terms:
         if not term.all_namespaces:
             namespaces = term.namespaces if namespaces is None else namespaces & term.namespaces
-    chunks = []
-    for group in index.groups(cluster, namespaces):
-        mask = np.fromiter((all(t.selector.matches(p.labels) for t in terms)
-                            for p in group.pods), bool, count=len(group.pods))
-        chunks.append(group.slots[mask])
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    rows = pods_matching(cluster, (term.selector for term in terms),
+                         pods_in_namespaces(cluster, namespaces))
+    slots: np.ndarray = cluster.pod_row_slot[rows]
+    return slots
 
 
-def matching_slots(term: IncomingTerm, index: PodIndex, cluster: ClusterState) -> np.ndarray:
+def matching_slots(term: IncomingTerm, cluster: ClusterState) -> np.ndarray:
     """Slots of the existing pods ``term`` matches, one entry per pod."""
-    return _slots_matching_all((term,), index, cluster)
+    return _slots_matching_all((term,), cluster)
 
 
 def existing_anti_affinity_counts(pod: PodInfo, namespace_labels: Mapping[str, str],
                                   index: PodIndex, cluster: ClusterState) -> Counts:
     """Existing pods' required anti-affinity terms that match the incoming pod."""
     slots_by_key: dict[str, list[int]] = {}
-    for slot, existing in index.with_required_anti_affinity:
-        for term in existing.required_anti_affinity:
-            if term.matches(pod, namespace_labels):
-                slots_by_key.setdefault(term.topology_key, []).append(slot)
+    for term, slots in index.anti_affinity_terms.items():
+        if term.matches(pod, namespace_labels):
+            slots_by_key.setdefault(term.topology_key, []).extend(slots)
     counts: Counts = {}
     for key, slots in slots_by_key.items():
         merge(counts, count_pairs(cluster, key, np.asarray(slots, dtype=np.int64)))
@@ -247,18 +218,18 @@ def existing_anti_affinity_counts(pod: PodInfo, namespace_labels: Mapping[str, s
 
 
 def incoming_counts(affinity: tuple[IncomingTerm, ...], anti: tuple[IncomingTerm, ...],
-                    index: PodIndex, cluster: ClusterState) -> tuple[Counts, Counts]:
+                    cluster: ClusterState) -> tuple[Counts, Counts]:
     """Existing pods matching all the incoming affinity terms (counted once per term), and
     existing pods matching each incoming anti-affinity term."""
     affinity_counts: Counts = {}
     anti_counts: Counts = {}
     if affinity:
-        slots = _slots_matching_all(affinity, index, cluster)
+        slots = _slots_matching_all(affinity, cluster)
         for term in affinity:
             merge(affinity_counts, count_pairs(cluster, term.topology_key, slots))
     for term in anti:
         merge(anti_counts, count_pairs(cluster, term.topology_key,
-                                       matching_slots(term, index, cluster)))
+                                       matching_slots(term, cluster)))
     return affinity_counts, anti_counts
 
 

@@ -148,7 +148,7 @@ def pre_filter(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, cluste
     namespace_labels = dict(cluster.namespace_labels(pod.namespace))
     index = pod_index(cluster)
     existing = existing_anti_affinity_counts(pod, namespace_labels, index, cluster)
-    affinity_counts, anti_counts = incoming_counts(affinity, anti, index, cluster)
+    affinity_counts, anti_counts = incoming_counts(affinity, anti, cluster)
     if not existing and not affinity and not anti:
         return None, Status.of(Code.SKIP)
     state.write(PRE_FILTER_STATE_KEY, PreFilterState(

@@ -37,6 +37,9 @@ from kaudit.plugins.inter_pod_affinity.scoring import ScoreAccumulator
 class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
                        ScorePlugin):
     name = names.INTER_POD_AFFINITY
+    # Filter reads the PreFilter state and its node's labels; the cluster's other pods
+    # enter only through PreFilter and the AddPod/RemovePod extensions.
+    reads_only_its_node = True
     args_spec = ArgsSpec(
         kind="InterPodAffinityArgs", schema=args_schema.INTER_POD_AFFINITY_ARGS,
         set_defaults=args_defaults.set_defaults_inter_pod_affinity,

@@ -22,6 +22,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo
 from kaudit.plugins.inter_pod_affinity.common import (
     PRE_SCORE_STATE_KEY,
+    SCORING_SECTIONS,
     PodIndex,
     affinity_parse_error,
     incoming_terms,
@@ -96,10 +97,10 @@ def pre_score(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, cluster
     index = pod_index(cluster)
     if has_constraints:
         for term in incoming_terms(pod.preferred_affinity, cluster):
-            accumulator.add(term.topology_key, matching_slots(term, index, cluster),
+            accumulator.add(term.topology_key, matching_slots(term, cluster),
                             term.weight)
         for term in incoming_terms(pod.preferred_anti_affinity, cluster):
-            accumulator.add(term.topology_key, matching_slots(term, index, cluster),
+            accumulator.add(term.topology_key, matching_slots(term, cluster),
                             -term.weight)
     plugin._score_existing_terms(accumulator, pod, cluster, index)
     if not accumulator.touched:
@@ -115,17 +116,11 @@ def _score_existing_terms(plugin: InterPodAffinity, accumulator: ScoreAccumulato
     namespace_labels = cluster.namespace_labels(pod.namespace)
     hard = plugin.hard_pod_affinity_weight
     weighted: dict[tuple[str, int], list[int]] = {}
-    for slot, existing in index.with_affinity:
-        if hard > 0:
-            for term in existing.required_affinity:
-                if term.matches(pod, namespace_labels):
-                    weighted.setdefault((term.topology_key, hard), []).append(slot)
-        for term in existing.preferred_affinity:
-            if term.matches(pod, namespace_labels):
-                weighted.setdefault((term.topology_key, term.weight), []).append(slot)
-        for term in existing.preferred_anti_affinity:
-            if term.matches(pod, namespace_labels):
-                weighted.setdefault((term.topology_key, -term.weight), []).append(slot)
+    for (section, term), slots in index.scoring_terms.items():
+        sign = SCORING_SECTIONS[section][1]
+        if (sign or hard > 0) and term.matches(pod, namespace_labels):
+            weight = sign * term.weight if sign else hard
+            weighted.setdefault((term.topology_key, weight), []).extend(slots)
     for (key, weight), slots in weighted.items():
         accumulator.add(key, np.asarray(slots, dtype=np.int64), weight)
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.matching import required_node_affinity_mask
+from kaudit.cluster.pod_columns import pod_requirement_mask
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.plugin import (
     Handle,
@@ -199,20 +200,7 @@ class PodTable:
         return codes[:len(self.slots)], index
 
     def requirement_mask(self, requirement: Requirement, rows: np.ndarray) -> np.ndarray:
-        op = requirement.operator
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return np.fromiter((requirement.matches(self.labels[r]) for r in rows.tolist()),
-                               bool, len(rows))
-        codes, index = self.column(requirement.key)
-        codes = codes[rows]
-        present: np.ndarray = codes >= 0
-        if op == "Exists":
-            return present
-        if op == "DoesNotExist":
-            return ~present
-        wanted = [index[v] for v in requirement.values if v in index]
-        inside = np.isin(codes, wanted) if wanted else np.zeros(len(codes), dtype=bool)
-        return inside if op == "In" else ~inside
+        return pod_requirement_mask(self.cluster, requirement, rows)
 
     def count_per_slot(self, selector: LabelSelector, namespace: str, capacity: int
                        ) -> np.ndarray:

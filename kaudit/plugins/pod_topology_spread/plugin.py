@@ -54,6 +54,9 @@ from kaudit.plugins.pod_topology_spread.scoring import PreScoreState
 class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
                         PreScorePlugin, ScorePlugin):
     name = names.POD_TOPOLOGY_SPREAD
+    # Filter reads the PreFilter state and its node's labels; the cluster's other pods
+    # enter only through PreFilter and the AddPod/RemovePod extensions.
+    reads_only_its_node = True
     args_spec = ArgsSpec(
         kind="PodTopologySpreadArgs", schema=args_schema.POD_TOPOLOGY_SPREAD_ARGS,
         set_defaults=args_defaults.set_defaults_pod_topology_spread,
