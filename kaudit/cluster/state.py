@@ -81,9 +81,8 @@ class ClusterState:
         #: (upstream's ``PodsWithAffinity`` / ``PodsWithRequiredAntiAffinity``).
         self.affinity_pods: dict[str, PodInfo] = {}
         self.anti_affinity_pods: dict[str, PodInfo] = {}
-        #: Assigned pods by namespace, and a counter bumped whenever a namespace's pods change.
+        #: Assigned pods by namespace.
         self.pods_by_namespace: dict[str, dict[str, PodInfo]] = {}
-        self.namespace_generation: dict[str, int] = defaultdict(int)
         self._shared_namespaces: set[str] = set()
         #: Assigned pods as rows of columns (for plugins that count pods by selector, such as
         #: PodTopologySpread): slot, namespace code (-1 for removed or terminating pods; in
@@ -565,7 +564,6 @@ class ClusterState:
 
     def _namespace_pods(self, namespace: str) -> dict[str, PodInfo]:
         """The namespace's pod map, ready to change (copied first in a fork)."""
-        self.namespace_generation[namespace] += 1
         pods = self.pods_by_namespace.get(namespace)
         if pods is None:
             pods = self.pods_by_namespace[namespace] = {}
@@ -680,7 +678,6 @@ class ClusterState:
         clone.affinity_pods = dict(self.affinity_pods)
         clone.anti_affinity_pods = dict(self.anti_affinity_pods)
         clone.pods_by_namespace = dict(self.pods_by_namespace)
-        clone.namespace_generation = defaultdict(int, self.namespace_generation)
         clone._shared_namespaces = set(self.pods_by_namespace)
         clone.pod_row = dict(self.pod_row)
         clone.pod_row_slot = self.pod_row_slot.copy()
