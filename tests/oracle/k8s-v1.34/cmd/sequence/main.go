@@ -310,13 +310,15 @@ func run(req request) (map[string]podResult, []historyEvent, error) {
 		obj, err := objTracker.Get(podsGVR, last.Namespace, last.Name)
 		r := podResult{}
 		pod := last
+		// A deleted pod keeps the message of its last failure too (it may have failed, then
+		// been bound, then preempted).
+		if m, ok := history.lastFalseMessage(key); ok {
+			r.Message = &m
+		}
 		if err != nil {
 			r.Deleted = true
 		} else {
 			pod = obj.(*v1.Pod)
-			if m, ok := history.lastFalseMessage(key); ok {
-				r.Message = &m
-			}
 			if nnn := pod.Status.NominatedNodeName; nnn != "" {
 				r.Nominated = &nnn
 			}
