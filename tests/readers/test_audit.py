@@ -836,3 +836,27 @@ def test_a_node_patch_received_during_its_deletion_committed_before_it(
                               request={"spec": {}}, response=other), 3.050)
     events, _, _ = _read(_write(tmp_path / "audit2.log", docs))
     assert [e.type for e in events][:2] == ["ADDED", "DELETED"]
+
+
+def test_an_update_logged_after_its_objects_deletion_does_not_bring_it_back(
+        tmp_path: Path) -> None:
+    # A node agent's status update commits before the scheduler's delete of a victim but is
+    # logged after it (the log is written as requests complete): the pod it shows (bound,
+    # not terminating) is the one the deletion then removed, and a uid never lives again.
+    bound = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    bound["spec"]["nodeName"] = "node-0"
+    gone = json.loads(json.dumps(bound))
+    gone["metadata"].update(deletionTimestamp="2026-11-02T09:00:02Z",
+                            deletionGracePeriodSeconds=0)
+    running = {**bound, "status": {**bound["status"], "phase": "Running"}}
+    log = _write(tmp_path / "audit.log", [
+        *_created_then_deleted(bound, gone),
+        event(2.5, "update", "pods", name="web-0", namespace="shop", subresource="status",
+              level="RequestResponse", user="system:node:node-0", request=running,
+              response=running),
+    ])
+    events, rejected, [stats] = _read(log)
+    assert not rejected
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    assert any(reason.startswith("update of an object already deleted (committed before")
+               for reason in stats.dropped)
