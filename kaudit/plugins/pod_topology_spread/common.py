@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.matching import required_node_affinity_mask
-from kaudit.cluster.pod_columns import pod_requirement_mask
+from kaudit.cluster.pod_columns import pods_matching
 from kaudit.cluster.state import ClusterState
 from kaudit.framework.plugin import (
     Handle,
@@ -188,19 +188,10 @@ class PodTable:
         self.slots = cluster.pod_row_slot[:rows]
         self.namespaces = cluster.pod_row_namespace[:rows]
         self.namespace_index = cluster.namespace_codes
-        self.labels = cluster.pod_row_labels
 
     @classmethod
     def build(cls, cluster: ClusterState) -> PodTable:
         return cls(cluster)
-
-    def column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
-        """Interned values of label ``key`` per pod (-1 without the label)."""
-        codes, index = self.cluster.pod_label_column(key)
-        return codes[:len(self.slots)], index
-
-    def requirement_mask(self, requirement: Requirement, rows: np.ndarray) -> np.ndarray:
-        return pod_requirement_mask(self.cluster, requirement, rows)
 
     def count_per_slot(self, selector: LabelSelector, namespace: str, capacity: int
                        ) -> np.ndarray:
@@ -208,9 +199,7 @@ class PodTable:
         code = self.namespace_index.get(namespace)
         if code is None or selector.empty or selector.nothing:
             return np.zeros(capacity, np.int64)
-        rows = np.flatnonzero(self.namespaces == code)
-        for requirement in selector.requirements:
-            rows = rows[self.requirement_mask(requirement, rows)]
+        rows = pods_matching(self.cluster, (selector,), np.flatnonzero(self.namespaces == code))
         return np.bincount(self.slots[rows], minlength=capacity)[:capacity].astype(np.int64)
 
 
