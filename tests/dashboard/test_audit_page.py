@@ -240,3 +240,16 @@ def test_the_audit_page_in_a_browser(audit_server: dict[str, Any]) -> None:
         assert page.locator(f'#runs-table a.audit[href="/runs/{PACKED}/audit"]').count() == 1
         assert page.locator(f'#runs-table a.audit[href="/runs/{REPLAY}/audit"]').count() == 0
         visit.close()
+
+
+def test_the_page_says_when_only_an_interval_was_judged(
+        audited: FlaskClient, run_kaudit: Callable[..., Result], db_url: str) -> None:
+    result = run_kaudit("audit", "recording", "--since", "10", "--name", "part")
+    assert result.exit_code == 0, result.output
+    since = _report(db_url, "part")["interval"]["since"]
+
+    text = _text(audited.get("/runs/part/audit").get_data(as_text=True))
+    assert f"Only the decisions recorded from {since} to the end of the trace were judged" \
+        in text
+    assert "Only the decisions recorded" not in _text(
+        audited.get(f"/runs/{SAME}/audit").get_data(as_text=True))
