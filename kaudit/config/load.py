@@ -78,6 +78,7 @@ def _same_queue_sort(profiles: list[tuple[ProfileV1, Profile]]) -> list[FieldErr
 def build_configuration(config: ConfigurationV1, registry: Registry,
                         source: str) -> SchedulerConfiguration:
     """Default, validate and expand a decoded v1 configuration."""
+    _refuse_unmodelled_gates(registry.gates)
     config = default_configuration(config, registry)
     # ``buildExtenders`` replaces NodeResourcesFit's ignoredResources before the plugin checks
     # its args (which kaudit checks with the rest of the configuration): replace them first.
@@ -152,6 +153,27 @@ def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:
 #: them off (see docs/dra.md).
 UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumableCapacity",
                     "DRADeviceBindingConditions", "DRAExtendedResource")
+
+
+#: Gates whose features kaudit does not model at all, by what they turn on. Turning one on is
+#: refused: the scheduler kaudit would run is not the one the user asked for.
+REFUSED_GATES = {
+    "GenericWorkload": "the Workload API (spec.workloadRef)",
+    "GangScheduling": "gang scheduling (the GangScheduling plugin)",
+    "NodeDeclaredFeatures": "the NodeDeclaredFeatures plugin",
+    "TaintTolerationComparisonOperators": "the toleration operators Lt and Gt",
+    "VolumeLimitScaling": "NodeVolumeLimits' check that a volume's CSI driver is installed",
+    "InPlacePodLevelResourcesVerticalScaling": "pod-level in-place resize",
+    "DRADeviceTaintRules": "DeviceTaintRules",
+}
+
+
+def _refuse_unmodelled_gates(gates: FeatureGates) -> None:
+    refused = [f"{name}=true: kaudit does not model {what} (at {gates.version.name})"
+               for name, what in REFUSED_GATES.items()
+               if name in gates and gates.enabled(name)]
+    if refused:
+        raise ConfigError("feature gates: " + "; ".join(refused))
 
 
 def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:

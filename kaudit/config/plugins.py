@@ -59,6 +59,9 @@ class PluginSpec:
     gated_points: Mapping[str, frozenset[str]] = field(
         default_factory=lambda: MappingProxyType({}))
     default_args: dict[str, Any] | None = None
+    #: Points the plugin has only from an upstream minor release on (``"v1.35"`` → points).
+    points_since: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,14 @@ class Registry:
         return spec.args if spec is not None else None
 
 
+def _minor(name: str) -> tuple[int, int]:
+    major, minor = name.removeprefix("v").split(".")[:2]
+    return int(major), int(minor)
+
+
 def build_registry(gates: FeatureGates, plugins: Mapping[str, PluginSpec]) -> Registry:
-    """The ``plugins`` under ``gates``: a gated point of a plugin is inert when its gate is off."""
+    """The ``plugins`` under ``gates``: a gated point of a plugin is inert when its gate is off;
+    a point a plugin has only from a later release than the gates' is not implemented."""
     specs: dict[str, PluginSpec] = {}
     inert: dict[str, frozenset[str]] = {}
     for name, spec in plugins.items():
@@ -94,6 +103,9 @@ def build_registry(gates: FeatureGates, plugins: Mapping[str, PluginSpec]) -> Re
             raise ConfigError(f"plugin {name}: invalid spec (name {spec.name!r}, unknown "
                               f"extension points {unknown})")
         active = spec.extension_points
+        for minor, points in spec.points_since.items():
+            if gates.version.release[:2] < _minor(minor):
+                active = active - points
         for gate, points in spec.gated_points.items():
             if not gates.enabled(gate):
                 active, inert[name] = active - points, inert.get(name, frozenset()) | points

@@ -125,6 +125,9 @@ def pack_attempt(attempt: Attempt, framework: Framework, cluster: ClusterState,
         "allNodes": attempt.num_all_nodes, "nominatedNodeUsed": attempt.nominated_node_used,
         "preFilter": pre_filter,
     }
+    if attempt.node_hint:
+        document["nodeHint"] = attempt.node_hint
+        document["hintUsed"] = attempt.hint_used
     arrays: dict[str, np.ndarray] = {}
     run = attempt.filters
     rejected = {name: attempt.num_all_nodes for name, status in

@@ -79,12 +79,16 @@ class Plugin:
     rejected schedulable (:meth:`events_to_register`); its typed arguments (``args_spec``: the
     v1 kind, schema, defaulting and validation) or, for simple out-of-tree plugins, plain
     ``default_args``; the extension points a feature gate must enable (``gated_points``:
-    gate → points); and the optional handle ports it reads (``ports_needed``)."""
+    gate → points) and those it has only from a release on (``points_since``); and the
+    optional handle ports it reads (``ports_needed``)."""
 
     name: ClassVar[str] = ""
     args_spec: ClassVar[ArgsSpec | None] = None
     default_args: ClassVar[Mapping[str, Any] | None] = None
     gated_points: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType({})
+    #: Extension points the plugin has only from an upstream minor release on (``"v1.35"``
+    #: → points): at older releases it does not implement them at all.
+    points_since: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType({})
     #: Optional ports of the handle the plugin reads (``ports.OPTIONAL_PORTS``), such as
     #: ``"workload"``: the shape of every pod of the trace, which the FGD paper's score needs
     #: to know its typical pods. A replay fills them only when a plugin asks.
@@ -99,6 +103,16 @@ class Plugin:
         """What the plugin wants kept in the attempt's event-log record, for explanations
         (``selected``: the node chosen, None when the pod did not fit); None keeps nothing."""
         return None
+
+    #: Whether the plugin signs pods for Opportunistic Batching (upstream's ``SignPlugin``,
+    #: v1.35 on): a profile batches only when all its PreFilter, Filter, PreScore and Score
+    #: plugins do (:mod:`kaudit.framework.signing`).
+    signs_pods: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[str, Any], ...] | None:
+        """``SignPod``: this plugin's fragments of ``pod``'s signature, or None where it
+        refuses to sign the pod (then no pod like it is batched)."""
+        return ()
 
     def events_to_register(self) -> list[ClusterEventWithHint] | None:
         """``EnqueueExtensions.EventsToRegister``: the cluster events that may make a pod this

@@ -218,6 +218,19 @@ class Framework:
         return self.points.get(point, [])
 
     @property
+    def signing_plugins(self) -> list[Plugin] | None:
+        """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins, each
+        once, in that order, when every one of them signs pods; None when one does not (the
+        profile never batches). Extenders are the scheduler's to check."""
+        seen: dict[str, Plugin] = {}
+        for point in ("PreFilter", "Filter", "PreScore", "Score"):
+            for plugin in self.plugins(point):
+                if not plugin.signs_pods:
+                    return None
+                seen.setdefault(plugin.name, plugin)
+        return list(seen.values())
+
+    @property
     def has_scoring(self) -> bool:
         return bool(self.plugins("Score"))
 

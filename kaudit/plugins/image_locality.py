@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import MAX_NODE_SCORE, ScorePlugin
 from kaudit.model.pod import PodInfo
@@ -28,6 +29,12 @@ def normalized_image_name(name: str) -> str:
 
 class ImageLocality(ScorePlugin):
     name = names.IMAGE_LOCALITY
+
+    signs_pods = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35): the normalised images of all containers."""
+        return ((signing.IMAGE_NAMES, signing.image_names(pod, normalized_image_name)),)
 
     def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
               slots: np.ndarray) -> np.ndarray:

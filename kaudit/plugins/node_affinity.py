@@ -18,6 +18,7 @@ from kaudit.cluster.matching import (
 )
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -42,8 +43,14 @@ REASON_CONFLICT = "pod affinity terms conflict"
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.NODE_AFFINITY, signing.node_affinity(pod)),
+                (signing.NODE_SELECTOR, signing.mapping(pod.node_selector)))
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return False  # it reads the node and the sums only

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, ClusterEventWithHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
@@ -20,8 +21,13 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name = names.NODE_NAME
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.NODE_NAME, pod.node_name),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return False  # it reads the node and the sums only

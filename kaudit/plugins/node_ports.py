@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -40,8 +41,13 @@ def conflicts(used: list[HostPort], wanted: HostPort) -> bool:
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = names.NODE_PORTS
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.HOST_PORTS, signing.host_ports(pod)),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return bool(pod.host_ports)  # the node's pods' ports, for a pod that wants some

@@ -13,6 +13,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
 from kaudit.framework.status import Code, Status
@@ -32,6 +33,17 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         schema=args_schema.NODE_RESOURCES_BALANCED_ALLOCATION_ARGS,
         set_defaults=args_defaults.set_defaults_node_resources_balanced_allocation,
         validate=args_validation.validate_node_resources_balanced_allocation_args)
+
+    signs_pods = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35): the pod's requests; nothing is signed with
+        ``DRAExtendedResource`` on."""
+        gates = getattr(self.handle, "feature_gates", None)
+        if gates is not None and "DRAExtendedResource" in gates \
+                and gates.enabled("DRAExtendedResource"):
+            return None
+        return ((signing.RESOURCES, signing.resources(pod)),)
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
@@ -25,8 +26,13 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 
 class NodeUnschedulable(FilterPlugin):
     name = names.NODE_UNSCHEDULABLE
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.TOLERATIONS, signing.tolerations(pod)),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return False  # it reads the node and the sums only

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     CSI_NODE,
@@ -170,11 +171,16 @@ def translated_handle(plugin: str, source: Mapping[str, Any],
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = names.NODE_VOLUME_LIMITS
+    signs_pods = True
     reads_only_its_node = True
     # Not added_pods_only_hinder: a VolumeAttachment of the very volume the pod wants counts
     # on top of the pod's own use of it unless a pod on the node already mounts it, so a pod
     # added with that volume can turn "exceed max volume count" into a pass (upstream's
     # counting; tests/cluster/test_nominated.py shows it).
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.VOLUMES, signing.volumes(pod)),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return bool(pod.volumes)  # the node's pods' volumes, for a pod with volumes

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     NODE,
@@ -115,8 +116,13 @@ def pod_conflicts(volumes: Sequence[Mapping[str, Any]], existing: PodInfo) -> bo
 
 class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     name = names.VOLUME_RESTRICTIONS
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.VOLUMES, signing.volumes(pod)),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return bool(pod.volumes)  # the node's pods' volumes, for a pod with volumes

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from kaudit.cluster.state import ClusterState
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     NODE,
@@ -105,8 +106,13 @@ def label_zones(value: str) -> frozenset[str] | None:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = names.VOLUME_ZONE
+    signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.VOLUMES, signing.volumes(pod)),)
 
     def reads_node_pods(self, pod: PodInfo) -> bool:
         return False  # it reads the node and the sums only

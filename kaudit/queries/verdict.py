@@ -81,6 +81,9 @@ def unpack(document: dict[str, Any], blob: bytes | None, names: dict[int, str]
     node was tried alone, and the nodes the PreFilterResults left out (newer records)."""
     unpacked = {**unpack_attempt(document, blob, names), "allNodes": document.get("allNodes"),
                 "nominatedNodeUsed": bool(document.get("nominatedNodeUsed"))}
+    if "nodeHint" in document:  # Opportunistic Batching (v1.35 on)
+        unpacked["nodeHint"] = document["nodeHint"]
+        unpacked["hintUsed"] = bool(document.get("hintUsed"))
     if "leftOutByPreFilter" in document:
         unpacked["leftOutByPreFilter"] = document["leftOutByPreFilter"]
     return unpacked
@@ -575,6 +578,9 @@ def placement_reason(attempt: dict[str, Any], node: str) -> str:
     feasible = attempt.get("feasibleNodes") or 0
     if attempt.get("nominatedNodeUsed") and attempt.get("evaluatedNodes") == 1:
         return "its nominated node still fits (checked first, as upstream does)"
+    if attempt.get("hintUsed") and attempt.get("evaluatedNodes") == 1:
+        return ("Opportunistic Batching's hint: the next best node of the previous, identical "
+                "pod's scores, and it fits (nothing was scored)")
     if feasible <= 1:
         return f"the only feasible node of {attempt.get('evaluatedNodes')} evaluated"
     scored = scored_winner_first(attempt)

@@ -30,6 +30,7 @@ LISTED = 3
 
 #: What chose among tied nodes, by the scheduler's ``tie_break``.
 TIE_BREAK_WORDS = {"random": "the seeded tie-break", "name": "the lowest node name",
+                   "heap": "kube-scheduler's score heap (filter order)",
                    "shuffled-name": "the seeded order of node names"}
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -226,6 +227,8 @@ def _fewer_evaluated(attempt: Mapping[str, Any], evaluated: int, feasible: int,
         return None
     if attempt.get("nominatedNodeUsed") and evaluated == 1:
         return "its nominated node, checked first as upstream does"
+    if attempt.get("hintUsed") and evaluated == 1:
+        return "Opportunistic Batching's hint, checked first as upstream does"
     if attempt.get("result") == "error":
         # Upstream's Filter phase ends at the first Error; the attempt is an error.
         return "an error ended the attempt before every node was tried"

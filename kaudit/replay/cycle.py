@@ -2,7 +2,9 @@
 requeued on failure or bound.
 
 Mirrors ``scheduleOne`` and its failure handler in ``pkg/scheduler/schedule_one.go``
-(Kubernetes v1.34): a pod popped from activeQ goes through the scheduler
+(Kubernetes v1.34, and v1.35's changes where the run's release has them: a failure always
+clears the nomination, and a binding moves no pod, ``pkg/scheduler/eventhandlers.go``): a pod
+popped from activeQ goes through the scheduler
 (:mod:`kaudit.scheduler.schedule`); its attempt is written to the event log; a failure goes
 back to the queue with its rejecting plugins (``handleSchedulingFailure``), with the
 nomination PostFilter made or cleared; a success is assumed and bound
@@ -14,10 +16,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kaudit import versions
+from kaudit.cluster.objects import apply_object
 from kaudit.errors import UnreplayableEventError
 from kaudit.eventlog.codec import pack_attempt
 from kaudit.eventlog.records import RecordKind
-from kaudit.framework.events import EVENT_ASSIGNED_POD_ADD, EVENT_ASSIGNED_POD_DELETE
+from kaudit.framework.events import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    pod_scheduling_properties_change,
+)
 from kaudit.framework.runtime import Framework
 from kaudit.model.pod import PodInfo
 from kaudit.replay.apply import Informer
@@ -29,7 +37,7 @@ from kaudit.replay.gpu_sharing import GpuSharingTracker
 from kaudit.replay.guard import ProgressGuard
 from kaudit.replay.preemption import PreemptionCalls
 from kaudit.replay.queueing import QueueDriver
-from kaudit.scheduler.binding import bind, finish_binding
+from kaudit.scheduler.binding import bind, finish_binding, with_topology_labels
 from kaudit.scheduler.nominator import Nominator
 from kaudit.scheduler.queue import QueuedPod
 from kaudit.scheduler.schedule import Attempt, Scheduler
@@ -62,6 +70,15 @@ class SchedulingCycles:
         self.guard = guard
         self.feed = feed
         self.gpu_sharing = gpu_sharing
+        release = scheduler.feature_gates.version
+        #: v1.35: a FitError without PostFilter plugins clears the nomination too.
+        self._failure_clears_nomination = versions.carries(release,
+                                                           "failure-clears-nomination")
+        #: v1.35: the informer's binding of a nominated pod moves no other pod.
+        self._binding_moves_pods = not versions.carries(release, "binding-moves-no-pods")
+        #: v1.35: the API server copies the node's topology labels onto a pod it binds.
+        self._topology_labels = scheduler.feature_gates.get("PodTopologyLabelsAdmission",
+                                                            False)
 
     def state_version(self) -> tuple[int, int]:
         """Changes whenever anything a scheduling cycle reads changes."""
@@ -94,7 +111,8 @@ class SchedulingCycles:
         seen = self.state_version()
         try:
             attempt = self.scheduler.schedule(self.cluster, pod, attempt=queued.attempts,
-                                              nominator=self.nominator)
+                                              nominator=self.nominator, cycle=queued.cycle,
+                                              now_us=now)
         except DATA_ERRORS as exc:
             source, line = self.feed.origin.get(pod.key, (0, 0))
             raise UnreplayableEventError(
@@ -134,9 +152,10 @@ class SchedulingCycles:
         self.queueing.arm_unschedulable_flush(queued)
         if result is not None and result.nominated_node_name is not None:
             self.preemption.nominate(queued, result.nominated_node_name, result.details)
-        elif attempt.error is not None or attempt.num_all_nodes == 0:
-            # Not a FitError (an error, no nodes at all): upstream's cycle answers
-            # clearNominatedNode.
+        elif (attempt.error is not None or attempt.num_all_nodes == 0
+              or (self._failure_clears_nomination and attempt.post_filter is None)):
+            # Not a FitError (an error, no nodes at all), or from v1.35 a FitError no
+            # PostFilter plugin saw: upstream's cycle answers clearNominatedNode.
             self.preemption.clear_nominated_node(queued)
 
     def _bind(self, queued: QueuedPod, node: str, state: Any) -> None:
@@ -180,6 +199,21 @@ class SchedulingCycles:
         else:
             self._finish_binding(framework, state, placed, pod, extender_record)
 
+    def _copy_topology_labels(self, placed: PodInfo) -> None:
+        """``PodTopologyLabels`` admission: the bound pod carries its node's zone and region
+        labels; the informer sees that as an update of an assigned pod."""
+        slot = self.cluster.slot_of.get(placed.node_name)
+        labelled = (None if slot is None else
+                    with_topology_labels(placed.obj, self.cluster.node(slot).labels))
+        if labelled is None:
+            return
+        before = self.cluster.pods.get(placed.uid)
+        apply_object(self.cluster, labelled)
+        after = self.cluster.pods.get(placed.uid)
+        if before is not None and after is not None:
+            for cluster_event in pod_scheduling_properties_change(after, before):
+                self.informer.move(cluster_event, before, after)
+
     def _extender_record(self, calls: list[Any], binder: str | None) -> dict[str, Any]:
         """What the bind record says of extenders: the calls made and who bound the pod."""
         record: dict[str, Any] = {}
@@ -206,7 +240,11 @@ class SchedulingCycles:
                          {"by": "kaudit", **self.informer.gpu_record(placed.uid),
                           **self.informer.claims_record(placed), **extender_record})
         # The informer sees the binding: the assigned pod appears (``addPodToCache``) and the
-        # pending pod leaves the queue, releasing any nomination it had.
+        # pending pod leaves the queue, in v1.34 releasing any nomination it had (its handler
+        # saw the pending pod deleted); from v1.35 that is all.
         self.informer.move(EVENT_ASSIGNED_POD_ADD, None, placed)
-        self.informer.nomination_released(pending)
+        if self._binding_moves_pods:
+            self.informer.nomination_released(pending)
+        if self._topology_labels:
+            self._copy_topology_labels(placed)
         self.controllers.bound(placed)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from kaudit import versions
 from kaudit.cluster.gpu_frag import FragMeasure, PodShape, typical_pods
 from kaudit.cluster.state import ClusterState
 from kaudit.eventlog.sink import EventSink
@@ -92,7 +93,9 @@ class Replay:
         self.preemption = PreemptionCalls(
             context, nominator=self.nominator, informer=self.informer,
             controllers=self.controllers, in_flight=in_flight,
-            asynchronous=scheduler.feature_gates.enabled("SchedulerAsyncPreemption"))
+            asynchronous=scheduler.feature_gates.enabled("SchedulerAsyncPreemption"),
+            skips_terminating_victims=versions.carries(scheduler.feature_gates.version,
+                                                       "preemption-skips-terminating-victims"))
         self.guard = ProgressGuard(self.queue, self.cluster)
         self.audit = (None if audit is None else DecisionAudit(
             context, scheduler=scheduler, nominator=self.nominator, plan=audit))

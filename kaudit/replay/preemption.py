@@ -8,6 +8,12 @@ background, each taking the API latency: the clearing patches one after another,
 victim but the last in parallel (status patch and delete), then the preemptor stops being held
 back by PreEnqueue, then the last victim. A deleted victim terminates for the victim
 termination time, still counted on its node, before it is gone.
+
+From v1.35 (upstream PRs #134294 and #134730) a victim already terminating gets no API call
+(no status patch, no deletion, no ``Preempted`` event); when every victim is, the asynchronous
+preemption does nothing at all (no lower nomination is cleared, the preemptor is not held
+back); and the preemptor stays held back until its last victim is being deleted
+(``lastVictimsPendingPreemption``, ``IsPodRunningPreemption``).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ class PreemptionsInFlight:
 class PreemptionCalls:
     def __init__(self, context: ReplayContext, *, nominator: Nominator, informer: Informer,
                  controllers: Controllers, in_flight: PreemptionsInFlight,
-                 asynchronous: bool) -> None:
+                 asynchronous: bool, skips_terminating_victims: bool = False) -> None:
         self.cluster = context.cluster
         self.loop = context.loop
         self.sink = context.sink
@@ -54,6 +60,8 @@ class PreemptionCalls:
         self.controllers = controllers
         self.in_flight = in_flight
         self.asynchronous = asynchronous
+        #: v1.35: terminating victims get no API call; the preemptor waits for the last.
+        self.skips_terminating_victims = skips_terminating_victims
 
     def nominate(self, queued: QueuedPod, node: str, details: Any) -> None:
         """PostFilter nominated ``node`` ("" clears): the nomination holds at once (in the
@@ -61,8 +69,14 @@ class PreemptionCalls:
         and lower-priority nominations to the node are cleared by API calls."""
         now = self.loop.now_us
         preemptor = queued.pod
+        before = self.nominator.node_of(preemptor.uid) or preemptor.nominated_node_name
         self.nominator.delete(preemptor.uid)
         queued.pod = preemptor = replace(preemptor, nominated_node_name=node)
+        if before and before != node:
+            # The status patch reaches the informer as an update of a pending pod whose
+            # nomination changed (``updatePodInSchedulingQueue``): the node it held may now
+            # fit pods of equal or lower priority.
+            self.informer.nomination_released(replace(preemptor, nominated_node_name=before))
         if not node:
             return
         self.nominator.add(preemptor, node, self.cluster)
@@ -74,6 +88,8 @@ class PreemptionCalls:
         victims = [v for v in {v.uid: v for v in (chosen.victims if chosen is not None
                                                   else ())}.values()
                    if v.uid in self.cluster.pods]
+        if self.skips_terminating_victims:
+            victims = [v for v in victims if not self.cluster.pods[v.uid].terminating]
         for victim in victims:
             self.sink.record(now, RecordKind.PREEMPT, victim.key, victim.node_name,
                              {"preemptor": preemptor.key,
@@ -86,6 +102,8 @@ class PreemptionCalls:
             for victim in victims:
                 self._terminate(victim)
             return
+        if not victims and self.skips_terminating_victims:
+            return  # prepareCandidateAsync returns before its goroutine
         self.in_flight.uids.add(preemptor.uid)
         cleared = now + latency * len(lower)
         if lower:
@@ -95,6 +113,13 @@ class PreemptionCalls:
         released = cleared + 2 * latency if batch else cleared
         for victim in batch:
             self.loop.at(released, Priority.API, functools.partial(self._terminate, victim))
+        if self.skips_terminating_victims and last is not None:
+            # Held back until the last victim is being deleted: released as it terminates.
+            def release_then_terminate(victim: PodInfo = last) -> None:
+                self.in_flight.uids.discard(preemptor.uid)
+                self._terminate(victim)
+            self.loop.at(released + 2 * latency, Priority.API, release_then_terminate)
+            return
         self.loop.at(released, Priority.API,
                      lambda: self.in_flight.uids.discard(preemptor.uid))
         if last is not None:

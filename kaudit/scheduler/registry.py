@@ -100,6 +100,7 @@ def plugin_spec(name: str, plugin: type[Plugin]) -> PluginSpec:
     default_args = plugin.default_args
     return PluginSpec(name=name, extension_points=extension_points(plugin),
                       args=plugin.args_spec, gated_points=plugin.gated_points,
+                      points_since=plugin.points_since,
                       default_args=None if default_args is None else dict(default_args))
 
 

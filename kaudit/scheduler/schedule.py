@@ -8,21 +8,23 @@ shortcut; PreScore, Score, NormalizeScore and weights; ``selectHost`` among the 
 
 Upstream filters nodes in parallel and stops once it has found enough feasible ones, so which
 nodes beyond that point were examined is nondeterministic; kaudit examines them in order, the
-natural deterministic model. Ties among the top-scored nodes are broken by an RNG seeded with
-(run seed, pod UID, attempt), and the whole tie set is recorded, so a replay is reproducible and
-a diff can tell a real change from a coin flip.
+natural deterministic model. Ties among the top-scored nodes are broken as the release's
+``selectHost`` does (:mod:`kaudit.scheduler.select_host`: in v1.34 by an RNG seeded with (run
+seed, pod UID, attempt); from v1.35 by the score heap over the nodes in filter order), and the
+whole tie set is recorded, so a replay is reproducible and a diff can tell a real change from a
+coin flip.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
 from kaudit.config import FeatureGates
 from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_TARGET_KEY, CycleState
@@ -41,13 +43,20 @@ from kaudit.framework.runtime import (
 from kaudit.framework.status import Code, Status
 from kaudit.gostrings import go_quote
 from kaudit.model.pod import PodInfo
+from kaudit.scheduler.batching import OpportunisticBatch, Signature
 from kaudit.scheduler.extender.cycle import extender_scores, filter_through_extenders
 from kaudit.scheduler.queue import HintTable, QueuedPod, hint_table
+from kaudit.scheduler.select_host import ScoreHeap, heap_keys, heap_root, uniform_choice
+
+#: A cycle's batch: the profile's batching state, the queue's cycle and the replay's clock.
+_BatchCycle = tuple[OpportunisticBatch, int, int]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-#: How a tie at the highest score is broken: ``random`` as upstream's ``selectHost`` (seeded);
+#: How a tie at the highest score is broken: ``random`` as upstream's ``selectHost`` of the
+#: release (:mod:`kaudit.scheduler.select_host`: seeded in v1.34; from v1.35 the root of its
+#: score heap, recorded as ``heap``);
 #: ``name``, the lowest node name, as the FGD authors' simulator's modified ``selectHost``;
 #: ``shuffled-name``, the first in an order of names drawn with the seed, as that simulator
 #: does after renaming its nodes with a random ``NNNN-`` prefix.
@@ -76,6 +85,11 @@ class Attempt:
     filters: FilterRun | None = None
     #: True when the nominated node passed and the full search was skipped.
     nominated_node_used: bool = False
+    #: Opportunistic Batching (v1.35 on): the node the batch hinted ("" for none), and
+    #: whether it passed and was taken without a search or scoring.
+    node_hint: str = ""
+    hint_used: bool = False
+    signature: Signature | None = None
     scores: ScoreRun | None = None
     selected: str | None = None
     #: The top-scoring nodes' slots (the tie set), and a function naming a slot.
@@ -147,6 +161,14 @@ class Scheduler:
         if tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
         self.tie_break = tie_break
+        #: v1.35's selectHost: the root of a heap over the scores in filter order.
+        self._score_heap = versions.carries(self.feature_gates.version, "select-host-heap")
+        #: Opportunistic Batching: on with its gate, without extenders, for upstream's
+        #: tie-break only (its heap is what the batch keeps).
+        self._batching = ("OpportunisticBatching" in self.feature_gates
+                          and self.feature_gates.enabled("OpportunisticBatching")
+                          and not self.extenders and tie_break == "random")
+        self._batches: dict[str, OpportunisticBatch] = {}
         self._ranks: dict[str, bytes] = {}
         self.next_start_node_index = 0
 
@@ -169,14 +191,17 @@ class Scheduler:
     def schedule(self, cluster: ClusterState, pod: PodInfo, *, attempt: int = 1,
                  nominator: Nominator | None = None, exhaustive: bool = False,
                  candidates: list[str] | None = None, run_post_filter: bool = True,
-                 preemption_target: str | None = None) -> Attempt:
+                 preemption_target: str | None = None, cycle: int = 0,
+                 now_us: int = 0) -> Attempt:
         """Run one scheduling cycle for ``pod`` (no side effects on ``cluster``).
 
         ``exhaustive`` runs every filter on every node, samples nothing and scores even a
         single feasible node (``kaudit whatif``); ``candidates`` limits evaluation to those
         nodes, the others counting as failed; ``preemption_target`` makes preemption's dry run
         start at the first offset whose candidates nominate that node, when one does, instead
-        of its random offset.
+        of its random offset. ``cycle`` (the queue's scheduling cycle) and ``now_us`` (the
+        replay's clock) are given by a replay's own cycles: Opportunistic Batching, where on,
+        then carries results from one cycle to the next.
         """
         framework = self.framework_for(pod)
         if framework is None:
@@ -198,8 +223,13 @@ class Scheduler:
         calls = self.extender_calls
         calls.clear()
         try:
+            batch = None
+            if self._batching and cycle > 0 and not exhaustive and candidates is None \
+                    and framework.signing_plugins is not None:
+                batch = (self._batches.setdefault(framework.scheduler_name,
+                                                  OpportunisticBatch()), cycle, now_us)
             self._find_feasible(framework, cluster, pod, state, result, nominator, exhaustive,
-                                candidates)
+                                candidates, batch)
             # Rejected at PreFilter (no filters ran), or no node passed the filters and the
             # extenders: a FitError.
             if result.filters is None or result.feasible == 0:
@@ -210,7 +240,7 @@ class Scheduler:
                     result.diagnosis.post_filter_message = status.message
                 result.message = fit_error_message(result.num_all_nodes, result.diagnosis)
                 return result
-            self._select(framework, cluster, pod, state, result, attempt, exhaustive)
+            self._select(framework, cluster, pod, state, result, attempt, exhaustive, batch)
         except (PluginError, ExtenderError) as exc:
             result.error = str(exc)
             result.message = str(exc)
@@ -225,7 +255,8 @@ class Scheduler:
 
     def _find_feasible(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
                        state: CycleState, result: Attempt, nominator: Nominator | None,
-                       exhaustive: bool, candidates: list[str] | None) -> None:
+                       exhaustive: bool, candidates: list[str] | None,
+                       batch: _BatchCycle | None) -> None:
         diagnosis = result.diagnosis
         outcome = framework.run_pre_filter(state, pod, cluster)
         result.pre_filter = outcome
@@ -240,8 +271,13 @@ class Scheduler:
             return
 
         order = cluster.order_array
-        if pod.nominated_node_name and not exhaustive and candidates is None:
-            slot = cluster.slot_of.get(pod.nominated_node_name)
+        if batch is not None:
+            result.node_hint, result.signature = batch[0].node_hint(
+                framework, cluster, state, pod, batch[1], batch[2])
+        # The nominated node first; else the batch's hint, tried the same way.
+        first = pod.nominated_node_name or result.node_hint
+        if first and not exhaustive and candidates is None:
+            slot = cluster.slot_of.get(first)
             if slot is not None and cluster.live[slot]:
                 run = framework.run_filter_with_nominated(state, pod, cluster,
                                                           np.asarray([slot]), nominator)
@@ -251,7 +287,8 @@ class Scheduler:
                     if len(passing):
                         result.filters = run
                         result.passing = passing if self._extender_filters else None
-                        result.nominated_node_used = True
+                        result.nominated_node_used = bool(pod.nominated_node_name)
+                        result.hint_used = not pod.nominated_node_name
                         return
                 else:
                     self._record_statuses(cluster, run, diagnosis)
@@ -380,12 +417,16 @@ class Scheduler:
     # ------------------------------------------------------------------ scoring
 
     def _select(self, framework: Framework, cluster: ClusterState, pod: PodInfo,
-                state: CycleState, result: Attempt, attempt: int, exhaustive: bool) -> None:
+                state: CycleState, result: Attempt, attempt: int, exhaustive: bool,
+                batch: _BatchCycle | None) -> None:
         assert result.filters is not None
         feasible = result.feasible_slots
         if len(feasible) == 1 and not exhaustive:
             result.selected = cluster.node(int(feasible[0])).name
             result.tied_slots = feasible
+            if batch is not None:
+                batch[0].store(result.signature, result.node_hint, result.selected, None,
+                               batch[1], batch[2])
             return
         if not framework.has_scoring and not self.extenders:
             total = np.ones(len(feasible), dtype=np.int64)
@@ -401,14 +442,37 @@ class Scheduler:
                 total = total + column  # int64 arrays wrap, as upstream's sums do
         result.tied_slots = feasible[total == total.max()]
         result.tie_break = self.tie_break
+        if self.tie_break == "random" and self._score_heap and (len(result.tied_slots) > 1
+                                                                 or batch is not None):
+            result.tie_break = "heap" if len(result.tied_slots) > 1 else "random"
+            randomized = None
+            if result.extender_scores:
+                randomized = self._extender_scored(result.extender_scores)
+            keys = heap_keys(total, randomized, state.read(DECISION_SEED_KEY))
+            if batch is None:
+                result.selected = cluster.node(int(feasible[heap_root(keys)])).name
+                return
+            heap = ScoreHeap(keys, feasible)
+            result.selected = cluster.node(heap.pop()).name
+            batch[0].store(result.signature, result.node_hint, result.selected, heap,
+                           batch[1], batch[2])
+            return
         result.selected = self._break_tie(cluster, result.tied_slots, state)
+
+    @staticmethod
+    def _extender_scored(columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The nodes some prioritizing extender answered for (a node it left out scores 0 and
+        gets no randomizer; kaudit keeps only the sums, so a node answered with 0 counts as
+        left out)."""
+        scored: np.ndarray = np.logical_or.reduce([column != 0 for column in columns.values()])
+        return scored
 
     def _break_tie(self, cluster: ClusterState, tied: np.ndarray, state: CycleState) -> str:
         """The node chosen among those tied at the highest score: uniformly at random
-        (upstream's ``selectHost``), or the first by name or by a seeded order of names."""
+        (v1.34's ``selectHost``), or the first by name or by a seeded order of names."""
         if self.tie_break == "random" or len(tied) == 1:
-            rng = random.Random(state.read(DECISION_SEED_KEY))
-            return cluster.node(int(tied[rng.randrange(len(tied))])).name
+            choice = uniform_choice(len(tied), state.read(DECISION_SEED_KEY))
+            return cluster.node(int(tied[choice])).name
         names = [cluster.node(int(slot)).name for slot in tied]
         if self.tie_break == "name":
             return min(names)

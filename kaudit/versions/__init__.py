@@ -57,7 +57,8 @@ def get(name: str) -> KubernetesVersion:
 def carries(version: KubernetesVersion, key: str) -> bool:
     """Whether ``version`` has the ungated change ``key``: it arrived in ``version`` or in an
     older supported release."""
-    return any(change.key == key for v in SUPPORTED if v.release <= version.release
+    releases = {id(v): v for v in (*SUPPORTED, version)}.values()
+    return any(change.key == key for v in releases if v.release <= version.release
                for change in v.ungated_changes)
 
 

@@ -62,8 +62,9 @@ GATES = MappingProxyType({
     "MatchLabelKeysInPodTopologySpread": GateSpec(True, BETA),
     "MatchLabelKeysInPodTopologySpreadSelectorMerge": GateSpec(True, BETA),
     "NodeInclusionPolicyInPodTopologySpread": GateSpec(True, GA, locked=True),
-    # Scheduling queue, preemption, binding.
+    # Scheduling queue, preemption, binding (the API server's part of binding included).
     "ClearingNominatedNodeNameAfterBinding": GateSpec(False, ALPHA),
+    "PodTopologyLabelsAdmission": GateSpec(False, ALPHA),
     "NominatedNodeNameForExpectation": GateSpec(False, ALPHA),
     "PodSchedulingReadiness": GateSpec(True, GA, locked=True),
     "SchedulerAsyncAPICalls": GateSpec(False, BETA),  # on in v1.34.0, off from v1.34.2

@@ -119,15 +119,16 @@ def test_dra_filter_timeout_is_unset_without_its_gate() -> None:
 
 def test_in_tree_plugin_specs() -> None:
     """Each plugin class declares what configuration knows of it: the extension points it
-    implements (VolumeBinding's PreScore and Score only with StorageCapacityScoring) and its
-    args kind with upstream's defaults."""
+    implements (VolumeBinding's PreScore and Score only with StorageCapacityScoring,
+    DynamicResources' Score only from v1.35) and its args kind with upstream's defaults."""
     specs = plugin_specs()
     assert set(specs) == {name for name, _, _ in DEFAULT_TABLE}
     weights = {ref.name: ref.weight for ref in
                load_configuration().profiles["default-scheduler"].plugins["Score"]}
     for name, points, weight in DEFAULT_TABLE:
         spec = specs[name]
-        implemented = spec.extension_points - frozenset().union(*spec.gated_points.values())
+        implemented = (spec.extension_points - frozenset().union(*spec.gated_points.values())
+                       - frozenset().union(*spec.points_since.values()))
         assert (spec.name, implemented) == (name, frozenset(points)), name
         assert weights.get(name) == weight, name
     assert specs["NodeName"].args is None

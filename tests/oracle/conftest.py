@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 import pytest
 
-#: The upstream release the oracle is built from.
-VERSION = "v1.34"
+from tests.oracle.release import VERSION
+
 REQUIRE = os.environ.get("KAUDIT_REQUIRE_ORACLE") == "1"
 SEED_ENV = "KAUDIT_ORACLE_SEED"
 SUMMARY = Path(__file__).resolve().parents[2] / "artifacts" / "oracle-summary.json"

@@ -23,10 +23,12 @@ from click.testing import CliRunner
 
 from kaudit.cli import cli
 from kaudit.queries.outcomes import RECORDED, run_outcomes
+from kaudit.scheduler.binding import with_topology_labels
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace, iter_events
 from tests.oracle.generators import sequence_scenario
 from tests.oracle.recorded import recorded_trace, run_with_history, write_recorded_trace
+from tests.oracle.release import release_gate
 
 JSON = dict[str, Any]
 
@@ -128,7 +130,11 @@ def test_binding_sets_node_and_pod_scheduled_only(case: tuple[int, bool],
                                                   answers: dict[tuple[int, bool], JSON]) -> None:
     """A binding changes what the API server's binding storage changes
     (``setPodNodeAndMetadata``): ``spec.nodeName`` and a ``PodScheduled=True`` condition,
-    and the write's resourceVersion."""
+    and the write's resourceVersion; from v1.35 it also clears ``nominatedNodeName``
+    (``ClearingNominatedNodeNameAfterBinding``) and carries the node's topology labels
+    (the ``PodTopologyLabels`` admission, :func:`kaudit.scheduler.binding.with_topology_labels`)."""
+    node_labels = {o["metadata"]["name"]: o["metadata"].get("labels") or {}
+                   for o in scenario(case[0])["objects"] if o.get("kind") == "Node"}
     last: dict[str, JSON] = {}
     bindings = 0
     for event in answers[case]["history"]:
@@ -145,6 +151,11 @@ def test_binding_sets_node_and_pod_scheduled_only(case: tuple[int, bool],
         assert scheduled[0].get("lastTransitionTime"), scheduled
         expected = copy.deepcopy(before)
         expected["spec"]["nodeName"] = pod["spec"]["nodeName"]
+        if release_gate("PodTopologyLabelsAdmission"):
+            expected = with_topology_labels(expected, node_labels[pod["spec"]["nodeName"]]) \
+                or expected
+        if release_gate("ClearingNominatedNodeNameAfterBinding"):
+            expected.get("status", {}).pop("nominatedNodeName", None)
         expected["metadata"]["resourceVersion"] = pod["metadata"]["resourceVersion"]
         # upstream's UpdatePodCondition: the condition replaced in place, else appended
         had = (before.get("status") or {}).get("conditions") or []

@@ -39,33 +39,38 @@ from kaudit.versions import (
     KubernetesVersion,
 )
 from kaudit.versions.v1_34 import V1_34_2
+from kaudit.versions.v1_35 import V1_35_4
 from tests.config.conftest import load_configuration
+
+#: Every release kaudit has the facts of, supported or being added.
+RELEASES = (V1_34_2, V1_35_4)
 
 # -- upstream source in the module cache ------------------------------------------------------
 
 
-def _module_cache() -> Path | None:
-    candidates = [os.environ.get("GOMODCACHE")]
+def _module_caches() -> list[Path]:
+    """Go module caches that may hold upstream's source: ``$GOMODCACHE``, the oracle's (its
+    build downloads ``k8s.io/kubernetes``), ``go env GOMODCACHE`` and ``~/go/pkg/mod``."""
+    from tests.oracle.build import cache_root
+
+    candidates = [os.environ.get("GOMODCACHE"), str(cache_root() / "gomodcache")]
     go = shutil.which("go")
     if go is not None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             candidates.append(subprocess.run([go, "env", "GOMODCACHE"], capture_output=True,
                                              text=True, timeout=30, check=False).stdout.strip())
     candidates.append(str(Path.home() / "go" / "pkg" / "mod"))
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
+    return [Path(c) for c in candidates if c and Path(c).is_dir()]
 
 
 def upstream_source(version: KubernetesVersion) -> Path:
     """The unpacked ``k8s.io/kubernetes`` module of ``version``, or skip the test."""
-    cache = _module_cache()
-    root = None if cache is None else cache / "k8s.io" / f"kubernetes@{version.name}"
-    if root is None or not (root / "pkg" / "features" / "kube_features.go").is_file():
-        pytest.skip(f"k8s.io/kubernetes@{version.name} is not in the Go module cache "
-                    f"(go mod download k8s.io/kubernetes@{version.name})")
-    return root
+    for cache in _module_caches():
+        root = cache / "k8s.io" / f"kubernetes@{version.name}"
+        if (root / "pkg" / "features" / "kube_features.go").is_file():
+            return root
+    pytest.skip(f"k8s.io/kubernetes@{version.name} is not in a Go module cache "
+                f"(go mod download k8s.io/kubernetes@{version.name})")
 
 
 _FEATURE_CONST = re.compile(r'^\s*(\w+)\s+featuregate\.Feature\s*=\s*"([^"]+)"', re.MULTILINE)
@@ -185,27 +190,31 @@ V1_34_GATES = {
 
 def test_v1_34_2_gates_as_checked_by_hand() -> None:
     assert {name: V1_34_2.gates[name] for name in V1_34_GATES} == V1_34_GATES
-    assert len(V1_34_2.gates) == 27
+    assert len(V1_34_2.gates) == 28
 
 
-def test_v1_34_2_gates_equal_upstreams() -> None:
-    root = upstream_source(V1_34_2)
-    upstream = upstream_gates(root, V1_34_2.release[:2])
+@pytest.mark.parametrize("version", RELEASES, ids=lambda v: v.name)
+def test_gates_equal_upstreams(version: KubernetesVersion) -> None:
+    root = upstream_source(version)
+    upstream = upstream_gates(root, version.release[:2])
     assert len(upstream) > 150  # the parser read the whole table
-    missing = sorted(set(V1_34_2.gates) - set(upstream))
+    missing = sorted(set(version.gates) - set(upstream))
     assert missing == []
-    assert {name: upstream[name] for name in V1_34_2.gates} == dict(V1_34_2.gates)
+    assert {name: upstream[name] for name in version.gates} == dict(version.gates)
 
 
-def test_every_gate_the_scheduler_reads_is_in_the_table() -> None:
+@pytest.mark.parametrize("version", RELEASES, ids=lambda v: v.name)
+def test_every_gate_the_scheduler_reads_is_in_the_table(version: KubernetesVersion) -> None:
     """Each gate ``pkg/scheduler`` (outside tests) asks about is one kaudit knows, so a user may
-    set it as upstream lets them."""
-    root = upstream_source(V1_34_2)
+    set it as upstream lets them (``features.X`` naming no gate, such as the declared-features
+    framework's ``features.AllFeatures``, is not one)."""
+    root = upstream_source(version)
+    gates = upstream_gates(root, version.release[:2])
     read = set()
     for path in (root / "pkg" / "scheduler").rglob("*.go"):
         if not path.name.endswith("_test.go") and "/testing/" not in str(path):
             read.update(re.findall(r"\bfeatures\.([A-Z]\w+)\b", path.read_text()))
-    assert sorted(read - set(V1_34_2.gates)) == []
+    assert sorted((read & set(gates)) - set(version.gates)) == []
 
 
 # From default_plugins.go: getDefaultPlugins, in order, with weights.
@@ -226,21 +235,48 @@ def test_v1_34_2_default_plugins_as_checked_by_hand() -> None:
                                                  before="DefaultPreemption"),)
 
 
-def test_v1_34_2_default_plugins_equal_upstreams() -> None:
-    root = upstream_source(V1_34_2)
-    assert upstream_default_multi_point(root) == list(V1_34_2.default_multi_point)
+def upstream_gated_plugins(root: Path) -> list[GatedPlugin]:
+    """``applyFeatureGates``: for each gate it tests, in order, the plugin appended or the
+    plugin its helper inserts before another (with the weight upstream gives)."""
     text = (root / "pkg/scheduler/apis/config/v1/default_plugins.go").read_text()
-    gates = re.findall(r"Enabled\(features\.(\w+)\)", _go_function(text, "applyFeatureGates"))
-    assert gates == [g.gate for g in V1_34_2.gated_plugins]
-    insertion = _go_function(text, "applyDynamicResources")
-    (dra,) = V1_34_2.gated_plugins
-    assert re.findall(r"Name == names\.(\w+)", insertion) == [dra.before]
-    assert re.findall(r"v1\.Plugin\{Name: names\.(\w+)\}", insertion) == [dra.plugin.name]
-    assert dra.plugin.weight is None  # upstream sets no Weight
+    body = _go_function(text, "applyFeatureGates")
+    plugin = r"v1\.Plugin\{Name: names\.(\w+)(?:, Weight: ptr\.To\[int32\]\((\d+)\))?\}"
+    gated = []
+    for branch in re.split(r"\n\tif ", body)[1:]:
+        gate = re.match(r"utilfeature\.DefaultFeatureGate\.Enabled\(features\.(\w+)\)",
+                        branch)
+        assert gate is not None, branch
+        appended = re.search(r"append\(config\.MultiPoint\.Enabled, " + plugin, branch)
+        helper = re.search(r"\b(apply\w+)\(config\)", branch)
+        before = None
+        if appended is None:
+            assert helper is not None, branch
+            helper_body = _go_function(text, helper[1])
+            inserted = re.search(plugin, helper_body)
+            anchor = re.search(r"Name == names\.(\w+)", helper_body)
+            assert inserted is not None
+            name, weight = inserted[1], inserted[2]
+            before = None if anchor is None else anchor[1]
+        else:
+            name, weight = appended[1], appended[2]
+        names_go = (root / "pkg/scheduler/framework/plugins/names/names.go").read_text()
+        names = dict(re.findall(r'^\s*(\w+)\s*=\s*"(\w+)"', names_go, re.MULTILINE))
+        gated.append(GatedPlugin(gate[1], DefaultPlugin(names[name], None if not weight
+                                                        else int(weight)),
+                                 before=None if before is None else names[before]))
+    return gated
 
 
-def test_v1_34_2_api_defaults_equal_upstreams() -> None:
-    root = upstream_source(V1_34_2)
+@pytest.mark.parametrize("version", RELEASES, ids=lambda v: v.name)
+def test_default_plugins_equal_upstreams(version: KubernetesVersion) -> None:
+    root = upstream_source(version)
+    assert upstream_default_multi_point(root) == list(version.default_multi_point)
+    assert upstream_gated_plugins(root) == list(version.gated_plugins)
+
+
+@pytest.mark.parametrize("version", RELEASES, ids=lambda v: v.name)
+def test_api_defaults_equal_upstreams(version: KubernetesVersion) -> None:
+    root = upstream_source(version)
     config = root / "pkg" / "scheduler" / "apis" / "config"
     defaults = (config / "v1" / "defaults.go").read_text()
 
@@ -249,7 +285,7 @@ def test_v1_34_2_api_defaults_equal_upstreams() -> None:
         assert len(found) == 1, field
         return int(found[0])
 
-    api = V1_34_2.api_defaults
+    api = version.api_defaults
     assert (api.parallelism, api.pod_initial_backoff_seconds, api.pod_max_backoff_seconds) == (
         ptr("Parallelism"), ptr("PodInitialBackoffSeconds"), ptr("PodMaxBackoffSeconds"))
     assert (api.min_candidate_nodes_percentage, api.min_candidate_nodes_absolute) == (

@@ -21,9 +21,11 @@ v1.34, where the plugin is on by default):
   devices; **Unreserve** drops it (and the pod's reservation); **PreBind** writes the
   allocation and the pod's reservation into the claim (in a replay, an API call the cluster
   sees; the claim's Update event reaches waiting pods).
+* **Score** (from v1.35, a point the plugin has only from that release on: ``points_since``)
+  prefers nodes where ``firstAvailable`` requests got earlier subrequests
+  (:mod:`kaudit.plugins.dynamic_resources.scoring`); v1.34 has no Score for this plugin.
 
-Upstream v1.34 has no Score for this plugin (scoring of ``firstAvailable`` choices arrived in
-v1.35); nor does kaudit. The extended-resource bridge (``DRAExtendedResource``) is alpha and off
+The extended-resource bridge (``DRAExtendedResource``) is alpha and off
 in v1.34 and is not modelled. The filter timeout (``DRASchedulerFilterTimeout``, beta, 10 s) is a
 budget of search steps per node (a replay's clock does not run during a cycle).
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,7 @@ from kaudit.cluster.matching import node_selector_mask
 from kaudit.cluster.state import ClusterState, object_key
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.config.duration import parse_duration
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import NOT_FOUND, CycleState
 from kaudit.framework.events import (
     DEVICE_CLASS,
@@ -62,7 +66,9 @@ from kaudit.framework.plugin import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    ScorePlugin,
 )
+from kaudit.framework.runtime import PluginError
 from kaudit.framework.status import Code, Status
 from kaudit.model import dra
 from kaudit.model.pod import PodInfo
@@ -79,6 +85,8 @@ from kaudit.plugins.dynamic_resources.allocator import (
 )
 from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
 from kaudit.plugins.dynamic_resources.pools import DeviceID, SliceIndex
+from kaudit.plugins.dynamic_resources.scoring import ScoreError, compute_score
+from kaudit.plugins.helper import default_normalize
 
 JSON = dict[str, Any]
 STATE_KEY = names.DYNAMIC_RESOURCES
@@ -121,14 +129,23 @@ class ClaimsState:
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
-                       ReservePlugin, PreBindPlugin):
+                       ScorePlugin, ReservePlugin, PreBindPlugin):
     name = names.DYNAMIC_RESOURCES
+    #: Upstream's DynamicResources scores from v1.35 (PR #134711).
+    points_since = MappingProxyType({"v1.35": frozenset({"Score"})})
+    normalizes_rows = True
     reads_only_its_node = True
     added_pods_only_hinder = True
     args_spec = ArgsSpec(
         kind="DynamicResourcesArgs", schema=args_schema.DYNAMIC_RESOURCES_ARGS,
         set_defaults=args_defaults.set_defaults_dynamic_resources,
         validate=args_validation.validate_dynamic_resources_args)
+
+    signs_pods = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35): a pod with resource claims is not signed."""
+        return None if (pod.obj.get("spec") or {}).get("resourceClaims") else ()
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -429,6 +446,28 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if allocations is not None:
             found.node_allocations[node.name] = allocations
         return Status.success()
+
+    # ------------------------------------------------------------------ Score (v1.35)
+
+    def score(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
+              slots: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(slots), dtype=np.int64)
+        found = state.read(STATE_KEY)
+        if not self.enabled or not isinstance(found, ClaimsState) or not found.claims:
+            return scores
+        for position, slot in enumerate(slots.tolist()):
+            allocations = found.node_allocations.get(cluster.node(slot).name)
+            if allocations is None:
+                continue
+            try:
+                scores[position] = compute_score(found.claims, allocations)
+            except ScoreError as exc:
+                raise PluginError(str(exc)) from None
+        return scores
+
+    def normalize(self, state: CycleState, pod: PodInfo, slots: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray | None:
+        return default_normalize(scores, reverse=False) if self.enabled else None
 
     # ------------------------------------------------------------------ notes
 

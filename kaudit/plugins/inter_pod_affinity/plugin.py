@@ -13,6 +13,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -44,6 +45,18 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         kind="InterPodAffinityArgs", schema=args_schema.INTER_POD_AFFINITY_ARGS,
         set_defaults=args_defaults.set_defaults_inter_pod_affinity,
         validate=args_validation.validate_inter_pod_affinity_args)
+
+    signs_pods = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35): a pod with pod (anti-)affinity is not signed; the others
+        sign their labels, unless existing pods' preferred terms are ignored."""
+        affinity = (pod.obj.get("spec") or {}).get("affinity") or {}
+        if affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None:
+            return None
+        if self.ignore_preferred_terms_of_existing_pods:
+            return ()
+        return ((signing.LABELS, signing.mapping(pod.labels)),)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
 from kaudit.framework.plugin import (
@@ -61,6 +62,15 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
         kind="PodTopologySpreadArgs", schema=args_schema.POD_TOPOLOGY_SPREAD_ARGS,
         set_defaults=args_defaults.set_defaults_pod_topology_spread,
         validate=args_validation.validate_pod_topology_spread_args)
+
+    signs_pods = True
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35): a pod with spread constraints, or any pod when the plugin
+        has default constraints (the System defaulting's included), is not signed."""
+        if pod.spread_constraints or self.default_constraints:
+            return None
+        return ()
 
     def __init__(self, args: Mapping[str, Any] | None = None,
                  handle: Handle | None = None) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import (
     CSI_DRIVER,
@@ -59,6 +60,7 @@ from kaudit.quantity import parse_quantity
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin,
                     PreBindPlugin):
     name = names.VOLUME_BINDING
+    signs_pods = True
     args_spec = ArgsSpec(
         kind="VolumeBindingArgs", schema=args_schema.VOLUME_BINDING_ARGS,
         set_defaults=args_defaults.set_defaults_volume_binding,
@@ -66,6 +68,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     # Upstream's PreScore returns Skip without the gate; kaudit leaves the points out.
     gated_points = MappingProxyType(
         {"StorageCapacityScoring": frozenset({"PreScore", "Score"})})
+
+    def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
+        """``SignPod`` (v1.35)."""
+        return ((signing.VOLUMES, signing.volumes(pod)),)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on)."""

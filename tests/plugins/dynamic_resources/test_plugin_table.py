@@ -8,9 +8,10 @@ codes for failures, so the test only tells errors, rejections and successes apar
 success is exact, and the claims stored after the last stage equal the expected ones, ignoring
 uids and the name of the device picked.
 
-The transcription comes from a version newer than v1.34; cases that need what v1.34 does not
-have (the plugin's Score, added in v1.35) or what kaudit does not model (the alpha gates and
-injected API failures) are skipped with their reason.
+The transcription comes from a version newer than v1.34. Cases that use the plugin's Score
+(added in v1.35) run with kaudit as v1.35.4, the others as v1.34.2 and v1.35.4 both; cases
+that need what kaudit does not model (the alpha gates and injected API failures) are skipped
+with their reason.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from kaudit.framework.ports import HandlePorts
 from kaudit.framework.status import Code, Status
 from kaudit.model.pod import parse_pod
 from kaudit.plugins.dynamic_resources import DynamicResources
+from kaudit.versions import KubernetesVersion
+from kaudit.versions.v1_34 import V1_34_2
+from kaudit.versions.v1_35 import V1_35_4
 
 JSON = dict[str, Any]
 CASES = json.loads((Path(__file__).parents[2] / "data" / "dra" / "plugin_cases.json")
@@ -41,10 +45,14 @@ GATES = {"dynamicResourceAllocation": "DynamicResourceAllocation",
          "deviceTaints": "DRADeviceTaints", "partitionableDevices": "DRAPartitionableDevices"}
 
 
-def _skip_reason(case: JSON) -> str | None:
+def _scores(case: JSON) -> bool:
+    return any(stage.startswith(("score", "normalizeScore")) for stage in case["stages"])
+
+
+def _skip_reason(case: JSON, release: KubernetesVersion) -> str | None:
     if case.get("skip"):
         return str(case["skip"])
-    if any(stage.startswith(("score", "normalizeScore")) for stage in case["stages"]):
+    if _scores(case) and release is V1_34_2:
         return "uses the plugin's Score, which upstream added in v1.35 (v1.34 has none)"
     if case.get("prepare"):
         return "simulates concurrent API changes between stages"
@@ -102,14 +110,21 @@ def _comparable(claim: JSON) -> JSON:
     return claim
 
 
+@pytest.mark.parametrize("release", [V1_34_2, V1_35_4], ids=lambda v: v.name)
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-def test_upstream_plugin_case(case: JSON) -> None:
-    reason = _skip_reason(case)
+def test_upstream_plugin_case(case: JSON, release: KubernetesVersion) -> None:
+    reason = _skip_reason(case, release)
     if reason:
         pytest.skip(reason)
     overrides = {GATES[k]: bool(v) for k, v in case["features"].items() if k in GATES}
+    locked = [k for k, v in overrides.items()
+              if release.gates[k].locked and release.gates[k].default != v]
+    if locked:
+        pytest.skip(f"{', '.join(locked)} is locked to its default in {release.name}")
+    overrides = {k: v for k, v in overrides.items() if not release.gates[k].locked}
     cluster = ClusterState()
-    handle = Handle(feature_gates=FeatureGates(overrides), ports=HandlePorts(cluster=cluster))
+    handle = Handle(feature_gates=FeatureGates(overrides, release),
+                    ports=HandlePorts(cluster=cluster))
     plugin = DynamicResources({}, handle)
     for node in case["nodes"]:
         cluster.add_node(node)
@@ -126,6 +141,7 @@ def test_upstream_plugin_case(case: JSON) -> None:
     state = CycleState()
     want = case["want"]
     passing: list[str] = []
+    scored: dict[str, int] = {}
     for number, stage in enumerate(case["stages"]):
         last = number == len(case["stages"]) - 1
         point, _, node_name = stage.partition("/")
@@ -142,6 +158,17 @@ def test_upstream_plugin_case(case: JSON) -> None:
                    aborts=last and not status.ok)
             if status.ok:
                 passing.append(node_name)
+        elif point == "score":
+            slot = cluster.slot_of[node_name]
+            scored[node_name] = int(plugin.score(state, pod, cluster, np.asarray([slot]))[0])
+            assert scored[node_name] == want["score"][node_name], (stage, scored)
+        elif point == "normalizeScore":
+            names = list(scored)
+            slots = np.asarray([cluster.slot_of[n] for n in names])
+            normalized = plugin.normalize(state, pod, slots,
+                                          np.asarray([scored[n] for n in names]))
+            got = [{"name": n, "score": int(v)} for n, v in zip(names, normalized, strict=True)]
+            assert got == want["normalizeScore"], (stage, got)
         elif point == "postfilter":
             _, status = plugin.post_filter(state, pod, cluster, None)
             _check(stage, status, want.get("postfilter"))
