@@ -75,6 +75,9 @@ class FeatureGates(Mapping[str, bool]):
 
     def enabled(self, name: str) -> bool:
         if name not in self._values:
+            fixed = self._version.removed_gates.get(name)
+            if fixed is not None:
+                return fixed  # the gate is gone; its GA behaviour stays
             raise KeyError(f"unrecognized feature gate: {name}")
         return self._values[name]
 

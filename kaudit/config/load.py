@@ -149,38 +149,73 @@ def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:
     return None
 
 
-#: Alpha DRA gates whose features kaudit does not model: DynamicResources behaves as with
-#: them off (see docs/dra.md).
+#: DRA gates whose features kaudit does not model: DynamicResources behaves as with them off
+#: (see docs/dra.md). Alpha and off in v1.34 and v1.35; on by default from v1.36.
 UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumableCapacity",
-                    "DRADeviceBindingConditions", "DRAExtendedResource")
+                    "DRADeviceBindingConditions", "DRAExtendedResource", "DRADeviceTaintRules")
+#: Other gates whose features kaudit does not model; what objects that use them get instead.
+UNMODELLED_OTHER_GATES = {
+    "InPlacePodLevelResourcesVerticalScaling": "pod-level requests are read from the spec "
+                                               "alone (not the resize status)",
+    "VolumeLimitScaling": "NodeVolumeLimits does not check that an opted-in CSI driver is "
+                          "installed on the node",
+}
 
 
-#: Gates whose features kaudit does not model at all, by what they turn on. Turning one on is
-#: refused: the scheduler kaudit would run is not the one the user asked for.
-REFUSED_GATES = {
-    "GenericWorkload": "the Workload API (spec.workloadRef)",
-    "GangScheduling": "gang scheduling (the GangScheduling plugin)",
-    "NodeDeclaredFeatures": "the NodeDeclaredFeatures plugin",
-    "TaintTolerationComparisonOperators": "the toleration operators Lt and Gt",
-    "VolumeLimitScaling": "NodeVolumeLimits' check that a volume's CSI driver is installed",
-    "InPlacePodLevelResourcesVerticalScaling": "pod-level in-place resize",
-    "DRADeviceTaintRules": "DeviceTaintRules",
+#: Gates whose features kaudit does not model at all, by what they turn on, and the minor
+#: release from which kaudit models it after all (None: none yet). Turning one on is refused:
+#: the scheduler kaudit would run is not the one the user asked for.
+REFUSED_GATES: dict[str, tuple[str, tuple[int, int] | None]] = {
+    "GenericWorkload": ("the Workload API (spec.workloadRef)", None),
+    "GangScheduling": ("gang scheduling (the GangScheduling plugin)", None),
+    "NodeDeclaredFeatures": ("the NodeDeclaredFeatures plugin of this release (its alpha "
+                             "reason and feature registry)", (1, 36)),
+    "TaintTolerationComparisonOperators": ("the toleration operators Lt and Gt", None),
+    "TopologyAwareWorkloadScheduling": ("topology-aware workload scheduling", None),
+    "WorkloadAwarePreemption": ("workload-aware preemption", None),
+    "DRAWorkloadResourceClaims": ("workload resource claims", None),
+    "DRANodeAllocatableResources": ("DRA node-allocatable resources", None),
+    "DRAListTypeAttributes": ("DRA list-type attributes", None),
+    "CompositePodGroup": ("composite pod groups", None),
+    "PodGroupPreemptionPolicy": ("pod-group preemption policies", None),
+    "InPlacePodVerticalScalingSchedulerPreemption": ("deferred scheduling of resized pods "
+                                                     "(DeferredPodScheduling)", None),
+    "InterPodAffinityHostnameFastPath": ("InterPodAffinity's hostname fast path", None),
+    "SchedulerPreQueueingHints": ("pre-queueing hints", None),
+    "DRADerivedAttributes": ("DRA derived attributes", None),
+    "DRADeviceCompatibilityGroups": ("DRA device compatibility groups", None),
+    "DRAOptionalNodeOperations": ("DRA optional node operations", None),
+    "DRAFractionalCapacityRange": ("DRA fractional capacity ranges", None),
 }
 
 
 def _refuse_unmodelled_gates(gates: FeatureGates) -> None:
+    release = gates.version.release[:2]
     refused = [f"{name}=true: kaudit does not model {what} (at {gates.version.name})"
-               for name, what in REFUSED_GATES.items()
-               if name in gates and gates.enabled(name)]
+               for name, (what, since) in REFUSED_GATES.items()
+               if name in gates and gates.enabled(name) and (since is None or release < since)]
     if refused:
         raise ConfigError("feature gates: " + "; ".join(refused))
 
 
 def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:
-    if not gates.enabled("DynamicResourceAllocation"):
-        return ()
-    return tuple(f"feature gate {name}: kaudit does not model it; DynamicResources "
-                 "allocates as with it off" for name in UNMODELLED_GATES if gates.enabled(name))
+    """A warning per unmodelled gate the user turned on, and one naming those the release
+    turns on by default."""
+    dra = [name for name in UNMODELLED_GATES
+           if gates.enabled("DynamicResourceAllocation") and name in gates
+           and gates.enabled(name)]
+    other = [name for name in UNMODELLED_OTHER_GATES if name in gates and gates.enabled(name)]
+    set_here = gates.overrides
+    warnings = [f"feature gate {name}: kaudit does not model it; DynamicResources "
+                "allocates as with it off" for name in dra if name in set_here]
+    warnings += [f"feature gate {name}: kaudit does not model it; "
+                 f"{UNMODELLED_OTHER_GATES[name]}" for name in other if name in set_here]
+    by_default = [name for name in (*dra, *other) if name not in set_here]
+    if by_default:
+        warnings.append(f"Kubernetes {gates.version.name} turns on features kaudit does not "
+                        f"model: {', '.join(by_default)}; objects that use them are "
+                        "scheduled as with them off")
+    return tuple(warnings)
 
 
 def _unknown_plugin_config(config: ConfigurationV1, registry: Registry) -> list[str]:

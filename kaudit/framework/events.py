@@ -31,8 +31,10 @@ class ActionType(IntFlag):
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 10
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
     UPDATE_POD_OTHER = 1 << 12
-    UPDATE = ((1 << 13) - 1) & ~3
-    ALL = (1 << 13) - 1
+    #: v1.36 (upstream inserts it after UpdateNodeAnnotation; only the names are compared).
+    UPDATE_NODE_DECLARED_FEATURE = 1 << 13
+    UPDATE = ((1 << 14) - 1) & ~3
+    ALL = (1 << 14) - 1
 
 
 #: Upstream's names of the action types (``ActionType.String``).
@@ -49,6 +51,7 @@ ACTION_NAMES: dict[ActionType, str] = {
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
     ActionType.UPDATE_POD_OTHER: "UpdatePodOther",
+    ActionType.UPDATE_NODE_DECLARED_FEATURE: "UpdateNodeDeclaredFeature",
     ActionType.UPDATE: "Update", ActionType.ALL: "All",
 }
 ACTIONS_BY_NAME = {name: action for action, name in ACTION_NAMES.items()}
@@ -182,9 +185,12 @@ def _claim_statuses(obj: Any) -> Any:
     return status.get("resourceClaimStatuses"), status.get("extendedResourceClaimStatus")
 
 
-def node_scheduling_properties_change(new: Any, old: Any) -> list[ClusterEvent]:
+def node_scheduling_properties_change(new: Any, old: Any, declared_features: bool = False
+                                      ) -> list[ClusterEvent]:
     """``NodeSchedulingPropertiesChange``: the events an update of a node (kaudit's NodeInfo)
-    stands for, in upstream's order; none when nothing the scheduler reads changed."""
+    stands for, in upstream's order; none when nothing the scheduler reads changed. With
+    ``declared_features`` (the ``NodeDeclaredFeatures`` gate) a change of
+    ``status.declaredFeatures`` is one too."""
     actions: list[tuple[ActionType, str]] = []
     if new.unschedulable != old.unschedulable and not new.unschedulable:
         actions.append((ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange"))
@@ -198,12 +204,18 @@ def node_scheduling_properties_change(new: Any, old: Any) -> list[ClusterEvent]:
         actions.append((ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))
     if _annotations(new.obj) != _annotations(old.obj):
         actions.append((ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"))
+    if declared_features and _declared(new.obj) != _declared(old.obj):
+        actions.append((ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeDeclaredFeatureChange"))
     return [ClusterEvent(NODE, action, label) for action, label in actions]
 
 
 def _conditions(obj: Any) -> dict[str, str]:
     return {c.get("type"): c.get("status")
             for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def _declared(obj: Any) -> Any:
+    return (obj.get("status") or {}).get("declaredFeatures") or []
 
 
 def _annotations(obj: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework.cycle_state import DECISION_SEED_KEY, PREEMPTION_TARGET_KEY, CycleState
@@ -194,6 +195,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self.min_absolute = int(self.args.get("minCandidateNodesAbsolute", 100))
         self._ranks: dict[str, tuple[PodInfo, tuple[int, int, int]]] = {}
         self._cycle_now: int | None = None
+        #: v1.37: a successful preemption says where it found room (upstream PR #140180).
+        self.tells_placement = versions.handle_carries(handle, "post-filter-message-without-dra")
 
     # ------------------------------------------------------------------ helpers
 
@@ -298,8 +301,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     Code.UNSCHEDULABLE, "preemption: " + NO_CANDIDATE)
         details.tied = self.best_candidates(candidates)
         details.chosen = details.tied[0]
+        success = Status.success()
+        if self.tells_placement:
+            success = Status.of(Code.SUCCESS, "preemption: found a potential placement for pod "
+                                f"on node {details.chosen.node}, preempting "
+                                f"{len(details.chosen.victims)} victims")
         return (PostFilterResult(nominated_node_name=details.chosen.node, details=details),
-                Status.success())
+                success)
 
     @staticmethod
     def _call_extenders(extenders: Sequence[Any], pod: PodInfo, cluster: ClusterState,

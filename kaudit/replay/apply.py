@@ -198,7 +198,8 @@ class Informer:
         if old is None:
             self.move(EVENT_NODE_ADD, None, new)
         else:
-            for cluster_event in node_scheduling_properties_change(new, old):
+            for cluster_event in node_scheduling_properties_change(
+                    new, old, self.scheduler.feature_gates.get("NodeDeclaredFeatures", False)):
                 self.move(cluster_event, old, new)
 
     def _apply_pod(self, obj: dict[str, Any], deleted: bool) -> None:

@@ -24,6 +24,7 @@ from kaudit.plugins.dynamic_resources import DynamicResources
 from kaudit.plugins.image_locality import ImageLocality
 from kaudit.plugins.inter_pod_affinity import InterPodAffinity
 from kaudit.plugins.node_affinity import NodeAffinity
+from kaudit.plugins.node_declared_features import NodeDeclaredFeatures
 from kaudit.plugins.node_name import NodeName
 from kaudit.plugins.node_ports import NodePorts
 from kaudit.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
@@ -43,7 +44,8 @@ ENTRY_POINT_GROUP = "kaudit.plugins"
 
 _IN_TREE_CLASSES: tuple[type[Plugin], ...] = (
     DefaultBinder, DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity,
-    NodeAffinity, NodeName, NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit,
+    NodeAffinity, NodeDeclaredFeatures, NodeName, NodePorts, NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
     NodeUnschedulable, NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates,
     TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone,
 )

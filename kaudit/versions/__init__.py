@@ -26,8 +26,13 @@ from kaudit.versions.types import (
     UngatedChange,
 )
 from kaudit.versions.v1_34 import V1_34_2
+from kaudit.versions.v1_35 import V1_35_4
+from kaudit.versions.v1_36 import V1_36_3
+from kaudit.versions.v1_37 import V1_37_2
 
-#: Every supported release, oldest first.
+#: Every release kaudit holds the facts of, oldest first (a change arrives in one of them).
+KNOWN: tuple[KubernetesVersion, ...] = (V1_34_2, V1_35_4, V1_36_3, V1_37_2)
+#: Every supported release (one a run may choose), oldest first.
 SUPPORTED: tuple[KubernetesVersion, ...] = (V1_34_2,)
 
 _NAME = re.compile(r"v?(0|[1-9]\d*)\.(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?")
@@ -57,9 +62,17 @@ def get(name: str) -> KubernetesVersion:
 def carries(version: KubernetesVersion, key: str) -> bool:
     """Whether ``version`` has the ungated change ``key``: it arrived in ``version`` or in an
     older supported release."""
-    releases = {id(v): v for v in (*SUPPORTED, version)}.values()
+    releases = {id(v): v for v in (*KNOWN, *SUPPORTED, version)}.values()
     return any(change.key == key for v in releases if v.release <= version.release
                for change in v.ungated_changes)
+
+
+def handle_carries(handle: object, key: str) -> bool:
+    """Whether the release of ``handle``'s feature gates (a plugin's handle) has the ungated
+    change ``key``; False without gates or a release (bare test handles)."""
+    gates = getattr(handle, "feature_gates", None)
+    version = getattr(gates, "version", None)
+    return isinstance(version, KubernetesVersion) and carries(version, key)
 
 
 #: The release kaudit mirrors unless told otherwise.
@@ -71,6 +84,7 @@ __all__ = [
     "DEFAULT",
     "DEPRECATED",
     "GA",
+    "KNOWN",
     "SUPPORTED",
     "ApiDefaults",
     "DefaultPlugin",
@@ -80,4 +94,5 @@ __all__ = [
     "UngatedChange",
     "carries",
     "get",
+    "handle_carries",
 ]

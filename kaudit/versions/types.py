@@ -13,7 +13,8 @@ behaviour changes that no gate controls.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 #: ``featuregate.prerelease`` values, as kaudit spells them.
 ALPHA, BETA, GA, DEPRECATED = "ALPHA", "BETA", "GA", "DEPRECATED"
@@ -99,6 +100,10 @@ class KubernetesVersion:
     gated_plugins: tuple[GatedPlugin, ...]
     api_defaults: ApiDefaults
     ungated_changes: tuple[UngatedChange, ...]
+    #: Gates upstream removed by this release, with the value their behaviour is fixed at (a
+    #: GA gate's code path kept, the gate gone): asking about one answers that value, and
+    #: setting one is an unrecognized gate, as upstream.
+    removed_gates: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def release(self) -> tuple[int, int, int]:

@@ -97,6 +97,13 @@ UNGATED_CHANGES = (
         "stays gated (PreEnqueue) until its last victim is being deleted",
         "PRs #134294, #134730; pkg/scheduler/framework/preemption/preemption.go"),
     UngatedChange(
+        "dra-pool-completeness-spans-nodes",
+        "a ResourceSlice pool that looks incomplete from one node counts the slices of its "
+        "generation published for other nodes too (and is ignored when a newer generation "
+        "exists), so a pool spread over nodes is complete on each",
+        "PR #134466; k8s.io/dynamic-resource-allocation structured/internal/incubating/"
+        "pools_incubating.go (GatherPools, checkSlicesInPool)"),
+    UngatedChange(
         "dra-invalid-pools-unschedulable",
         "an invalid or incomplete ResourceSlice pool is skipped by the allocator; a node left "
         "without devices for it is Unschedulable (\"invalid resource pools were "

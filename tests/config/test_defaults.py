@@ -122,7 +122,10 @@ def test_in_tree_plugin_specs() -> None:
     implements (VolumeBinding's PreScore and Score only with StorageCapacityScoring,
     DynamicResources' Score only from v1.35) and its args kind with upstream's defaults."""
     specs = plugin_specs()
-    assert set(specs) == {name for name, _, _ in DEFAULT_TABLE}
+    # NodeDeclaredFeatures is registered from v1.35 and a default plugin from v1.36.
+    assert set(specs) == {name for name, _, _ in DEFAULT_TABLE} | {"NodeDeclaredFeatures"}
+    assert specs["NodeDeclaredFeatures"].points_since == {
+        "v1.35": frozenset({"PreFilter", "Filter"})}
     weights = {ref.name: ref.weight for ref in
                load_configuration().profiles["default-scheduler"].plugins["Score"]}
     for name, points, weight in DEFAULT_TABLE:

@@ -134,11 +134,16 @@ def make_cluster(rng: random.Random, nodes: int = 12, pods: int = 30) -> Cluster
 # --------------------------------------------------------------------------- reference
 
 def _incoming_matches(term: AffinityTerm, other: PodInfo, cluster: ClusterState) -> bool:
-    """An incoming pod's term, its namespaceSelector resolved against existing namespaces."""
+    """An incoming pod's term, its namespaceSelector resolved against existing namespaces;
+    before v1.37 (the release these tests run as) the selector also stays on the term and is
+    tried on an empty label set (upstream's value receiver in
+    ``mergeAffinityTermNamespacesIfNotEmpty``, checked against its own cycle in
+    ``tests/oracle/test_namespace_selectors.py``)."""
     selector = term.namespace_selector
     in_namespace = (other.namespace in term.namespaces or selector.empty
                     or (not selector.nothing and other.namespace in cluster.namespaces
-                        and selector.matches(cluster.namespaces[other.namespace])))
+                        and selector.matches(cluster.namespaces[other.namespace]))
+                    or (not selector.nothing and selector.matches({})))
     return in_namespace and term.selector.matches(other.labels)
 
 

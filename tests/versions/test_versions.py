@@ -40,10 +40,12 @@ from kaudit.versions import (
 )
 from kaudit.versions.v1_34 import V1_34_2
 from kaudit.versions.v1_35 import V1_35_4
+from kaudit.versions.v1_36 import V1_36_3
+from kaudit.versions.v1_37 import V1_37_2
 from tests.config.conftest import load_configuration
 
 #: Every release kaudit has the facts of, supported or being added.
-RELEASES = (V1_34_2, V1_35_4)
+RELEASES = (V1_34_2, V1_35_4, V1_36_3, V1_37_2)
 
 # -- upstream source in the module cache ------------------------------------------------------
 
@@ -96,6 +98,11 @@ def upstream_gates(root: Path, minor: tuple[int, int]) -> dict[str, GateSpec]:
         if spec is None or current is None or (int(spec[1]), int(spec[2])) > minor:
             continue
         fields = spec[3]
+        compatible = re.search(r'MinCompatibilityVersion: version\.MustParse\("(\d+)\.(\d+)"\)',
+                               line)
+        if compatible is not None and (int(compatible[1]), int(compatible[2])) > \
+                (minor[0], minor[1] - 1):
+            continue  # needs a newer emulated compatibility version than the default (n-1)
         default = re.search(r"Default: (true|false)", fields)
         stage = re.search(r"PreRelease: featuregate\.(\w+)", fields)
         assert default is not None and stage is not None, line
@@ -161,7 +168,7 @@ def test_each_release_is_consistent() -> None:
             assert gated.before is None or gated.before in names, (version, gated)
         keys = [change.key for change in version.ungated_changes]
         assert len(keys) == len(set(keys)), version
-        assert all(re.search(r"#\d+", c.upstream) and "pkg/" in c.upstream
+        assert all(re.search(r"#\d+|no pull request named", c.upstream) and "pkg/" in c.upstream
                    for c in version.ungated_changes), version
 
 
@@ -236,8 +243,8 @@ def test_v1_34_2_default_plugins_as_checked_by_hand() -> None:
 
 
 def upstream_gated_plugins(root: Path) -> list[GatedPlugin]:
-    """``applyFeatureGates``: for each gate it tests, in order, the plugin appended or the
-    plugin its helper inserts before another (with the weight upstream gives)."""
+    """``applyFeatureGates``: for each gate it tests, in order, the plugins appended or those
+    its helper inserts before another (with the weights upstream gives)."""
     text = (root / "pkg/scheduler/apis/config/v1/default_plugins.go").read_text()
     body = _go_function(text, "applyFeatureGates")
     plugin = r"v1\.Plugin\{Name: names\.(\w+)(?:, Weight: ptr\.To\[int32\]\((\d+)\))?\}"
@@ -246,24 +253,23 @@ def upstream_gated_plugins(root: Path) -> list[GatedPlugin]:
         gate = re.match(r"utilfeature\.DefaultFeatureGate\.Enabled\(features\.(\w+)\)",
                         branch)
         assert gate is not None, branch
-        appended = re.search(r"append\(config\.MultiPoint\.Enabled, " + plugin, branch)
+        appended = re.findall(r"append\(config\.MultiPoint\.Enabled, " + plugin, branch)
         helper = re.search(r"\b(apply\w+)\(config\)", branch)
         before = None
-        if appended is None:
+        if not appended:
             assert helper is not None, branch
             helper_body = _go_function(text, helper[1])
-            inserted = re.search(plugin, helper_body)
+            # A helper may name its plugin twice (insert, else append): once each.
+            appended = list(dict.fromkeys(re.findall(plugin, helper_body)))
             anchor = re.search(r"Name == names\.(\w+)", helper_body)
-            assert inserted is not None
-            name, weight = inserted[1], inserted[2]
+            assert appended, helper_body
             before = None if anchor is None else anchor[1]
-        else:
-            name, weight = appended[1], appended[2]
         names_go = (root / "pkg/scheduler/framework/plugins/names/names.go").read_text()
         names = dict(re.findall(r'^\s*(\w+)\s*=\s*"(\w+)"', names_go, re.MULTILINE))
-        gated.append(GatedPlugin(gate[1], DefaultPlugin(names[name], None if not weight
-                                                        else int(weight)),
-                                 before=None if before is None else names[before]))
+        for name, weight in appended:
+            gated.append(GatedPlugin(gate[1], DefaultPlugin(names[name], None if not weight
+                                                            else int(weight)),
+                                     before=None if before is None else names[before]))
     return gated
 
 

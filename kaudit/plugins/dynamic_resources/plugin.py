@@ -16,7 +16,8 @@ v1.34, where the plugin is on by default):
   problem with a claim or class (a CEL error) is an Error that ends the attempt.
 * **PostFilter** deallocates one allocated claim that kept the pod off nodes when no other
   pod uses it (``deallocation of ResourceClaim completed``), else answers ``still not
-  schedulable`` (``no new claims to deallocate`` for pods without claims).
+  schedulable`` (``no new claims to deallocate`` for pods without claims); from v1.37 those
+  two answers carry no message.
 * **Reserve** marks the node's allocation as in flight, so later pods do not take the same
   devices; **Unreserve** drops it (and the pod's reservation); **PreBind** writes the
   allocation and the pod's reservation into the claim (in a replay, an API call the cluster
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kaudit import versions
 from kaudit.cluster.matching import node_selector_mask
 from kaudit.cluster.state import ClusterState, object_key
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
@@ -154,6 +156,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         def gate(name: str, default: bool) -> bool:
             return bool(gates.enabled(name)) if gates is not None else default
         self.enabled = gate("DynamicResourceAllocation", True)
+        #: v1.37: PostFilter says nothing when it has nothing to deallocate.
+        self.quiet_post_filter = versions.handle_carries(handle, "post-filter-message-without-dra")
+        #: v1.35: a pool's completeness counts its slices on every node (PR #134466).
+        self.pools_span_nodes = versions.handle_carries(handle, "dra-pool-completeness-spans-nodes")
         # The alpha gates' features are not modelled: the allocator runs as with them off
         # (loading a configuration that turns them on warns, see ``UNMODELLED_GATES``).
         self.features = Features(admin_access=gate("DRAAdminAccess", True),
@@ -361,7 +367,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._note_allocation_changes(allocated)
         return Allocator(self.features, allocated, cluster.objects[CLASS],
                          self.slices.slices, self.cel, search_budget=self.search_budget,
-                         pools_for=lambda node: self.slices.pools_for(node, partitionable))
+                         pools_for=lambda node: self.slices.pools_for(
+                             node, partitionable, self.pools_span_nodes))
 
     # ------------------------------------------------------------------ Filter
 
@@ -409,7 +416,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         parsed slices), and the allocated devices of those pools. The search is a function
         of these, so its answer is the same."""
         assert found.allocator is not None
-        pools = self.slices.pools_for(node, self.features.partitionable_devices)
+        pools = self.slices.pools_for(node, self.features.partitionable_devices,
+                                      self.pools_span_nodes)
         versions = (cluster.kind_generation[CLASS],
                     tuple(self._pool_versions.get((p.driver, p.name), 0) for p in pools))
         cached = self._node_results.get((node.name, found.spec_key))
@@ -498,15 +506,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                     diagnosis: Any) -> tuple[None, Status]:
         found = state.read(STATE_KEY)
+        quiet = self.quiet_post_filter
         if not self.enabled:
-            return None, Status.of(Code.UNSCHEDULABLE, "plugin disabled")
+            return None, Status.of(Code.UNSCHEDULABLE, *(() if quiet else ("plugin disabled",)))
         if found is None:
             # Its PreFilter never ran (an earlier PreFilter rejected the pod as unresolvable):
             # upstream's getStateData fails with the cycle state's ErrNotFound, and the Error
             # ends PostFilter before DefaultPreemption runs.
             return None, Status.of(Code.ERROR, NOT_FOUND)
         if not isinstance(found, ClaimsState) or not found.claims:
-            return None, Status.of(Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)
+            return None, Status.of(Code.UNSCHEDULABLE,
+                                   *(() if quiet else (NO_CLAIMS_TO_DEALLOCATE,)))
         # Upstream picks one of the claims at random (map order); kaudit takes the first.
         for index in sorted(found.unavailable):
             claim = found.claims[index]
@@ -519,7 +529,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 self._write(cluster, freed)
                 return None, Status.of(Code.UNSCHEDULABLE,
                                        "deallocation of ResourceClaim completed")
-        return None, Status.of(Code.UNSCHEDULABLE, "still not schedulable")
+        return None, Status.of(Code.UNSCHEDULABLE, *(() if quiet else ("still not schedulable",)))
 
     # ------------------------------------------------------------------ Reserve
 

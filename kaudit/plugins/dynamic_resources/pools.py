@@ -140,12 +140,15 @@ def node_matches(node: NodeInfo | None, node_name: str, all_nodes: bool,
 
 
 def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
-                 partitionable_devices: bool = False) -> list[Pool]:
+                 partitionable_devices: bool = False,
+                 every_slice: list[Slice] | None = None) -> list[Pool]:
     """``GatherPools``: the pools of the slices ``node`` can reach, sorted by id.
 
     As in v1.34, a pool's completeness and validity count only the slices the node reaches:
-    a pool spread over several nodes' slices is incomplete on each (upstream counts the other
-    nodes' slices too from v1.35 on, PR #134466)."""
+    a pool spread over several nodes' slices is incomplete on each. Given ``every_slice``
+    (the cluster's, v1.35 on: upstream PR #134466, ``checkSlicesInPool``), a pool that looks
+    incomplete counts all the slices of its generation instead, and is left out when a newer
+    generation exists."""
     pools: dict[tuple[str, str], Pool] = {}
     for piece in slices:
         if not partitionable_devices and piece.per_device:
@@ -168,6 +171,13 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     for key in sorted(pools):
         pool = pools[key]
         pool.incomplete = len(pool.slices) != pool.slices[0].count
+        if pool.incomplete and every_slice is not None:
+            generation = pool.slices[0].generation
+            same = [p for p in every_slice if (p.driver, p.pool) == key]
+            if any(p.generation > generation for p in same):
+                continue  # obsolete: the driver is replacing this generation
+            pool.incomplete = sum(p.generation == generation for p in same) \
+                != pool.slices[0].count
         seen: set[str] = set()
         for piece in pool.slices:
             for device in piece.devices:
@@ -271,11 +281,15 @@ class SliceIndex:
     def slices(self) -> list[Slice]:
         return list(self._parsed.values())
 
-    def pools_for(self, node: NodeInfo, partitionable_devices: bool = False) -> list[Pool]:
+    def pools_for(self, node: NodeInfo, partitionable_devices: bool = False,
+                  pools_span_nodes: bool = False) -> list[Pool]:
+        """The node's pools; ``pools_span_nodes`` (v1.35 on) judges completeness over every
+        slice of a pool, other nodes' included."""
         cached = self._pools.get(node.name)
         if cached is not None and cached[0] is node.obj:
             return cached[1]
         reachable = [*self.by_node.get(node.name, ()), *self.selecting]
-        pools = gather_pools(reachable, node, partitionable_devices)
+        pools = gather_pools(reachable, node, partitionable_devices,
+                             self.slices if pools_span_nodes else None)
         self._pools[node.name] = (node.obj, pools)
         return pools

@@ -54,7 +54,8 @@ class IncomingTerm:
     """A term of the pod being scheduled, its namespaceSelector unrolled into namespaces.
 
     ``mergeAffinityTermNamespacesIfNotEmpty``: a non-empty selector is replaced by the
-    namespaces it selects now; an empty one (``{}``) keeps matching every namespace.
+    namespaces it selects now; an empty one (``{}``) keeps matching every namespace (and,
+    before v1.37, so does one that matches an empty label set, :func:`incoming_term`).
     """
 
     selector: LabelSelector
@@ -69,19 +70,27 @@ class IncomingTerm:
         return False
 
 
-def incoming_term(term: AffinityTerm, cluster: ClusterState) -> IncomingTerm:
+def incoming_term(term: AffinityTerm, cluster: ClusterState,
+                  selector_kept: bool = False) -> IncomingTerm:
+    """The term with its namespaceSelector unrolled. ``selector_kept`` (v1.34 to v1.36):
+    upstream's ``mergeAffinityTermNamespacesIfNotEmpty`` has a value receiver, so the
+    selector it means to replace stays on the term, and ``Matches`` tries it on an empty label
+    set: a selector that holds there (only ``NotIn`` / ``DoesNotExist`` requirements) matches
+    pods in every namespace. v1.37 fixed it (a pointer receiver)."""
     selector = term.namespace_selector
     namespaces = term.namespaces
+    all_namespaces = selector.empty
     if not selector.empty and not selector.nothing:
         namespaces = namespaces | {name for name, labels in cluster.namespaces.items()
                                    if selector.matches(labels)}
-    return IncomingTerm(term.selector, namespaces, selector.empty, term.topology_key,
+        all_namespaces = selector_kept and selector.matches({})
+    return IncomingTerm(term.selector, namespaces, all_namespaces, term.topology_key,
                         term.weight)
 
 
-def incoming_terms(terms: Iterable[AffinityTerm], cluster: ClusterState
-                   ) -> tuple[IncomingTerm, ...]:
-    return tuple(incoming_term(term, cluster) for term in terms)
+def incoming_terms(terms: Iterable[AffinityTerm], cluster: ClusterState,
+                   selector_kept: bool = False) -> tuple[IncomingTerm, ...]:
+    return tuple(incoming_term(term, cluster, selector_kept) for term in terms)
 
 
 def matches_all(terms: tuple[IncomingTerm, ...], pod: PodInfo) -> bool:

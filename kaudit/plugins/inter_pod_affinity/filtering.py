@@ -143,8 +143,9 @@ def pre_filter(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, cluste
     error = affinity_parse_error(pod)
     if error is not None:
         return None, Status.of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {error}")
-    affinity = incoming_terms(pod.required_affinity, cluster)
-    anti = incoming_terms(pod.required_anti_affinity, cluster)
+    kept = plugin.namespace_selector_kept
+    affinity = incoming_terms(pod.required_affinity, cluster, kept)
+    anti = incoming_terms(pod.required_anti_affinity, cluster, kept)
     namespace_labels = dict(cluster.namespace_labels(pod.namespace))
     index = pod_index(cluster)
     existing = existing_anti_affinity_counts(pod, namespace_labels, index, cluster)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework import signing
@@ -59,8 +60,12 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         return ((signing.LABELS, signing.mapping(pod.labels)),)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """v1.34 ``EventsToRegister`` (queueing hints on)."""
-        return [register(POD, ["Add", "UpdatePodLabel", "Delete"], _after_pod_change),
+        """v1.34 ``EventsToRegister`` (queueing hints on); from v1.36 the pod hint counts
+        nominated pods as placed (:func:`_after_pod_change_v1_36`)."""
+        newer = versions.handle_carries(self.handle,
+                                        "nominated-pods-count-in-affinity-hints")
+        return [register(POD, ["Add", "UpdatePodLabel", "Delete"],
+                         _after_pod_change_v1_36 if newer else _after_pod_change),
                 register(NODE, ["Add", "UpdateNodeLabel"], _after_node_change)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
@@ -69,6 +74,10 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         self.hard_pod_affinity_weight = 1 if weight is None else int(weight)
         self.ignore_preferred_terms_of_existing_pods = bool(
             self.args.get("ignorePreferredTermsOfExistingPods") or False)
+        #: Before v1.37 an incoming term's namespaceSelector stays beside the namespaces it
+        #: selected (:func:`~kaudit.plugins.inter_pod_affinity.common.incoming_term`).
+        self.namespace_selector_kept = not versions.handle_carries(
+            handle, "affinity-namespace-selector-replaced")
 
     # ------------------------------------------------------------------ filtering
 
@@ -140,6 +149,32 @@ def _after_pod_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     if modified is not None:
         return QueueingHint.QUEUE if _matches_all(terms, modified) else QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE if _matches_all(anti, original) else QueueingHint.QUEUE_SKIP
+
+
+def _after_pod_change_v1_36(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """v1.36's ``isSchedulableAfterPodChange`` (upstream PRs #135394, #135392, #135325): the
+    pod's own label change requeues it; a pod with a nominated node counts as placed; and a
+    deleted pod whose required anti-affinity the pod matched requeues it too."""
+    original, modified = as_pod(old), as_pod(new)
+    if original is not None and modified is not None and modified.uid == pod.uid:
+        return QueueingHint.QUEUE
+    if (modified is not None and not modified.node_name
+            and not modified.nominated_node_name) or \
+            (original is not None and not original.node_name
+             and not original.nominated_node_name):
+        return QueueingHint.QUEUE_SKIP
+    terms, anti = pod.required_affinity, pod.required_anti_affinity
+    if original is not None and modified is not None:
+        if not _matches_all(terms, original) and _matches_all(terms, modified):
+            return QueueingHint.QUEUE
+        if _matches_all(anti, original) and not _matches_all(anti, modified):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+    if modified is not None:
+        return QueueingHint.QUEUE if _matches_all(terms, modified) else QueueingHint.QUEUE_SKIP
+    if _matches_all(anti, original) or _matches_all(original.required_anti_affinity, pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
 
 
 def _after_node_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

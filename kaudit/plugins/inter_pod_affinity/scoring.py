@@ -96,10 +96,12 @@ def pre_score(plugin: InterPodAffinity, state: CycleState, pod: PodInfo, cluster
     accumulator = ScoreAccumulator(cluster)
     index = pod_index(cluster)
     if has_constraints:
-        for term in incoming_terms(pod.preferred_affinity, cluster):
+        for term in incoming_terms(pod.preferred_affinity, cluster,
+                                   plugin.namespace_selector_kept):
             accumulator.add(term.topology_key, matching_slots(term, cluster),
                             term.weight)
-        for term in incoming_terms(pod.preferred_anti_affinity, cluster):
+        for term in incoming_terms(pod.preferred_anti_affinity, cluster,
+                                   plugin.namespace_selector_kept):
             accumulator.add(term.topology_key, matching_slots(term, cluster),
                             -term.weight)
     plugin._score_existing_terms(accumulator, pod, cluster, index)

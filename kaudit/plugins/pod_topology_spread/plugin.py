@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
 from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
 from kaudit.framework import signing
@@ -82,6 +83,9 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
             tuple(parse_constraint(c) for c in self.args.get("defaultConstraints") or []))
         self.enable_match_label_keys = gate_enabled(handle, GATE_MATCH_LABEL_KEYS)
         self.enable_node_inclusion_policy = gate_enabled(handle, GATE_NODE_INCLUSION_POLICY)
+        #: v1.36: the queueing hint treats a pod with a nominated node like a placed one.
+        self.nominated_pods_count = versions.handle_carries(
+            handle, "nominated-pods-count-in-affinity-hints")
         self._table: tuple[ClusterState, int, PodTable] | None = None
         #: The cluster PreFilter last ran on: queueing hints read default constraints' selectors
         #: from it (the Services and controllers of the pod).
@@ -104,10 +108,14 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin,
         (or stop matching) a constraint's selector; the pod's own new tolerations when a
         constraint honours taints."""
         original, modified = as_pod(old), as_pod(new)
+        nominated_count = self.nominated_pods_count
 
         def involved(other: PodInfo) -> bool:
-            return other.uid == pod.uid or (bool(other.node_name)
-                                            and other.namespace == pod.namespace)
+            """``involvedInTopologySpreading``; from v1.36 a pod with a nominated node counts
+            as placed (upstream PR #135392)."""
+            placed = bool(other.node_name) or (nominated_count
+                                               and bool(other.nominated_node_name))
+            return other.uid == pod.uid or (placed and other.namespace == pod.namespace)
 
         if (modified is not None and not involved(modified)) or \
                 (original is not None and not involved(original)):

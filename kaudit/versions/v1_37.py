@@ -1,0 +1,118 @@
+"""kube-scheduler v1.37.2: the version facts kaudit mirrors.
+
+Transcribed from upstream v1.37.2 (the newest v1.37 patch of ``k8s.io/kubernetes`` on the Go
+module proxy), compared with v1.36.3 (:mod:`kaudit.versions.v1_36`):
+
+* ``pkg/features/kube_features.go``: ``StorageCapacityScoring`` (VolumeBinding scores) and
+  ``VolumeLimitScaling`` turn on (Beta), ``DRADeviceTaintRules`` turns on (GA), and
+  ``NodeDeclaredFeatures``, ``DRAExtendedResource``, ``DRAPrioritizedList`` and
+  ``DRAResourceClaimDeviceStatus`` lock; ``GenericWorkload`` goes beta (still off) and carries
+  gang scheduling, so ``GangScheduling`` and ``WorkloadAwarePreemption`` are removed, as are
+  ``SchedulerQueueingHints`` and ``SidecarContainers`` (their GA paths stay); new alpha gates
+  arrive off. ``DRAFractionalCapacityRange`` is beta with two specs, the one on needing
+  compatibility version 1.37, so it is off at the default (1.36);
+* ``pkg/scheduler/apis/config/v1/default_plugins.go``: ``getDefaultPlugins`` lists NodeName
+  before NodeUnschedulable; ``applyFeatureGates`` adds DeferredPodScheduling before
+  NodeResourcesFit under ``InPlacePodVerticalScalingSchedulerPreemption`` and GangScheduling
+  under ``GenericWorkload``;
+* the ungated changes below (``interpodaffinity/filtering.go`` and ``scoring.go``,
+  ``imagelocality/image_locality.go``).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kaudit.versions.types import (
+    ALPHA,
+    BETA,
+    GA,
+    DefaultPlugin,
+    GatedPlugin,
+    GateSpec,
+    KubernetesVersion,
+    UngatedChange,
+)
+from kaudit.versions.v1_34 import API_DEFAULTS
+from kaudit.versions.v1_34 import DEFAULT_MULTI_POINT as DEFAULT_MULTI_POINT_1_34
+from kaudit.versions.v1_36 import GATES as GATES_1_36
+
+_REMOVED = ("GangScheduling", "WorkloadAwarePreemption", "SchedulerQueueingHints",
+            "SidecarContainers")
+
+GATES = MappingProxyType({
+    **{name: spec for name, spec in GATES_1_36.items() if name not in _REMOVED},
+    "CompositePodGroup": GateSpec(False, ALPHA),
+    "DRADerivedAttributes": GateSpec(False, ALPHA),
+    "DRADeviceCompatibilityGroups": GateSpec(False, ALPHA),
+    "DRADeviceTaintRules": GateSpec(True, GA),
+    "DRADeviceTaints": GateSpec(True, GA),
+    "DRAExtendedResource": GateSpec(True, GA, locked=True),
+    "DRAFractionalCapacityRange": GateSpec(False, BETA),
+    "DRAOptionalNodeOperations": GateSpec(False, ALPHA),
+    "DRAPrioritizedList": GateSpec(True, GA, locked=True),
+    "DRAResourceClaimDeviceStatus": GateSpec(True, GA, locked=True),
+    "DRAWorkloadResourceClaims": GateSpec(False, BETA),
+    "GenericWorkload": GateSpec(False, BETA),
+    "InPlacePodVerticalScalingSchedulerPreemption": GateSpec(False, ALPHA),
+    "InterPodAffinityHostnameFastPath": GateSpec(False, ALPHA),
+    "NodeDeclaredFeatures": GateSpec(True, GA, locked=True),
+    "PodGroupPreemptionPolicy": GateSpec(False, ALPHA),
+    "SchedulerPreQueueingHints": GateSpec(False, ALPHA),
+    "StorageCapacityScoring": GateSpec(True, BETA),
+    "VolumeLimitScaling": GateSpec(True, BETA),
+})
+
+_BY_NAME = {plugin.name: plugin for plugin in DEFAULT_MULTI_POINT_1_34}
+DEFAULT_MULTI_POINT = tuple(_BY_NAME[name] for name in (
+    "SchedulingGates", "PrioritySort", "NodeName", "NodeUnschedulable", "TaintToleration",
+    "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+    "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DefaultPreemption",
+    "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder"))
+
+GATED_PLUGINS = (
+    GatedPlugin("NodeDeclaredFeatures", DefaultPlugin("NodeDeclaredFeatures")),
+    GatedPlugin("InPlacePodVerticalScalingSchedulerPreemption",
+                DefaultPlugin("DeferredPodScheduling"), before="NodeResourcesFit"),
+    GatedPlugin("DynamicResourceAllocation", DefaultPlugin("DynamicResources", 2),
+                before="DefaultPreemption"),
+    GatedPlugin("GenericWorkload", DefaultPlugin("GangScheduling")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", DefaultPlugin("TopologyPlacementGenerator")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", DefaultPlugin("PodGroupPodsCount", 1)),
+)
+
+UNGATED_CHANGES = (
+    UngatedChange(
+        "affinity-namespace-selector-replaced",
+        "an incoming pod's (anti-)affinity term with a namespaceSelector matches only the "
+        "namespaces the selector picks (before, a selector of only NotIn / DoesNotExist "
+        "requirements, tried on an empty label set, matched pods in every namespace)",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2: "
+        "mergeAffinityTermNamespacesIfNotEmpty takes a pointer); pkg/scheduler/framework/"
+        "plugins/interpodaffinity/plugin.go, filtering.go, scoring.go"),
+    UngatedChange(
+        "image-locality-caps-image-volumes",
+        "ImageLocality's cap counts image volumes as well as containers",
+        "PR #138951; pkg/scheduler/framework/plugins/imagelocality/image_locality.go "
+        "(calculatePriority, sumImageScores)"),
+    UngatedChange(
+        "post-filter-message-without-dra",
+        "the FitError message no longer carries DynamicResources' PostFilter reasons (\"no "
+        "new claims to deallocate\"), and a successful preemption adds \"preemption: found a "
+        "potential placement for pod on node X, preempting N victims\"",
+        "PR #140180 (the preemption message); pkg/scheduler/framework/plugins/"
+        "dynamicresources/dynamicresources.go (PostFilter), "
+        "pkg/scheduler/framework/preemption/preemption.go"),
+)
+
+V1_37_2 = KubernetesVersion(
+    name="v1.37.2",
+    gates=GATES,
+    default_multi_point=DEFAULT_MULTI_POINT,
+    gated_plugins=GATED_PLUGINS,
+    api_defaults=API_DEFAULTS,
+    ungated_changes=UNGATED_CHANGES,
+    removed_gates=MappingProxyType({"CSIMigrationPortworx": True,
+                                    "SchedulerQueueingHints": True,
+                                    "SidecarContainers": True}),
+)
