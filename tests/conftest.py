@@ -16,7 +16,9 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -26,10 +28,12 @@ from hypothesis import settings
 from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import make_url
 
+from kaudit import versions
 from kaudit.cli import cli
 from kaudit.store.engine import resolve_url
 from kaudit.store.models import Base
 from kaudit.store.schema import open_database
+from kaudit.versions import KubernetesVersion
 
 settings.register_profile("kaudit", derandomize=True)
 settings.register_profile("explore", derandomize=False)
@@ -196,6 +200,38 @@ def sample_runs(engine: Engine) -> Engine:
     """A database holding the sample trace replayed under two configurations."""
     replay_sample_twice(engine)
     return engine
+
+
+#: The made-up release of :func:`made_up_release`.
+MADE_UP = "v1.99.0"
+
+
+def made_up_release(name: str = MADE_UP) -> KubernetesVersion:
+    """A made-up Kubernetes release, built as ``tests/versions``' ``_other_release`` is (v1.34.2
+    with ``dataclasses.replace``), that differs from v1.34.2 in every kind of fact yet replays
+    any trace: a new gate (``MadeUpGate``, on) and a gate at another stage
+    (``DRAConsumableCapacity``, BETA), TaintToleration weighted 5, parallelism 8 and one
+    ungated change."""
+    base = versions.get("v1.34.2")
+    gates = dict(base.gates)
+    gates["MadeUpGate"] = versions.GateSpec(True, versions.BETA)
+    gates["DRAConsumableCapacity"] = versions.GateSpec(False, versions.BETA)
+    plugins = tuple(versions.DefaultPlugin(p.name, 5) if p.name == "TaintToleration" else p
+                    for p in base.default_multi_point)
+    return replace(base, name=name, gates=MappingProxyType(gates), default_multi_point=plugins,
+                   api_defaults=replace(base.api_defaults, parallelism=8),
+                   ungated_changes=(versions.UngatedChange(
+                       "made-up-change", "a made-up behaviour change",
+                       "PR #99999; pkg/scheduler/schedule_one.go"),))
+
+
+@pytest.fixture
+def second_release(monkeypatch: pytest.MonkeyPatch) -> KubernetesVersion:
+    """kaudit mirrors v1.34.2 and the made-up v1.99.0 (:func:`made_up_release`), in this
+    process: ``kaudit.versions.SUPPORTED``, which ``versions.get`` reads, holds both."""
+    other = made_up_release()
+    monkeypatch.setattr(versions, "SUPPORTED", (versions.get("v1.34.2"), other))
+    return other
 
 
 def write_trace(path: Path, *events: tuple[float, str, dict[str, Any]]) -> Path:

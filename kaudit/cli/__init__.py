@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "export": "kaudit.cli.export:export",
     "sweep": "kaudit.cli.sweep:sweep",
     "serve": "kaudit.cli.serve:serve",
+    "versions": "kaudit.cli.versions:versions",
 }
 
 
@@ -91,6 +92,7 @@ def cli() -> None:
       kaudit traces                    list stored traces
       kaudit whatif --cluster S --pod P   where would this pod go, and why
       kaudit config show               the effective scheduler configuration
+      kaudit versions                  the Kubernetes releases kaudit mirrors
       kaudit sweep SPEC.yaml           traces × configurations × seeds, on Dask
       kaudit serve                     the dashboard, in the browser
     """

@@ -14,7 +14,13 @@ from typing import Any
 import click
 
 from kaudit.cli.check import publish_to_github, stored_or_ingested_trace
-from kaudit.cli.options import SEED, db_option, interactive, stderr_stream
+from kaudit.cli.options import (
+    SEED,
+    db_option,
+    interactive,
+    kubernetes_version_option,
+    stderr_stream,
+)
 from kaudit.cli.replay import echo_resolved_config, terminate_as_interrupt
 from kaudit.cli.whatif import feature_gates_option, plugin_option
 from kaudit.errors import InputError
@@ -31,7 +37,6 @@ from kaudit.queries.timeline import Span
 from kaudit.services.audit import audit_stored_trace
 from kaudit.services.replay import ConfigChoice, resolve_config
 from kaudit.store.schema import open_database
-from kaudit.versions import get as get_version
 
 
 @click.command()
@@ -45,8 +50,8 @@ from kaudit.versions import get as get_version
                    "carries one.")
 @feature_gates_option
 @plugin_option
-@click.option("--kubernetes-version", "kubernetes_version", metavar="V",
-              help="The kube-scheduler release to judge with [default: the newest supported].")
+@kubernetes_version_option(extra="The recorded decisions are judged by that release's "
+                                "kube-scheduler.")
 @click.option("--latency", type=float, default=0.0, show_default=True, metavar="SECONDS",
               help="Judge each decision this long before the event that records it (the "
                    "time kube-scheduler took from its decision to the recorded binding or "
@@ -117,8 +122,6 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
             raise InputError(f"{flag} must be between 0 and 3600 seconds, not {value}")
     if use_defaults and config_path is not None:
         raise click.UsageError("--defaults and --config exclude each other")
-    if kubernetes_version is not None:
-        get_version(kubernetes_version)  # refuses a release kaudit does not mirror
     engine = open_database(db)
     try:
         if stored_run is not None:
@@ -133,7 +136,7 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
                 raise InputError("--since must not be after --until")
             resolved = resolve_config(summary, ConfigChoice(
                 file=config_path, defaults=use_defaults, feature_gates=feature_gates,
-                plugins=plugins))
+                plugins=plugins, kubernetes_version=kubernetes_version))
             echo_resolved_config(resolved, notices=output_format == "text")
             bar: AbstractContextManager[Any] = (
                 click.progressbar(length=summary.events, label="auditing",

@@ -18,7 +18,13 @@ import click
 import orjson
 
 from kaudit.cli.ingest import IngestRequest, trace_input_options
-from kaudit.cli.options import SEED, db_option, echo_config_warnings, table
+from kaudit.cli.options import (
+    SEED,
+    db_option,
+    echo_config_warnings,
+    kubernetes_version_option,
+    table,
+)
 from kaudit.cli.replay import echo_resolved_config
 from kaudit.cli.sweep import ProgressLine
 from kaudit.cli.whatif import feature_gates_option, plugin_option
@@ -41,6 +47,7 @@ from kaudit.services.replay import (
     ResolvedConfig,
     replay_stored_trace,
     resolve_config,
+    stored_config_notice,
 )
 from kaudit.store.schema import open_database
 from kaudit.store.traces import TraceSummary, get_trace
@@ -88,23 +95,27 @@ def _publish(report: dict[str, Any], verdicts: list[Verdict], output_format: str
 DEFAULTS_WORD, TRACE_WORD = "default", "trace"
 
 
-def _compare_choice(value: str, feature_gates: str | None, plugins: tuple[str, ...]
-                    ) -> ConfigChoice:
-    """``default`` (kube-scheduler's defaults), ``trace`` (the one stored with the trace) or a
-    configuration file."""
+def _compare_choice(value: str | None, feature_gates: str | None, plugins: tuple[str, ...],
+                    kubernetes_version: str | None) -> ConfigChoice:
+    """``default`` (kube-scheduler's defaults), ``trace`` (the one stored with the trace), a
+    configuration file, or None (the trace's stored one, else the defaults, as `kaudit replay`
+    chooses), as ``kubernetes_version`` (None: the trace's release, by the one rule)."""
+    if value is None or value == TRACE_WORD:
+        return ConfigChoice(feature_gates=feature_gates, plugins=plugins,
+                            kubernetes_version=kubernetes_version)
     if value == DEFAULTS_WORD:
-        return ConfigChoice(defaults=True, feature_gates=feature_gates, plugins=plugins)
-    if value == TRACE_WORD:
-        return ConfigChoice(feature_gates=feature_gates, plugins=plugins)
+        return ConfigChoice(defaults=True, feature_gates=feature_gates, plugins=plugins,
+                            kubernetes_version=kubernetes_version)
     path = Path(value)
     if not path.is_file():
         raise InputError(f"--config {value!r}: no such file (or `{DEFAULTS_WORD}` for "
                          f"kube-scheduler's defaults, `{TRACE_WORD}` for the configuration "
                          "stored with the trace)")
-    return ConfigChoice(file=path, feature_gates=feature_gates, plugins=plugins)
+    return ConfigChoice(file=path, feature_gates=feature_gates, plugins=plugins,
+                        kubernetes_version=kubernetes_version)
 
 
-def _resolve_for_compare(summary: TraceSummary, value: str, choice: ConfigChoice
+def _resolve_for_compare(summary: TraceSummary, value: str | None, choice: ConfigChoice
                          ) -> ResolvedConfig:
     resolved = resolve_config(summary, choice)
     if value == TRACE_WORD and resolved.origin != FROM_TRACE:
@@ -113,41 +124,88 @@ def _resolve_for_compare(summary: TraceSummary, value: str, choice: ConfigChoice
     return resolved
 
 
+def compare_sides(configs: tuple[str, ...], releases: tuple[str, ...]
+                  ) -> list[tuple[str | None, str | None]]:
+    """The sides of ``kaudit compare``, the baseline first, as (configuration, release): each
+    ``--config`` as one release (the one ``--kubernetes-version`` names, else the trace's);
+    or, with two releases or more, the one configuration (``--config``, else the trace's
+    stored one, else the defaults) as each release."""
+    if len(releases) >= 2:
+        if len(configs) > 1:
+            raise click.UsageError("several --kubernetes-version compare releases under one "
+                                   "configuration: give at most one --config (or one "
+                                   "--kubernetes-version with several --config)")
+        twice = sorted({r for r in releases if releases.count(r) > 1})
+        if twice:
+            raise click.UsageError(f"--kubernetes-version {twice[0]} is given twice: each "
+                                   "side of the comparison is one release")
+        value = configs[0] if configs else None
+        return [(value, release) for release in releases]
+    if len(configs) < 2:
+        raise click.UsageError("give at least two --config (a file, `default` or `trace`), or "
+                               "two --kubernetes-version to compare releases")
+    release = releases[0] if releases else None
+    return [(value, release) for value in configs]
+
+
 @click.command()
 @click.argument("trace")
-@click.option("--config", "configs", multiple=True, required=True, metavar="FILE",
+@click.option("--config", "configs", multiple=True, metavar="FILE",
               help="A KubeSchedulerConfiguration file, `default` (kube-scheduler's defaults) "
                    "or `trace` (the one stored with the trace). Repeatable: the first is the "
-                   "baseline.")
+                   "baseline. With two --kubernetes-version, at most one [default: the one "
+                   "stored with the trace, else kube-scheduler's defaults].")
 @feature_gates_option
 @plugin_option
+@kubernetes_version_option(multiple=True, extra=(
+    "Repeatable: given twice or more, the sides are the releases, each replaying the same "
+    "configuration, the first the baseline."))
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @fail_on_option
 @format_option
 @db_option
 def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
-            plugins: tuple[str, ...], seed: int, fail_on: tuple[str, ...], output_format: str,
-            db: str | None) -> None:
+            plugins: tuple[str, ...], kubernetes_versions: tuple[str, ...], seed: int,
+            fail_on: tuple[str, ...], output_format: str, db: str | None) -> None:
     """Replay TRACE (a stored trace or a trace file) under each --config and diff them
-    against the first."""
-    if len(configs) < 2:
-        raise click.UsageError("give at least two --config (a file, `default` or `trace`)")
+    against the first; or, with two --kubernetes-version or more, replay one configuration
+    as each release and diff them against the first.
+
+    \b
+      kaudit compare monday --config a.yaml --config b.yaml
+      kaudit compare monday --kubernetes-version 1.34 --kubernetes-version 1.35
+    """
+    compared = compare_sides(configs, kubernetes_versions)
     conditions = [parse_condition(c) for c in fail_on]
-    choices = [_compare_choice(value, feature_gates, plugins) for value in configs]
+    choices = [_compare_choice(value, feature_gates, plugins, release)
+               for value, release in compared]
     engine = open_database(db)
     try:
         summary = stored_or_ingested_trace(engine, trace)
-        runs, labels = [], []
-        for value, choice in zip(configs, choices, strict=True):
+        runs: list[str] = []
+        labels: list[str] = []
+        notices: list[str] = []
+        for (value, _), choice in zip(compared, choices, strict=True):
             resolved = _resolve_for_compare(summary, value, choice)
+            notices += [n for n in resolved.notices
+                        if n != stored_config_notice(summary) and n not in notices]
             echo_config_warnings(resolved.config)
             runs.append(replay_stored_trace(engine, summary, resolved, seed=seed).run.name)
-            labels.append(resolved.label)
+            labels.append(f"{resolved.label}, Kubernetes {resolved.kubernetes_version.name}")
         baseline = run_outcomes(engine, runs[0])
         reports = [diff_outcomes(engine, baseline, run_outcomes(engine, other))
                    for other in runs[1:]]
     finally:
         engine.dispose()
+    for notice in notices:
+        click.echo(notice, err=True)
+    for report, label in zip(reports, labels[1:], strict=True):
+        # Which side is which configuration and release, in every format.
+        report["sides"] = {"a": {"run": runs[0], "config": labels[0]},
+                           "b": {"run": report["b"], "config": label}}
+    if output_format == "text":
+        click.echo("\n".join(f"{run}: {label}" + (" (the baseline)" if i == 0 else "")
+                             for i, (run, label) in enumerate(zip(runs, labels, strict=True))))
     if len(reports) > 1 and output_format == "text":
         sides = [reports[0]["aggregates"]["a"], *(r["aggregates"]["b"] for r in reports)]
         rows = [(metric.label, *(format_value(metric.unit, metric.read(side))
@@ -193,14 +251,16 @@ def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
                    "reused) [default: a temporary one].")
 @feature_gates_option
 @plugin_option
+@kubernetes_version_option(extra="A baseline replayed as another release is compared all "
+                                 "the same, and the report names both releases.")
 @click.option("--seed", type=SEED, help="Seed of the checked replay [default: the baseline's].")
 @fail_on_option
 @format_option
 def check(request: IngestRequest | None, config_path: Path | None, use_defaults: bool,
           baseline_path: Path | None, baseline_out: Path | None, sweep_path: Path | None,
           scheduler: str | None, db: str | None, feature_gates: str | None,
-          plugins: tuple[str, ...], seed: int | None, fail_on: tuple[str, ...],
-          output_format: str) -> None:
+          plugins: tuple[str, ...], kubernetes_version: str | None, seed: int | None,
+          fail_on: tuple[str, ...], output_format: str) -> None:
     """Replay the trace in FILES under --config and compare with a committed baseline summary;
     or, with --sweep SPEC, run a sweep and check each configuration against its baseline.
 
@@ -221,10 +281,11 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
     """
     if sweep_path is not None:
         if (request is not None or baseline_path is not None or config_path is not None
-                or use_defaults or baseline_out is not None):
+                or use_defaults or baseline_out is not None or kubernetes_version is not None):
             raise click.UsageError("--sweep takes the traces and configurations from its "
-                                   "spec: give no FILES, --baseline, --baseline-out, --config "
-                                   "or --defaults")
+                                   "spec: give no FILES, --baseline, --baseline-out, --config, "
+                                   "--defaults or --kubernetes-version (a spec names releases "
+                                   "with kubernetesVersion)")
         sys.exit(check_sweep(sweep_path, fail_on, output_format, db, scheduler))
     if scheduler is not None or db is not None:
         raise click.UsageError("--scheduler and --db apply to --sweep")
@@ -239,7 +300,8 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
     conditions = [parse_condition(c) for c in fail_on]
     baseline = load_summary(baseline_path)
     choice = ConfigChoice(file=config_path, defaults=use_defaults,
-                          feature_gates=feature_gates, plugins=plugins)
+                          feature_gates=feature_gates, plugins=plugins,
+                          kubernetes_version=kubernetes_version)
     with tempfile.TemporaryDirectory(prefix="kaudit-check-") as tmp:
         engine = open_database(f"sqlite:///{Path(tmp) / 'check.db'}")
         try:
@@ -252,6 +314,11 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
                                  "regenerate it")
             resolved = resolve_config(summary, choice)
             echo_resolved_config(resolved)
+            release = resolved.kubernetes_version.name
+            if baseline.outcomes.kubernetes_version not in (None, release):
+                click.echo(f"the baseline was replayed as Kubernetes "
+                           f"{baseline.outcomes.kubernetes_version}, the candidate as "
+                           f"{release}", err=True)
             # The baseline's seed and replay options (lifetime, latencies, one try, ...):
             # the two runs differ by their configuration only.
             replay_stored_trace(engine, summary, resolved, name="candidate",

@@ -12,17 +12,23 @@ from pathlib import Path
 import click
 import yaml
 
-from kaudit import KUBERNETES_VERSION
-from kaudit.cli.options import echo_config_warnings, echo_json, json_option
+from kaudit.cli.options import (
+    echo_config_warnings,
+    echo_json,
+    json_option,
+    kubernetes_version_option,
+)
 from kaudit.cli.whatif import plugin_option
 from kaudit.config import FeatureGates, parse_feature_gates
 from kaudit.errors import ConfigError
 from kaudit.scheduler.build import load
+from kaudit.services.versions import fallback_release, resolve_version
+from kaudit.versions import KubernetesVersion
 
 
-def _gates(text: str) -> FeatureGates:
+def _gates(text: str, version: KubernetesVersion) -> FeatureGates:
     try:
-        return parse_feature_gates(text)
+        return parse_feature_gates(text, version)
     except ConfigError as exc:
         raise ConfigError(f"--feature-gates: {exc}") from None
 
@@ -37,15 +43,19 @@ def config() -> None:
 @click.option("--feature-gates", "feature_gates", default="", metavar="A=true,B=false",
               help="Feature gates, as kube-scheduler's --feature-gates takes them.")
 @plugin_option
+@kubernetes_version_option(fallback_release().name)
 @json_option
-def show(file: Path | None, feature_gates: str, plugins: tuple[str, ...], as_json: bool) -> None:
+def show(file: Path | None, feature_gates: str, plugins: tuple[str, ...],
+         kubernetes_version: str | None, as_json: bool) -> None:
     """Print the effective configuration: FILE (YAML or JSON) after defaulting, or
-    kube-scheduler's defaults without FILE.
+    kube-scheduler's defaults without FILE, as kube-scheduler of the Kubernetes release
+    --kubernetes-version names.
 
     Each profile lists the plugins that run at every extension point, in order, with the
     score weights and the defaulted args of every plugin.
     """
-    gates = _gates(feature_gates)
+    release = resolve_version(kubernetes_version).version
+    gates = _gates(feature_gates, release)
     effective, _ = load(file, gates, plugins)
     echo_config_warnings(effective)
     document = effective.to_dict()
@@ -53,7 +63,7 @@ def show(file: Path | None, feature_gates: str, plugins: tuple[str, ...], as_jso
         echo_json(document)
         return
     header = [f"# Effective configuration of {file or 'kube-scheduler defaults'} "
-              f"(Kubernetes {KUBERNETES_VERSION})"]
+              f"(Kubernetes {release.name})"]
     changed = gates.non_default()
     if changed:
         header.append("# feature gates: " + ",".join(f"{k}={str(v).lower()}"

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from kaudit.cli.options import db_option, echo_json, json_option, table
+from kaudit.queries.ci_report import release_of, side_name
 from kaudit.queries.diff import CHANCE, diff_runs
 from kaudit.store.schema import open_database
 
@@ -34,7 +35,8 @@ def diff(run_a: str, run_b: str, limit: int, db: str | None, as_json: bool) -> N
 
 def _print(report: dict[str, Any], limit: int) -> None:
     counts = report["counts"]
-    click.echo(f"{report['a']} → {report['b']}: {report['compared']} pods compared; "
+    click.echo(f"{side_name(report, 'a')} → {side_name(report, 'b')}: {report['compared']} "
+               "pods compared; "
                f"{counts['same']} unchanged, {counts['unscheduledInBoth']} scheduled "
                f"in neither, {counts['moved']} moved, {counts['tieFlips']} "
                f"tie flips, {counts['tieConsequences']} consequences of tie flips, "
@@ -48,6 +50,10 @@ def _print(report: dict[str, Any], limit: int) -> None:
     if report["sameConfiguration"]:
         click.echo("Both runs used the same configuration: every difference comes from "
                    "tie-breaks (seeds), none from the configuration.")
+    elif release_of(report, "a") and release_of(report, "b"):
+        click.echo(f"The runs mirrored different Kubernetes releases "
+                   f"({release_of(report, 'a')} and {release_of(report, 'b')}): a difference "
+                   "may come from the release as well as from the configuration.")
     if report["causes"]:
         click.echo("\nChanged pods by cause:")
         click.echo(table([(c["count"], c["cause"], ", ".join(c["pods"][:3])
@@ -61,5 +67,7 @@ def _print(report: dict[str, Any], limit: int) -> None:
                        f"({change['a']['node'] or '-'} → {change['b']['node'] or '-'})")
             if change["reason"]:
                 click.echo(f"    {change['reason']}")
+            if change.get("releaseCause"):
+                click.echo(f"    release: {change['releaseCause']}")
         if len(real) > limit:
             click.echo(f"  ... {len(real) - limit} more (--json lists them all)")

@@ -243,3 +243,6 @@ def _report(result: IngestResult, elapsed: float) -> None:
     if result.scheduler_config is not None:
         click.echo("  scheduler configuration stored with the trace: `kaudit replay "
                    f"{result.name}` uses it unless --config is given")
+    if result.kubernetes_version is not None:
+        click.echo(f"  recorded from Kubernetes {result.kubernetes_version}: replays mirror "
+                   "that release when kaudit does (--kubernetes-version to choose)")

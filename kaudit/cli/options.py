@@ -12,6 +12,7 @@ import orjson
 from kaudit.config import SchedulerConfiguration
 from kaudit.input_limits import MAX_INT, MIN_INT
 from kaudit.queries import units
+from kaudit.services.versions import FLAG, explicit_version, fallback_release, version_help
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -24,6 +25,30 @@ db_option = click.option(
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print machine-readable JSON instead of text.")
+
+#: What ``--kubernetes-version`` defaults to where a trace is replayed.
+TRACE_RELEASE_DEFAULT = ("the release the trace was recorded from when kaudit mirrors its "
+                         "minor, else " + fallback_release().name)
+
+
+def _kubernetes_versions(ctx: click.Context, param: click.Parameter,
+                         value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+    """Each release named checked now (a clear error naming the flag), as its full name."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(explicit_version(name).name for name in value)
+    return explicit_version(value).name
+
+
+def kubernetes_version_option(default: str = TRACE_RELEASE_DEFAULT, *, multiple: bool = False,
+                              extra: str = "") -> Callable[[Any], Any]:
+    """``--kubernetes-version V``: the release whose kube-scheduler a command mirrors, checked
+    by :func:`kaudit.services.versions.explicit_version` (``1.34``, ``v1.34.2``...)."""
+    return click.option(FLAG, "kubernetes_version" if not multiple else "kubernetes_versions",
+                        metavar="V", multiple=multiple, callback=_kubernetes_versions,
+                        help=version_help(default) + (f" {extra}" if extra else ""))
+
 
 #: A seed option: an int64, as it is stored (a larger one is a usage error, not a
 #: traceback when the run is written).

@@ -112,4 +112,7 @@ def _report(output: Path, summary: RecordSummary) -> None:
                f"warnings {len(summary.warnings)}")
     for resource, reason in summary.skipped.items():
         click.echo(f"  not recorded: {resource} ({reason})")
+    if summary.kubernetes_version is not None:
+        click.echo(f"  API server: Kubernetes {summary.kubernetes_version} (in the trace's "
+                   "header: replays mirror that release when kaudit does)")
     click.echo(f"next: kaudit ingest {output}")

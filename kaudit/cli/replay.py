@@ -22,6 +22,7 @@ from kaudit.cli.options import (
     human_duration,
     interactive,
     json_option,
+    kubernetes_version_option,
     remove_and_report,
     remove_option,
     stderr_stream,
@@ -34,7 +35,7 @@ from kaudit.queries.eventlog import check_kind
 from kaudit.queries.explain import explain_pod
 from kaudit.queries.extender_calls import recorded_extender_calls
 from kaudit.queries.instants import resolve_instant
-from kaudit.queries.runs import get_run, iter_run_events, list_runs, remove_runs
+from kaudit.queries.runs import RunSummary, get_run, iter_run_events, list_runs, remove_runs
 from kaudit.queries.summary_rows import run_counts
 from kaudit.queries.timeline import run_span
 from kaudit.scheduler.extender.answers import RecordedAnswers
@@ -135,6 +136,7 @@ def terminate_as_interrupt(
                    "configuration (a simulator export's).")
 @feature_gates_option
 @plugin_option
+@kubernetes_version_option()
 @click.option("--name", help="Name of the run [default: TRACE-N].")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of tie-breaks and preemption offsets: same seed, same run.")
@@ -183,7 +185,8 @@ def terminate_as_interrupt(
 @json_option
 def replay(trace: str, config_path: Path | None, use_defaults: bool,
            feature_gates: str | None,
-           plugins: tuple[str, ...], name: str | None, seed: int, lifetime: str,
+           plugins: tuple[str, ...], kubernetes_version: str | None, name: str | None,
+           seed: int, lifetime: str,
            recreate_preempted: bool, bind_latency: float, api_latency: float,
            victim_termination: float, cycle_duration: float, one_try: bool,
            gpu_report: bool, tie_break: str,
@@ -192,7 +195,9 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
     """Replay a stored TRACE through the scheduler and log every decision.
 
     The scheduler's configuration is --config, else the one stored with the trace (from a
-    kube-scheduler-simulator export), else kube-scheduler's defaults.
+    kube-scheduler-simulator export), else kube-scheduler's defaults; the scheduler is that of
+    the Kubernetes release --kubernetes-version names, else the one the trace was recorded
+    from when kaudit mirrors it (`kaudit versions` lists them).
     """
     for flag, value in (("--bind-latency", bind_latency), ("--api-latency", api_latency),
                         ("--victim-termination", victim_termination),
@@ -202,7 +207,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
     if use_defaults and config_path is not None:
         raise click.UsageError("--defaults and --config exclude each other")
     choice = ConfigChoice(file=config_path, defaults=use_defaults,
-                          feature_gates=feature_gates, plugins=plugins)
+                          feature_gates=feature_gates, plugins=plugins,
+                          kubernetes_version=kubernetes_version)
     engine = open_database(db)
     try:
         summary_trace = get_trace(engine, trace)
@@ -246,7 +252,8 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
         return
     s = summary.as_json()
     held_back = s.get("podsHeldBack") or 0
-    click.echo(f"run '{run.name}' of trace '{summary_trace.name}': {s['podsScheduled']} pods "
+    click.echo(f"run '{run.name}' of trace '{summary_trace.name}' (Kubernetes "
+               f"{run.kubernetes_version}): {s['podsScheduled']} pods "
                f"scheduled, {s['podsPendingAtEnd']} pending at the end ("
                + (f"{held_back} of them held back by PreEnqueue, never tried; "
                   if held_back else "")
@@ -285,20 +292,21 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
 @json_option
 @click.pass_context
 def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List replay runs with their summaries (`kaudit runs rm RUN...` removes runs, `kaudit
-    runs summary RUN FILE` writes one as a `kaudit check` baseline).
+    """List replay runs with their summaries and Kubernetes release (`kaudit runs RUN` shows
+    one, `kaudit runs rm RUN...` removes runs, `kaudit runs summary RUN FILE` writes one as a
+    `kaudit check` baseline).
 
     A run whose replay stopped without finishing it (killed, its machine lost) shows as
     abandoned.
     """
     if ctx.invoked_subcommand is not None:
         return
-    if ctx.meta.get("listing_argument"):
-        raise click.UsageError(f"no such subcommand {ctx.meta['listing_argument']!r} "
-                               "(`kaudit runs` lists runs, `kaudit runs rm RUN...` removes, "
-                               "`kaudit runs summary RUN FILE` writes a baseline)")
+    shown: str | None = ctx.meta.get("listing_argument")
     engine = open_database(db)
     try:
+        if shown is not None:
+            _show_run(get_run(engine, shown), as_json)
+            return
         found = list_runs(engine)
     finally:
         engine.dispose()
@@ -311,13 +319,33 @@ def runs(ctx: click.Context, db: str | None, as_json: bool) -> None:
     rows = []
     for r in found:
         counts = run_counts(r.summary)
-        rows.append((r.id, r.name, r.trace, r.status, r.seed,
+        rows.append((r.id, r.name, r.trace, r.status, r.seed, r.kubernetes_version or "?",
                      *(counts[k] for k in ("scheduled", "pendingAtEnd", "neverScheduled",
                                            "preempted", "attempts")),
                      Path(r.config_source).name if r.config_source else "(defaults)"))
-    click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "SCHEDULED",
-                            "PENDING AT END", "NEVER SCHEDULED", "PREEMPTED", "ATTEMPTS",
-                            "CONFIG"]))
+    click.echo(table(rows, ["ID", "NAME", "TRACE", "STATUS", "SEED", "KUBERNETES",
+                            "SCHEDULED", "PENDING AT END", "NEVER SCHEDULED", "PREEMPTED",
+                            "ATTEMPTS", "CONFIG"]))
+
+
+def _show_run(run: RunSummary, as_json: bool) -> None:
+    """One run in detail: its trace, release, configuration, status and counts."""
+    if as_json:
+        echo_json(run.as_json())
+        return
+    click.echo(f"run '{run.name}' (id {run.id}) of trace '{run.trace}', created "
+               f"{run.created_at}: {run.status}")
+    click.echo(f"  Kubernetes: {run.kubernetes_version or 'unknown'}")
+    click.echo(f"  configuration: {run.config_source or 'kube-scheduler defaults'}")
+    click.echo(f"  seed {run.seed}, lifetime {run.lifetime}")
+    counts = run_counts(run.summary)
+    click.echo("  " + ", ".join(f"{label} {'-' if counts[key] is None else counts[key]}"
+                                for key, label in (
+        ("scheduled", "scheduled"), ("pendingAtEnd", "pending at the end"),
+        ("neverScheduled", "never scheduled"), ("preempted", "preempted"),
+        ("attempts", "attempts"))))
+    if run.error:
+        click.echo(f"  error: {run.error}")
 
 
 @runs.command("rm")

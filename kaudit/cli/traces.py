@@ -32,7 +32,8 @@ def _kinds(counts: dict[str, int], limit: int = 4) -> str:
 @json_option
 @click.pass_context
 def traces(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List stored traces with their event counts per kind and time span.
+    """List stored traces with their event counts per kind, time span and the Kubernetes
+    release they were recorded from (when their source says it).
 
     `kaudit traces TRACE` (a name or id) shows that trace in detail, including rejected
     lines; `kaudit traces rm TRACE...` removes traces with their runs.
@@ -52,8 +53,9 @@ def traces(ctx: click.Context, db: str | None, as_json: bool) -> None:
             else:
                 click.echo(table(
                     [(s.id, s.name, s.events, human_duration(s.span_seconds),
-                      s.rejected or "", _kinds(s.kind_counts)) for s in summaries],
-                    ["ID", "NAME", "EVENTS", "SPAN", "REJECTED", "KINDS"]))
+                      s.rejected or "", s.kubernetes_version or "", _kinds(s.kind_counts))
+                     for s in summaries],
+                    ["ID", "NAME", "EVENTS", "SPAN", "REJECTED", "RECORDED FROM", "KINDS"]))
             return
         summary = get_trace(engine, trace)
         rejected = rejected_lines(engine, summary.id)
@@ -67,6 +69,9 @@ def traces(ctx: click.Context, db: str | None, as_json: bool) -> None:
         click.echo(f"  time: {format_timestamp(summary.start_us)} to "
                    f"{format_timestamp(summary.end_us)} ({human_duration(summary.span_seconds)})")
     click.echo(f"  events: {summary.events}")
+    if summary.kubernetes_version is not None:
+        click.echo(f"  recorded from: Kubernetes {summary.kubernetes_version} (replays mirror "
+                   "that release when kaudit does; `kaudit versions` lists them)")
     click.echo(table([(k, n, "" if k not in summary.unused_kinds else "kept, not replayed")
                       for k, n in sorted(summary.kind_counts.items())],
                      ["KIND", "EVENTS", ""], indent=2))

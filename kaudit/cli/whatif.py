@@ -7,18 +7,26 @@ from pathlib import Path
 import click
 
 from kaudit.cli.explain_text import device_lines
-from kaudit.cli.options import SEED, echo_config_warnings, echo_json, table
+from kaudit.cli.options import (
+    SEED,
+    echo_config_warnings,
+    echo_json,
+    kubernetes_version_option,
+    table,
+)
 from kaudit.eventlog.codec import rejects
 from kaudit.queries import record_text
 from kaudit.queries.verdict import scored_winner_first
 from kaudit.readers.snapshot import load_objects
 from kaudit.scheduler.build import load
+from kaudit.services.replay import release_gates
+from kaudit.services.versions import fallback_release, resolve_version
 from kaudit.services.whatif import WhatIfReport, evaluate_pod, read_pod_manifest
 
 feature_gates_option = click.option(
     "--feature-gates", metavar="A=true,B=false",
     help="Feature gates that change in-tree plugin behaviour, as kube-scheduler takes them "
-         "(defaults as in Kubernetes v1.34).")
+         "(the gates and defaults of the Kubernetes release mirrored: --kubernetes-version).")
 plugin_option = click.option(
     "--plugin", "plugins", multiple=True, metavar="MODULE:CLASS",
     help="Register an out-of-tree plugin class (repeatable); enable it in --config.")
@@ -42,16 +50,18 @@ plugin_option = click.option(
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the tie-break among top-scoring nodes.")
 @plugin_option
+@kubernetes_version_option(fallback_release().name)
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
 def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
            feature_gates: str | None, candidates: str | None, seed: int,
-           plugins: tuple[str, ...], as_json: bool) -> None:
+           plugins: tuple[str, ...], kubernetes_version: str | None, as_json: bool) -> None:
     """Explain where POD would go in the cluster STATE, and why.
 
     Unlike a real scheduling cycle, every filter plugin runs on every node (not only up to
     the first failure), no nodes are sampled, and a single feasible node is still scored.
     """
-    config, registry = load(config_path, feature_gates, plugins)
+    release = resolve_version(kubernetes_version).version
+    config, registry = load(config_path, release_gates(feature_gates, release), plugins)
     echo_config_warnings(config)
     pod = read_pod_manifest(pod_path)
     names = [n.strip() for n in candidates.split(",") if n.strip()] if candidates else None
@@ -60,7 +70,8 @@ def whatif(cluster_path: Path, pod_path: Path, config_path: Path | None,
     if as_json:
         # The evaluation's own ``preemption`` (candidates, victims, PDB violations) stands.
         echo_json({"pod": report.pod, **report.evaluation, "causes": report.causes,
-                   "sentences": report.sentences})
+                   "sentences": report.sentences,
+                   "kubernetesVersion": report.kubernetes_version})
         return
     _print_report(report)
 
@@ -71,7 +82,7 @@ def _print_report(report: WhatIfReport) -> None:
     attempt, and the history page's what-if words this one."""
     evaluation, sentences = report.evaluation, report.sentences
     click.echo(f"Pod {report.pod}, profile {evaluation['profile']}, "
-               f"{report.node_count} nodes\n")
+               f"{report.node_count} nodes, Kubernetes {report.kubernetes_version}\n")
     if evaluation["preFilter"]:
         click.echo("PreFilter: " + ", ".join(
             f"{name} {entry['code']}" + (f" ({'; '.join(entry['reasons'])})"

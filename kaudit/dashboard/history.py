@@ -7,12 +7,14 @@ from flask import Blueprint, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 
 from kaudit.dashboard.database import cached, get_engine
-from kaudit.dashboard.params import is_final, moment, run_with_span
+from kaudit.dashboard.params import is_final, moment, run_with_span, text
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.timeline import cluster_at, events_around, last_change, node_at
+from kaudit.services.versions import supported_names
 from kaudit.services.whatif import (
     MAX_MANIFEST,
     POD_MANIFEST,
+    VERSION_FIELD,
     check_manifest_size,
     evaluate_pod_at,
     parse_pod_manifest,
@@ -25,7 +27,7 @@ bp = Blueprint("history", __name__)
 def page(run: str) -> ResponseReturnValue:
     found, span = run_with_span(run)
     return render_template("history.html", run=found, span=span.as_json(),
-                           t=moment("t", span, 0.0))
+                           t=moment("t", span, 0.0), releases=supported_names())
 
 
 @bp.get("/api/v1/runs/<run>/state")
@@ -53,9 +55,12 @@ def node(run: str, node: str) -> ResponseReturnValue:
 @bp.post("/api/v1/runs/<run>/whatif")
 def whatif(run: str) -> ResponseReturnValue:
     """Where the Pod manifest in the request body (JSON or YAML) would go in the run's cluster
-    at ``t``: ``kaudit whatif --json``'s evaluation. Nothing is stored."""
+    at ``t``: ``kaudit whatif --json``'s evaluation. Nothing is stored. ``kubernetesVersion``
+    evaluates it as another release than the run's (a supported one; else 400 naming it)."""
     found, _span = run_with_span(run)
+    release = text(VERSION_FIELD, max_length=64)
     check_manifest_size(request.content_length or 0, POD_MANIFEST)
     # Read one byte past the limit at most, so that a body sent without a length is bounded.
     pod = parse_pod_manifest(request.stream.read(MAX_MANIFEST + 1), POD_MANIFEST)
-    return jsonify(evaluate_pod_at(get_engine(), found.name, request.args.get("t"), pod))
+    return jsonify(evaluate_pod_at(get_engine(), found.name, request.args.get("t"), pod,
+                                   kubernetes_version=release))

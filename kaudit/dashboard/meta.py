@@ -29,6 +29,7 @@ from kaudit.dashboard.params import run_with_span
 from kaudit.dashboard.vendor import plotly_js_gzip, plotly_js_name, plotly_js_path
 from kaudit.errors import DatabaseError
 from kaudit.queries.runs import run_configuration
+from kaudit.services.versions import exact_release, fallback_release, supported_names
 from kaudit.store.engine import display_url
 from kaudit.store.schema import current_revision, probe_tables, schema_status
 
@@ -41,7 +42,8 @@ def versions() -> ResponseReturnValue:
     with engine.connect() as connection:
         revision = current_revision(connection)
     return jsonify({
-        "kaudit": __version__, "kubernetes": KUBERNETES_VERSION, "schemaRevision": revision,
+        "kaudit": __version__, "kubernetes": KUBERNETES_VERSION,
+        "kubernetesReleases": supported_names(), "schemaRevision": revision,
         "database": {"backend": engine.dialect.name, "url": display_url(str(engine.url))},
         "python": platform.python_version(),
         "packages": {name: version(name) for name in
@@ -55,6 +57,7 @@ def config(run: str) -> ResponseReturnValue:
     found, _ = run_with_span(run)
     configuration, gates = run_configuration(get_engine(), found.id)
     return jsonify({"run": found.name, "source": found.config_source,
+                    "kubernetesVersion": found.kubernetes_version,
                     "featureGates": gates, "configuration": configuration})
 
 
@@ -64,10 +67,14 @@ def config_page(run: str) -> ResponseReturnValue:
     found, _ = run_with_span(run)
     configuration, gates = run_configuration(get_engine(), found.id)
     text = yaml.safe_dump(configuration, sort_keys=False, default_flow_style=False, width=100)
-    defaults = FeatureGates()
+    # The gates the run changed from its own release's defaults (the default release's when
+    # kaudit no longer mirrors the run's).
+    release = exact_release(found.kubernetes_version) or fallback_release()
+    defaults = FeatureGates(version=release)
     changed = {name: on for name, on in sorted(gates.items())
                if name not in defaults or defaults.enabled(name) != on}
-    return render_template("config.html", run=found, text=text, gates=changed)
+    return render_template("config.html", run=found, text=text, gates=changed,
+                           gates_release=release.name)
 
 
 @bp.get("/healthz")

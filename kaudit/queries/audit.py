@@ -95,6 +95,7 @@ def audit_report(engine: Engine, ref: str) -> dict[str, Any]:
     return {
         "run": run.name, "trace": run.trace, "status": run.status,
         "config": run.config_source or "default",
+        "kubernetesVersion": run.kubernetes_version,
         "latencySeconds": (options["audit"].get("latencyUs") or 0) / 1e6,
         "momentRule": MOMENT_RULE,
         "decisions": total, "judged": judged_count, "classes": counts,
@@ -223,7 +224,8 @@ def _interval(report: dict[str, Any]) -> str | None:
 
 def as_text(report: dict[str, Any], verdicts: list[AuditVerdict], limit: int = 20) -> str:
     lines = [f"audit run '{report['run']}' of trace '{report['trace']}' "
-             f"(configuration {report['config']})",
+             f"(configuration {report['config']}, Kubernetes "
+             f"{report.get('kubernetesVersion') or 'unknown'})",
              f"  {report['decisions']:,} recorded decisions, {report['judged']:,} judged: "
              f"{report['agreeOrTie']:,} agree or tie ({percent(report['agreeShare'], 2)}"
              + (f"; {report['agreeInLaggingView']:,} of them only in a view lagging the "
@@ -275,6 +277,9 @@ def as_markdown(report: dict[str, Any], verdicts: list[AuditVerdict]) -> str:
              f"{report['decisions']:,} recorded decisions of trace `{report['trace']}`, "
              f"{report['judged']:,} judged: **{percent(report['agreeShare'], 2)}** agree or tie, "
              f"{percent(report['disagreeShare'], 2)} disagree.", "",
+             f"Judged by kube-scheduler of Kubernetes "
+             f"{report.get('kubernetesVersion') or 'unknown'} (configuration "
+             f"`{report['config']}`).", "",
              *([f"**The audit is {report['status']}**: this report holds only the decisions "
                 "judged before it stopped.", ""] if report["status"] != "complete" else []),
              *([f"{(_interval(report) or '').capitalize()}.", ""] if _interval(report) else []),

@@ -55,7 +55,9 @@ def summary_document(engine: Engine, run_ref: str) -> dict[str, Any]:
     outcomes = run_outcomes(engine, run.name)
     trace = get_trace(engine, run.trace)
     return {
-        "kauditSummary": FORMAT_VERSION, "kaudit": __version__, "kubernetes": KUBERNETES_VERSION,
+        "kauditSummary": FORMAT_VERSION, "kaudit": __version__,
+        # The release the run mirrored (summaries written before runs kept it: v1.34.2).
+        "kubernetes": run.kubernetes_version or KUBERNETES_VERSION,
         "run": run.name, "seed": run.seed, "replayOptions": _replay_options(engine, run.id),
         "trace": {"name": trace.name, "contentHash": trace_content_hash(engine, trace.id)},
         "configuration": orjson.loads(outcomes.config or "null"),
@@ -130,7 +132,11 @@ def load_summary(path: Path) -> Baseline:
     seed = document.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise InputError(f"{path}: seed: expected an integer, got {seed!r}")
-    return Baseline(Outcomes("baseline", -1, None, pods, config), stored, document,
+    release = document.get("kubernetes")
+    if release is not None and not isinstance(release, str):
+        raise InputError(f"{path}: kubernetes: expected a Kubernetes release, got {release!r}")
+    return Baseline(Outcomes("baseline", -1, None, pods, config, kubernetes_version=release),
+                    stored, document,
                     _read_replay_options(path, document.get("replayOptions") or {}), seed)
 
 

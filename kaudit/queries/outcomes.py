@@ -78,6 +78,8 @@ class Outcomes:
     #: Allocation, imbalance and fragmentation over the run (see kaudit.replay.allocation);
     #: for ``recorded``, None until the trace has been replayed once.
     utilisation: dict[str, Any] | None = None
+    #: The Kubernetes release whose kube-scheduler the run mirrored; None for ``recorded``.
+    kubernetes_version: str | None = None
 
 
 def run_outcomes(engine: Engine, run_ref: str, trace_ref: str | None = None) -> Outcomes:
@@ -99,7 +101,7 @@ def run_outcomes(engine: Engine, run_ref: str, trace_ref: str | None = None) -> 
     utilisation = {k: summary_json[k] for k in ("allocation", "imbalance", "fragmentation")
                    if k in summary_json}
     return Outcomes(run.name, int(trace_id), run.id, _replayed(engine, run.id), identity,
-                    utilisation or None)
+                    utilisation or None, run.kubernetes_version)
 
 
 def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:

@@ -29,10 +29,13 @@ class RunSummary:
     created_at: str
     summary: dict[str, Any] | None
     error: str | None
+    #: The Kubernetes release whose kube-scheduler the run mirrored.
+    kubernetes_version: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "trace": self.trace, "status": self.status,
                 "seed": self.seed, "lifetime": self.lifetime, "config": self.config_source,
+                "kubernetesVersion": self.kubernetes_version,
                 "createdAt": self.created_at, "summary": self.summary, "error": self.error}
 
 
@@ -50,12 +53,13 @@ def _summary(row: Any) -> RunSummary:
                  "finishing it; `kaudit runs rm` removes it")
     return RunSummary(row.id, row.name, row.trace_name, status, row.seed, row.lifetime,
                       row.config_source, _utc(row.created_at),
-                      orjson.loads(row.summary) if row.summary else None, error)
+                      orjson.loads(row.summary) if row.summary else None, error,
+                      row.kubernetes_version)
 
 
 _RUN_COLUMNS = (Run.id, Run.name, Trace.name.label("trace_name"), Run.status, Run.seed,
                 Run.lifetime, Run.config_source, Run.created_at, Run.summary, Run.error,
-                Run.owner_host, Run.owner_pid, Run.heartbeat_at)
+                Run.owner_host, Run.owner_pid, Run.heartbeat_at, Run.kubernetes_version)
 
 
 def list_runs(engine: Engine) -> list[RunSummary]:

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from kaudit.model.timestamps import format_timestamp
 from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.instants import resolve_instant
-from kaudit.queries.runs import run_configuration
+from kaudit.queries.runs import get_run, run_configuration
 from kaudit.queries.timeline import run_span
 
 
@@ -34,6 +34,10 @@ class RunMoment:
     config: Any
     #: The feature gates the run was replayed with, as ``kube-scheduler --feature-gates``.
     feature_gates: str
+    #: The same gates, by name.
+    gate_values: dict[str, bool]
+    #: The Kubernetes release whose kube-scheduler the run mirrored (None when unknown).
+    kubernetes_version: str | None
 
 
 def run_moment(engine: Engine, run_ref: str, t: str | None) -> RunMoment:
@@ -57,4 +61,6 @@ def run_moment(engine: Engine, run_ref: str, t: str | None) -> RunMoment:
     return RunMoment(run=source.name, t=span.t(at_us), time=format_timestamp(at_us),
                      objects=list(alive.values()), config=source.config,
                      feature_gates=",".join(f"{name}={'true' if on else 'false'}"
-                                            for name, on in gates.items()))
+                                            for name, on in gates.items()),
+                     gate_values=dict(gates),
+                     kubernetes_version=get_run(engine, source.name).kubernetes_version)

@@ -36,6 +36,10 @@ Only stage ``ResponseComplete`` is used. Everything else is *dropped* and counte
 records logged at a level too low to rebuild the object, node heartbeats that change nothing
 the scheduler reads); a line that is not an audit event is *rejected* with the reason.
 
+The release the log was recorded from is kube-scheduler's, from the user agent of the first
+event whose agent is kube-scheduler's (``kube-scheduler/v1.34.2 (linux/amd64) kubernetes/…``),
+whatever the request (a lease update counts).
+
 Objects keep one ``metadata.uid`` for their whole life: one logged without (level ``Request``)
 gets the uid seen first for it, or a stable made-up one, so that replay never takes one pod
 for two.
@@ -63,7 +67,9 @@ from kaudit.input_limits import ValueLimitError, load_json
 from kaudit.model.kinds import KINDS
 from kaudit.model.patch import PatchError, apply_patch
 from kaudit.model.pod import FINISHED_PHASES
+from kaudit.model.recording import parse_release, user_agent_release
 from kaudit.model.timestamps import format_rfc3339, parse_timestamp
+from kaudit.model.topology_labels import with_topology_labels
 from kaudit.readers.audit_fields import (
     EventFieldError,
     check_event_fields,
@@ -441,6 +447,8 @@ def _read_file(index: int, path: Path, stats: StreamStats,
             if problem is not None:
                 yield Rejected(number, f"items: {problem}", snippet(line))
                 continue
+            if stats.kubernetes_version is None:
+                stats.kubernetes_version = user_agent_release(item.get("userAgent"))
             if not _prefilter(item, stats, number):
                 continue
             try:
@@ -700,7 +708,12 @@ class AuditConverter:
         if (base.get("spec") or {}).get("nodeName") == node:
             stats.drop(DROP_BINDING_SEEN, parsed.line)
             return
-        yield from self._emit(parsed, "MODIFIED", _bound(base, node, request, parsed.received))
+        bound = _bound(base, node, request, parsed.received)
+        release = parse_release(user_agent_release(parsed.doc.get("userAgent"))
+                                or stats.kubernetes_version or "")
+        if release is not None and release[:2] >= (1, 35):
+            bound = _bound_from_v1_35(bound, self.state.get(("Node", "", node)))
+        yield from self._emit(parsed, "MODIFIED", bound)
 
     def _deleted(self, parsed: _Parsed, kind: str, api_version: str, namespace: str, name: str,
                  response: dict[str, Any] | None, request: Any,
@@ -795,7 +808,8 @@ def _bound(pod: dict[str, Any], node: str, binding: dict[str, Any], ts_us: int) 
     ``pkg/registry/core/pod/storage/storage.go``): the node set, the binding's annotations
     copied, and the ``PodScheduled`` condition replaced by ``status: "True"`` (no reason or
     message; its transition time kept when it was already true, as ``UpdatePodCondition``
-    does). The nomination stays: ``ClearingNominatedNodeNameAfterBinding`` is alpha, off."""
+    does). The nomination stays, as v1.34 leaves it (``ClearingNominatedNodeNameAfterBinding``
+    alpha, off); a binding from v1.35 on goes through :func:`_bound_from_v1_35` too."""
     metadata = dict(pod.get("metadata") or {})
     annotations = (binding.get("metadata") or {}).get("annotations")
     if isinstance(annotations, dict) and annotations:
@@ -814,6 +828,18 @@ def _bound(pod: dict[str, Any], node: str, binding: dict[str, Any], ts_us: int) 
     status["conditions"] = conditions
     return {**pod, "metadata": metadata, "spec": {**(pod.get("spec") or {}), "nodeName": node},
             "status": status}
+
+
+def _bound_from_v1_35(pod: dict[str, Any], node: dict[str, Any] | None) -> dict[str, Any]:
+    """A binding from v1.35 on (``ClearingNominatedNodeNameAfterBinding`` and
+    ``PodTopologyLabelsAdmission``, both beta and on): the nomination cleared, and the node's
+    zone and region labels copied onto the pod. The release is kube-scheduler's, from the
+    binding request's user agent (the API server's own is not in its audit log)."""
+    status = dict(pod.get("status") or {})
+    status.pop("nominatedNodeName", None)
+    pod = {**pod, "status": status}
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    return with_topology_labels(pod, labels) or pod
 
 
 def _responds_terminating(kind: str, obj: dict[str, Any]) -> bool:

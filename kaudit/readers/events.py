@@ -47,6 +47,9 @@ class StreamStats:
     dropped: dict[str, list[Any]] = field(default_factory=dict)
     #: A KubeSchedulerConfiguration the file carries (a simulator snapshot's schedulerConfig).
     scheduler_config: dict[str, Any] | None = None
+    #: The Kubernetes release the file says it was recorded from (a ``kaudit record``
+    #: header's, an audit log's kube-scheduler user agent's), as it says it.
+    kubernetes_version: str | None = None
     #: Format-specific facts worth reporting (the Alibaba trace's GPU load, say).
     details: dict[str, Any] = field(default_factory=dict)
 

@@ -4,7 +4,10 @@ Formats (:mod:`kaudit.readers.formats`): watch events (kaudit's native JSON Line
 --output-watch-events``), Kubernetes audit logs, kube-scheduler-simulator records and snapshot
 exports, Kubernetes Lists, and the Alibaba GPU trace's CSVs. Each file's format is told from
 its first line unless ``--format`` says it. What a reader deliberately left out (a read
-request in an audit log, say) is counted per file and reason in the trace's ``sources``.
+request in an audit log, say) is counted per file and reason in the trace's ``sources``. The
+Kubernetes release a file says it was recorded from (a ``kaudit record`` header, an audit
+log's kube-scheduler user agent) is kept per source and, the first one in reading order, on
+the trace.
 
 Inputs are streamed (memory stays bounded on gigabyte traces) and every line is validated. The
 whole trace is written in one transaction: on the first invalid line nothing is stored and a
@@ -76,6 +79,8 @@ class IngestResult:
     duplicate: bool = False
     #: The scheduler configuration stored with the trace, if its input carried one.
     scheduler_config: dict[str, Any] | None = None
+    #: The Kubernetes release the inputs say the trace was recorded from, if they say.
+    kubernetes_version: str | None = None
 
     @property
     def dropped(self) -> int:
@@ -408,6 +413,8 @@ def _store(connection: Connection, plan: _Plan, digest: str, *,
                for item, fmt, stat, count in zip(inputs, plan.formats, stats, counts,
                                                  strict=True)]
     config = _scheduler_config(inputs, stats) if use_config else None
+    release = next((stat.kubernetes_version for stat in stats
+                    if stat.kubernetes_version is not None), None)
 
     start = start_us if start_us is not None else min_ts
     if snapshot_seqs:
@@ -430,12 +437,13 @@ def _store(connection: Connection, plan: _Plan, digest: str, *,
             kind_counts=orjson.dumps(kind_counts).decode(), start_us=min_ts, end_us=max_ts,
             rejected_count=writer.rejected_count,
             scheduler_config=None if config is None else orjson.dumps(config).decode(),
+            kubernetes_version=release,
         )
     )
     return IngestResult(trace_id=trace_id, name=trace_name, events=writer.seq,
                         rejected=writer.rejected_count, kind_counts=kind_counts,
                         start_us=min_ts, end_us=max_ts, sources=sources,
-                        scheduler_config=config)
+                        scheduler_config=config, kubernetes_version=release)
 
 
 def _refuse_empty(inputs: Sequence[TraceInput], stats: list[StreamStats],
@@ -465,6 +473,8 @@ def _source_entry(item: TraceInput, fmt: str, stats: StreamStats,
         entry["dropped"] = dict(sorted(stats.dropped.items(), key=lambda kv: -kv[1][0]))
     if stats.details:
         entry["details"] = stats.details
+    if stats.kubernetes_version is not None:
+        entry["kubernetesVersion"] = stats.kubernetes_version
     return entry
 
 
@@ -496,5 +506,5 @@ def _describe_existing(engine: Engine, trace_id: int, *, duplicate: bool) -> Ing
         rejected=trace.rejected_count, kind_counts=orjson.loads(trace.kind_counts),
         start_us=trace.start_us, end_us=trace.end_us, sources=orjson.loads(trace.sources),
         duplicate=duplicate, scheduler_config=None if trace.scheduler_config is None
-        else orjson.loads(trace.scheduler_config),
+        else orjson.loads(trace.scheduler_config), kubernetes_version=trace.kubernetes_version,
     )

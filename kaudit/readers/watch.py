@@ -5,6 +5,8 @@ Native lines are ``{"ts": ..., "type": ..., "object": {...}}`` (see ``docs/trace
 ``ts``; a file's first event decides which of the two it is, and untimed events are placed at
 ``start + i * step`` in arrival order. ``BOOKMARK`` events are skipped; ``ERROR`` events and
 every malformed line are reported as :class:`~kaudit.readers.events.Rejected` with the reason.
+A ``BOOKMARK`` whose object is a recording's header (:mod:`kaudit.model.recording`, which
+``kaudit record`` writes first) names the Kubernetes release the trace was recorded from.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from kaudit.input_limits import ValueLimitError, load_json
+from kaudit.model.recording import header_release, is_header
 from kaudit.model.timestamps import MAX_SECONDS, parse_timestamp
 from kaudit.readers.events import EVENT_TYPES, Rejected, StreamStats, WatchEvent
 from kaudit.readers.files import iter_lines, snippet
@@ -80,7 +83,10 @@ def read_watch_stream(path: Path, clock: UntimedClock, stats: StreamStats,
             continue
         event_type = doc["type"]
         if event_type == "BOOKMARK":
-            stats.bookmarks += 1
+            if not is_header(doc["object"]):
+                stats.bookmarks += 1
+            elif stats.kubernetes_version is None:
+                stats.kubernetes_version = header_release(doc["object"])
             continue
         if event_type == "ERROR":
             status = doc["object"] if isinstance(doc["object"], dict) else {}

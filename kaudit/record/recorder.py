@@ -12,8 +12,10 @@ warning; the others go on.
 The first lists run one kind after the other in :data:`~kaudit.model.kinds.KINDS` order and
 the watches start when all are done, so a trace opens with the whole initial state, pods last.
 Events reach the writer through one bounded queue, in arrival order, and only the thread that
-calls :meth:`Recorder.run` writes. Memory is bounded by the cluster, not by the duration: per
-live object the recorder keeps its key, uid and resourceVersion, nothing else.
+calls :meth:`Recorder.run` writes; it first writes the trace's header with the API server's
+release (``/version``), which ``kaudit ingest`` stores with the trace. Memory is bounded by
+the cluster, not by the duration: per live object the recorder keeps its key, uid and
+resourceVersion, nothing else.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import orjson
 
 from kaudit.errors import InputError
 from kaudit.model.kinds import KindSpec
+from kaudit.model.recording import recorded_release
 from kaudit.record.client import ApiError, Channel, TransportError
 
 WATCH_TIMEOUT = 300
@@ -52,6 +55,8 @@ class EventSink(Protocol):
     """Where the recorded events go (a :class:`~kaudit.record.writer.TraceWriter`)."""
 
     def write(self, ts_us: int, event_type: str, obj: dict[str, Any]) -> None: ...
+
+    def write_header(self, ts_us: int, kubernetes_version: str) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -76,11 +81,15 @@ class RecordSummary:
     warnings: list[str]
     skipped: dict[str, str] = field(default_factory=dict)
     watching: bool = False
+    #: The API server's release (``/version``'s gitVersion), written in the trace's header;
+    #: None when ``/version`` did not say.
+    kubernetes_version: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"seconds": round(self.seconds, 3), "events": self.events, "kinds": self.kinds,
                 "bookmarks": self.bookmarks, "relists": self.relists,
-                "warnings": self.warnings, "skipped": self.skipped}
+                "warnings": self.warnings, "skipped": self.skipped,
+                "kubernetesVersion": self.kubernetes_version}
 
 
 class Backoff:
@@ -203,7 +212,8 @@ class Recorder:
             relists=sum(w.relists for w in self._workers),
             warnings=warnings,
             skipped={w.spec.resource: w.skipped for w in self._workers if w.skipped},
-            watching=self._watch_go.is_set() and not self._stop.is_set())
+            watching=self._watch_go.is_set() and not self._stop.is_set(),
+            kubernetes_version=self.server_version)
 
     # -- the main loop ----------------------------------------------------------------------
 
@@ -220,6 +230,8 @@ class Recorder:
         self._started = time.monotonic()
         deadline = self._started + duration if duration else None
         self._check_server()
+        if self.server_version is not None:
+            sink.write_header(now_us(), self.server_version)
         previous_handlers = self._install_signals() if handle_signals else {}
         threads = [threading.Thread(target=worker.run, daemon=True,
                                     name=f"kaudit-record-{worker.spec.resource}")
@@ -321,7 +333,7 @@ class Recorder:
         for attempt in range(1, self.attempts + 1):
             try:
                 version = channel.get_json("/version", [])
-                self.server_version = str(version.get("gitVersion") or "") or None
+                self.server_version = recorded_release(version.get("gitVersion"))
                 return
             except ApiError as exc:
                 if exc.status == 401:

@@ -3,8 +3,10 @@
 One line per event, ``{"ts": RFC 3339 UTC with microseconds, "type", "object"}``, written
 whole, so stopping between two writes never leaves half a line. Times never go backwards in
 the file (an event stamped earlier than the one before it, by another thread or a clock step,
-takes the previous time), as ``kaudit ingest`` requires. An existing file is only replaced when
-asked to.
+takes the previous time), as ``kaudit ingest`` requires. The file opens with the recording's
+header when the API server said its release (:mod:`kaudit.model.recording`: a ``BOOKMARK``
+every watch reader skips, which ``kaudit ingest`` reads the release from). An existing file is
+only replaced when asked to.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from kaudit import __version__
 from kaudit.errors import InputError, KauditError
+from kaudit.model.recording import header_object
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUFFER = 1 << 20
@@ -51,6 +55,16 @@ class TraceWriter:
 
     def write(self, ts_us: int, event_type: str, obj: dict[str, Any]) -> None:
         """Append one event; ``ts_us`` is when it was received (epoch microseconds)."""
+        self._line(ts_us, event_type, obj)
+        self.events += 1
+
+    def write_header(self, ts_us: int, kubernetes_version: str) -> None:
+        """Write the recording's header (the API server's release, :mod:`kaudit.model.
+        recording`); it is no event: a file holding only its header is still empty."""
+        self._line(ts_us, "BOOKMARK", header_object(kubernetes_version,
+                                                    f"kaudit/{__version__}"))
+
+    def _line(self, ts_us: int, event_type: str, obj: dict[str, Any]) -> None:
         ts_us = max(ts_us, self._last_ts)
         self._last_ts = ts_us
         line = orjson.dumps({"ts": format_rfc3339(ts_us), "type": event_type, "object": obj})
@@ -58,7 +72,6 @@ class TraceWriter:
             self._out.write(line + b"\n")
         except OSError as exc:
             raise KauditError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        self.events += 1
         self._dirty = True
 
     def flush(self) -> None:

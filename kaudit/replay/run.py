@@ -24,6 +24,7 @@ from kaudit.errors import InputError, Interrupted, UnreplayableEventError
 from kaudit.eventlog.runs import RunRemovedError, RunStatus, this_owner
 from kaudit.eventlog.sink import EventSink, NullSink, SqlSink
 from kaudit.framework.plugin import Plugin
+from kaudit.replay.audit_expectations import without_expectations
 from kaudit.replay.audit_plan import plan_decisions
 from kaudit.replay.engine import Replay
 from kaudit.replay.heartbeat import RunHeartbeat
@@ -141,6 +142,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
             config=orjson.dumps(config.to_dict()).decode(), config_source=config.source,
             options=orjson.dumps({**asdict(options),
                                   "featureGates": dict(config.feature_gates),
+                                  "kubernetesVersion": config.feature_gates.version.name,
                                   **({"labels": labels} if labels else {}),
                                   **({"audit": {"latencyUs": audit_latency_us,
                                                 "windowUs": audit_window_us,
@@ -151,6 +153,7 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                                      if extender_answers is not None else {})}).decode(),
             created_at=datetime.now(UTC),
             kaudit_version=__version__,
+            kubernetes_version=config.feature_gates.version.name,
             owner_host=this_owner()[0], owner_pid=this_owner()[1],
             heartbeat_at=datetime.now(UTC),
         ).returning(Run.id)).scalar_one()
@@ -167,6 +170,9 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
         plan = (plan_decisions(iter_events(engine, trace.id), audit_latency_us,
                                audit_window_us).between(*audit_between)
                 if audit_latency_us is not None else None)
+        if plan is not None and config.feature_gates.get("NominatedNodeNameForExpectation",
+                                                          False):
+            plan = without_expectations(plan)
         replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
                         lifetimes, workload, plan)
         summary = replay.run(iter_events(engine, trace.id), progress,

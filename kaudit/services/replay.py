@@ -7,6 +7,11 @@ the rule lives here, once: an explicit configuration (a file, or a sweep's parse
 wins; ``--defaults`` asks for kube-scheduler's defaults; otherwise the configuration stored
 with the trace (a kube-scheduler-simulator export carries one) is used, and the user is told
 so; a trace without one replays under the defaults.
+
+The configuration is loaded as the Kubernetes release chosen by the one rule of
+:mod:`kaudit.services.versions` (``--kubernetes-version``, else the release the trace was
+recorded from when kaudit mirrors it, else the fallback release): its feature gates belong to
+that release, so its defaults, default plugins and plugin behaviour are that release's.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from kaudit.config import FeatureGates, parse_feature_gates
 from kaudit.config.model import SchedulerConfiguration
 from kaudit.errors import InputError
 from kaudit.framework.plugin import Plugin
@@ -24,7 +30,9 @@ from kaudit.queries.runs import RunSummary, get_run
 from kaudit.replay.options import ReplaySummary
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load, load_object_config
+from kaudit.services.versions import ResolvedVersion, resolve_version
 from kaudit.store.traces import TraceSummary
+from kaudit.versions import KubernetesVersion
 
 #: Where a resolved configuration came from.
 FROM_FILE, FROM_DOCUMENT, FROM_DEFAULTS, FROM_TRACE = "file", "document", "defaults", "trace"
@@ -42,6 +50,9 @@ class ConfigChoice:
     defaults: bool = False
     feature_gates: str | None = None
     plugins: tuple[str, ...] = ()
+    #: The Kubernetes release the user asked for (``--kubernetes-version``); None: the
+    #: release the trace was recorded from when kaudit mirrors it, else the fallback.
+    kubernetes_version: str | None = None
 
     def __post_init__(self) -> None:
         given = [name for name, on in (("--config", self.file is not None),
@@ -59,8 +70,17 @@ class ResolvedConfig:
     registry: dict[str, type[Plugin]]
     #: One of FROM_FILE, FROM_DOCUMENT, FROM_DEFAULTS, FROM_TRACE.
     origin: str
-    #: What the user should be told about the choice (the stored configuration was used).
+    #: What the user should be told about the choice (the stored configuration was used,
+    #: the trace's release is not one kaudit mirrors).
     notices: tuple[str, ...] = ()
+    #: Where the release came from (:mod:`kaudit.services.versions`' FROM_USER,
+    #: FROM_RECORDING or FROM_FALLBACK).
+    version_origin: str = ""
+
+    @property
+    def kubernetes_version(self) -> KubernetesVersion:
+        """The release the configuration was loaded as (its feature gates')."""
+        return self.config.feature_gates.version
 
     @property
     def label(self) -> str:
@@ -76,21 +96,38 @@ def stored_config_notice(trace: TraceSummary) -> str:
             "(--defaults to ignore it)")
 
 
+def trace_version(trace: TraceSummary, explicit: str | None) -> ResolvedVersion:
+    """The release to replay ``trace`` as: ``explicit`` (``--kubernetes-version``), else the
+    release it was recorded from when kaudit mirrors it, else the fallback release."""
+    return resolve_version(explicit, trace.kubernetes_version,
+                           subject=f"trace '{trace.name}' was recorded from")
+
+
+def release_gates(feature_gates: str | None, version: KubernetesVersion) -> FeatureGates:
+    """``--feature-gates`` of ``version``, parsed as kube-scheduler of that release does."""
+    return parse_feature_gates(feature_gates or "", version)
+
+
 def resolve_config(trace: TraceSummary, choice: ConfigChoice) -> ResolvedConfig:
-    """The configuration to replay ``trace`` under, by the one rule of this module."""
-    gates, plugins = choice.feature_gates, choice.plugins
+    """The configuration to replay ``trace`` under, by the one rule of this module, loaded as
+    the release of :func:`trace_version`."""
+    release = trace_version(trace, choice.kubernetes_version)
+    gates, plugins = release_gates(choice.feature_gates, release.version), choice.plugins
+    notices = release.notices
     if choice.file is not None:
         config, registry = load(choice.file, gates, plugins)
-        return ResolvedConfig(config, registry, FROM_FILE)
-    if choice.document is not None:
+        origin = FROM_FILE
+    elif choice.document is not None:
         config, registry = load_object_config(choice.document, choice.source, gates, plugins)
-        return ResolvedConfig(config, registry, FROM_DOCUMENT)
-    if not choice.defaults and trace.scheduler_config is not None:
+        origin = FROM_DOCUMENT
+    elif not choice.defaults and trace.scheduler_config is not None:
         config, registry = load_object_config(
             trace.scheduler_config, f"trace {trace.name}: schedulerConfig", gates, plugins)
-        return ResolvedConfig(config, registry, FROM_TRACE, (stored_config_notice(trace),))
-    config, registry = load(None, gates, plugins)
-    return ResolvedConfig(config, registry, FROM_DEFAULTS)
+        origin, notices = FROM_TRACE, (stored_config_notice(trace), *notices)
+    else:
+        config, registry = load(None, gates, plugins)
+        origin = FROM_DEFAULTS
+    return ResolvedConfig(config, registry, origin, notices, release.origin)
 
 
 @dataclass(frozen=True)

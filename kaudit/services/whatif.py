@@ -41,6 +41,7 @@ from kaudit.queries.verdict import grouped_causes, placement_reason, unpack
 from kaudit.queries.whatif import run_moment
 from kaudit.readers.validate import ObjectError, type_name, validate_object
 from kaudit.scheduler.build import build_scheduler, load_object_config
+from kaudit.services.versions import carry_gates, exact_release, resolve_version
 
 #: The largest manifest accepted (bytes), at both doors.
 MAX_MANIFEST = 256 * 1024
@@ -166,11 +167,13 @@ class WhatIfReport:
     causes: list[dict[str, Any]]
     #: The answer in sentences of :mod:`kaudit.queries.verdict_text`, for every door.
     sentences: dict[str, str | None]
+    #: The Kubernetes release whose kube-scheduler evaluated the pod.
+    kubernetes_version: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {"nodes": self.node_count, "pod": self.pod, "evaluation": self.evaluation,
                 "preemption": self.preemption, "causes": self.causes,
-                "sentences": self.sentences}
+                "sentences": self.sentences, "kubernetesVersion": self.kubernetes_version}
 
 
 def _sentences(pod: str, evaluation: dict[str, Any], causes: list[dict[str, Any]],
@@ -240,16 +243,32 @@ def evaluate_pod(objects: list[dict[str, Any]], pod: dict[str, Any],
         free, claims=_claims(cluster, evaluation))
     return WhatIfReport(pod=info.key, node_count=len(cluster.order), evaluation=evaluation,
                         preemption=preemption, causes=causes,
-                        sentences=_sentences(info.key, evaluation, causes, preemption))
+                        sentences=_sentences(info.key, evaluation, causes, preemption),
+                        kubernetes_version=config.feature_gates.version.name)
+
+
+#: How the what-if API names the release it is asked for.
+VERSION_FIELD = "kubernetesVersion"
 
 
 def evaluate_pod_at(engine: Engine, run_ref: str, t: str | None, pod: dict[str, Any], *,
-                    pod_source: str = POD_MANIFEST, seed: int = 0) -> dict[str, Any]:
+                    pod_source: str = POD_MANIFEST, seed: int = 0,
+                    kubernetes_version: str | None = None) -> dict[str, Any]:
     """:func:`evaluate_pod` in the cluster run ``run_ref`` simulated at ``t`` (seconds from
-    its start or RFC 3339; its end when None), with the run's configuration and gates."""
+    its start or RFC 3339; its end when None), with the run's configuration and gates, as
+    the release ``kubernetes_version`` names, else the run's (by the rule of
+    :mod:`kaudit.services.versions`: the run's release stands for the trace's). Under another
+    release than the run's, the gates the run set away from its release's defaults are carried
+    over; those the release cannot take are left out, and the answer's ``notices`` say so."""
     moment = run_moment(engine, run_ref, t)
+    owner = f"run '{moment.run}'"
+    release = resolve_version(kubernetes_version, moment.kubernetes_version,
+                              field=VERSION_FIELD, subject=f"{owner} was replayed as")
+    gates, carried = carry_gates(moment.gate_values, exact_release(moment.kubernetes_version),
+                                 release.version, owner)
     config, registry = load_object_config(moment.config, f"run {moment.run}'s configuration",
-                                          moment.feature_gates)
+                                          gates)
     report = evaluate_pod(moment.objects, pod, config, registry, pod_source=pod_source,
                           seed=seed)
-    return {"run": moment.run, "t": moment.t, "time": moment.time, **report.as_json()}
+    return {"run": moment.run, "t": moment.t, "time": moment.time, **report.as_json(),
+            "notices": [*release.notices, *carried]}

@@ -66,6 +66,9 @@ class Trace(Base):
     #: JSON allocation, imbalance and fragmentation of the recorded cluster (the trace replayed
     #: with its own placements), computed by the trace's first replay.
     recorded_utilisation: Mapped[str | None] = mapped_column(Text)
+    #: The Kubernetes release the trace was recorded from, as its source says it
+    #: (``v1.34.2``), whether kaudit mirrors it or not; None when the source does not say.
+    kubernetes_version: Mapped[str | None] = mapped_column(String(32))
 
 
 class TraceEvent(Base):
@@ -135,6 +138,8 @@ class Run(Base):
     owner_host: Mapped[str | None] = mapped_column(String(255))
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: The Kubernetes release whose kube-scheduler the run mirrored (``v1.34.2``).
+    kubernetes_version: Mapped[str | None] = mapped_column(String(32))
 
 
 class RunEvent(Base):

@@ -33,6 +33,9 @@ class TraceSummary:
     sources: list[dict[str, Any]]
     #: The KubeSchedulerConfiguration stored with the trace (a simulator export's), if any.
     scheduler_config: dict[str, Any] | None = None
+    #: The Kubernetes release the trace was recorded from, as its source says it (whether
+    #: kaudit mirrors it or not); None when the source does not say.
+    kubernetes_version: str | None = None
 
     @property
     def has_scheduler_config(self) -> bool:
@@ -57,6 +60,7 @@ class TraceSummary:
             "spanSeconds": self.span_seconds, "rejected": self.rejected,
             "ingestedAt": self.created_at, "sources": self.sources,
             "schedulerConfig": self.scheduler_config,
+            "kubernetesVersion": self.kubernetes_version,
         }
 
 
@@ -74,6 +78,7 @@ def summary_of(row: Trace) -> TraceSummary:
         sources=orjson.loads(row.sources),
         scheduler_config=None if row.scheduler_config is None
         else orjson.loads(row.scheduler_config),
+        kubernetes_version=row.kubernetes_version,
     )
 
 

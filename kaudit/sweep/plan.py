@@ -3,8 +3,10 @@
 This runs where ``kaudit sweep`` runs (the coordinator): trace files are read here and stored
 in the database, so workers need only the database, never the files. Each cell gets a key
 over what decides its result (the stored trace's content hash, the effective configuration
-with its feature gates and out-of-tree plugins, the seed and the replay options), so the same
-cell in a sweep run again is recognised and skipped once finished.
+with its Kubernetes release, feature gates and out-of-tree plugins, the seed and the replay
+options), so the same cell in a sweep run again is recognised and skipped once finished. A
+cell's release is its configuration's ``kubernetesVersion``, else its trace's own release when
+kaudit mirrors it, else the fallback (:mod:`kaudit.services.versions`, as ``kaudit replay``).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from kaudit.readers.alibaba import AlibabaOptions
 from kaudit.readers.formats import ALIBABA
 from kaudit.readers.ingest import EVENTS, SNAPSHOT, TraceInput, ingest_trace
 from kaudit.scheduler.build import load_object_config
-from kaudit.services.replay import ConfigChoice, resolve_config
+from kaudit.services.replay import ConfigChoice, release_gates, resolve_config, trace_version
+from kaudit.services.versions import UNVERSIONED_RELEASE, resolve_version
 from kaudit.store.models import Trace
 from kaudit.store.traces import TraceSummary, get_trace
 from kaudit.sweep.spec import SEED_TOKEN, ConfigSpec, SweepSpec, TraceSpec
+from kaudit.versions import KubernetesVersion
 
 #: Replay options of a cell, as ``replay_trace`` takes them, with kaudit replay's defaults.
 #: Replay options added after sweeps were first keyed: in a cell's key only when set to other
@@ -59,12 +63,15 @@ class CellTask:
     feature_gates: str
     plugins: tuple[str, ...]
     replay: dict[str, Any]
+    #: The Kubernetes release the cell mirrors (resolved when the sweep was planned).
+    kubernetes_version: str | None = None
 
     def config_choice(self) -> ConfigChoice:
         """What the cell asks :mod:`kaudit.services.replay` for: its document, or (None) the
-        trace's stored configuration, else the defaults."""
+        trace's stored configuration, else the defaults, as its release."""
         return ConfigChoice(document=self.config_document, source=self.config_source,
-                            feature_gates=self.feature_gates, plugins=self.plugins)
+                            feature_gates=self.feature_gates, plugins=self.plugins,
+                            kubernetes_version=self.kubernetes_version)
 
     def replay_kwargs(self) -> dict[str, Any]:
         r = self.replay
@@ -96,20 +103,49 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def config_digest(config: ConfigSpec, trace: TraceSummary | None = None) -> str:
+def config_digest(config: ConfigSpec, trace: TraceSummary | None = None,
+                  release: str | None = None) -> str:
     """The digest of the effective configuration (what kube-scheduler would run after
-    defaulting), its feature gates and the out-of-tree plugins it names; of ``trace``'s
-    stored configuration for a ``fromTrace`` one."""
+    defaulting) as the Kubernetes release ``release`` (the configuration's, else the trace's,
+    by the rule of :func:`kaudit.services.replay.trace_version`), its feature gates and the
+    out-of-tree plugins it names; of ``trace``'s stored configuration for a ``fromTrace`` one.
+    A release other than the one every run mirrored before releases were kept is in the
+    digest, so cells keyed before keep their keys."""
     if config.from_trace:
         if trace is None:
             raise ValueError("a fromTrace configuration is digested per trace")
         loaded = resolve_config(trace, ConfigChoice(feature_gates=config.feature_gates,
-                                                    plugins=config.plugins)).config
+                                                    plugins=config.plugins,
+                                                    kubernetes_version=release)).config
     else:
-        loaded, _ = load_object_config(config.document, config.source, config.feature_gates,
+        version = resolve_version_of(config, trace, release)
+        loaded, _ = load_object_config(config.document, config.source,
+                                       release_gates(config.feature_gates, version),
                                        config.plugins)
-    return _digest({"config": loaded.to_dict(), "featureGates": dict(loaded.feature_gates),
-                    "plugins": sorted(config.plugins)})
+    name = loaded.feature_gates.version.name
+    gates = dict(loaded.feature_gates)
+    for late in LATE_GATES.get(name, ()):
+        if late not in loaded.feature_gates.overrides:
+            gates.pop(late, None)
+    return _digest({"config": loaded.to_dict(), "featureGates": gates,
+                    "plugins": sorted(config.plugins),
+                    **({"kubernetesVersion": name} if name != UNVERSIONED_RELEASE else {})})
+
+
+#: Gates added to a release's table after cells were first keyed with it: they enter the key
+#: only when set, so those cells keep their keys.
+LATE_GATES: dict[str, tuple[str, ...]] = {"v1.34.2": ("PodTopologyLabelsAdmission",)}
+
+
+def resolve_version_of(config: ConfigSpec, trace: TraceSummary | None,
+                       release: str | None = None) -> KubernetesVersion:
+    """The release a cell of ``config`` on ``trace`` mirrors: ``release`` when given, else
+    the configuration's ``kubernetesVersion``, else the trace's own release when kaudit
+    mirrors it, else the fallback."""
+    explicit = release or config.kubernetes_version
+    if trace is None:
+        return resolve_version(explicit).version
+    return trace_version(trace, explicit).version
 
 
 def _inputs(trace: TraceSpec) -> list[TraceInput]:
@@ -180,13 +216,14 @@ def _run_name(spec: SweepSpec, trace: str, config: str, seed: int) -> str:
 def plan_cells(engine: Engine, spec: SweepSpec,
                progress: Callable[[str], None] | None = None) -> list[CellTask]:
     """Ingest the spec's traces, load its configurations, and key every cell."""
-    configs: dict[str, tuple[str | None, ConfigSpec]] = {}
-    for config in spec.configs:
-        try:
-            configs[config.label] = (None if config.from_trace else config_digest(config),
-                                     config)
-        except KauditError as exc:
-            raise _located(exc, f"{spec.path}: config {config.label}") from None
+    configs = {config.label: config for config in spec.configs}
+    for config in spec.configs:  # a configuration that does not load fails before any ingest
+        if not config.from_trace:
+            try:
+                config_digest(config, release=config.kubernetes_version)
+            except KauditError as exc:
+                raise _located(exc, f"{spec.path}: config {config.label}") from None
+    digests: dict[tuple[str, int, str], str] = {}
     traces: dict[tuple[str, int | None], tuple[TraceSummary, str | None]] = {}
     tasks = []
     for position, cell in enumerate(spec.cells):
@@ -199,13 +236,18 @@ def plan_cells(engine: Engine, spec: SweepSpec,
             ingested = ingest_for(engine, spec, trace, cell.seed)
             traces[slot] = (ingested, stored_hash(engine, ingested))
         stored, content = traces[slot]
-        digest, config = configs[cell.config]
-        if digest is None:
+        config = configs[cell.config]
+        release = resolve_version_of(config, stored).name
+        # A fromTrace configuration is each trace's own; any other is the same on every trace
+        # of one release.
+        known = (cell.config, stored.id if config.from_trace else 0, release)
+        if known not in digests:
             try:
-                digest = config_digest(config, stored)
+                digests[known] = config_digest(config, stored, release)
             except KauditError as exc:
                 raise _located(exc, f"{spec.path}: config {config.label}, trace "
                                     f"{cell.trace}") from None
+        digest = digests[known]
         replay = {key: _number(value) for key, value in
                   {**DEFAULT_REPLAY, **spec.replay, **config.replay}.items()}
         key = _digest({"trace": content, "config": digest, "seed": cell.seed,
@@ -216,7 +258,8 @@ def plan_cells(engine: Engine, spec: SweepSpec,
             run_name=_run_name(spec, cell.trace, cell.config, cell.seed), trace_id=stored.id,
             config_document=None if config.from_trace else config.document,
             config_source=config.source,
-            feature_gates=config.feature_gates, plugins=config.plugins, replay=replay))
+            feature_gates=config.feature_gates, plugins=config.plugins, replay=replay,
+            kubernetes_version=release))
     _refuse_identical(spec, tasks)
     return tasks
 
@@ -231,8 +274,8 @@ def _refuse_identical(spec: SweepSpec, tasks: list[CellTask]) -> None:
             continue
         if first.config != task.config:
             what = (f"configs {first.config} and {task.config} are the same configuration "
-                    "(the same effective KubeSchedulerConfiguration, feature gates, plugins "
-                    "and replay options)")
+                    "(the same effective KubeSchedulerConfiguration, Kubernetes release, "
+                    "feature gates, plugins and replay options)")
         elif first.trace != task.trace:
             what = f"traces {first.trace} and {task.trace} are the same trace content"
         else:

@@ -5,7 +5,10 @@ The spec is YAML (or JSON). Every error names the spec file and the field, e.g.
 own directory, and ``$VAR`` / ``${VAR}`` in paths are taken from the environment (a shared
 trace directory differs between machines). In a trace's ``alibaba`` options, the value
 ``"{seed}"`` stands for the cell's seed (the FGD paper's protocol shuffles the pod list with
-the seed of the replay). See ``docs/sweeps.md`` for the format.
+the seed of the replay). ``kubernetesVersion`` (at the top, for every configuration, or in one
+configuration) names the Kubernetes release a configuration's cells mirror; without it each
+trace's own release is mirrored when kaudit mirrors it (:mod:`kaudit.services.versions`). See
+``docs/sweeps.md`` for the format.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kaudit import versions
 from kaudit.config.source import read_file
 from kaudit.errors import ConfigError, InputError
 from kaudit.readers.formats import AUTO, FAMILIES
@@ -40,7 +44,7 @@ _CHOICES = {"lifetime": ("recorded", "relative"),
 _ALIBABA: dict[str, type | tuple[type, ...]] = {
     "shuffle": bool, "seed": int, "gpuLoad": (int, float), "deletions": bool, "gpuSharing": str}
 _TOP = {"apiVersion", "kind", "name", "description", "traces", "configs", "seeds", "replay",
-        "baseline", "cells", "reference"}
+        "baseline", "cells", "reference", "kubernetesVersion"}
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,9 @@ class ConfigSpec:
     #: kube-scheduler's defaults, as ``kaudit replay TRACE`` chooses without --config;
     #: ``document`` is then unused.
     from_trace: bool = False
+    #: The Kubernetes release its cells mirror (``kubernetesVersion``, the configuration's or
+    #: the spec's), by its full name; None: each trace's own release when kaudit mirrors it.
+    kubernetes_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,17 @@ class _Reader:
             raise self.fail(where, f"no such file {path}" if not path.exists()
                             else f"{path} is not a regular file")
         return path
+
+    def release(self, value: Any, where: str) -> str | None:
+        """A ``kubernetesVersion``: a supported release (``v1.34.2``, ``1.34``), by its full
+        name; None when not given."""
+        if value is None:
+            return None
+        text = str(self.typed(value, where, str))
+        try:
+            return versions.get(text).name
+        except ConfigError as exc:
+            raise self.fail(where, str(exc)) from None
 
     def replay_options(self, value: Any, where: str) -> dict[str, Any]:
         options = self.mapping(value, where, REPLAY_OPTIONS)
@@ -300,11 +318,13 @@ _EMPTY_CONFIG = {"apiVersion": "kubescheduler.config.k8s.io/v1",
                  "kind": "KubeSchedulerConfiguration"}
 
 
-def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
+def _config(reader: _Reader, value: Any, where: str, sweep: str,
+            release: str | None = None) -> ConfigSpec:
     if isinstance(value, str):
         value = {"file": value}
     entry = reader.mapping(value, where, {"name", "file", "base", "patch", "featureGates",
-                                          "plugins", "replay", "fromTrace"})
+                                          "plugins", "replay", "fromTrace",
+                                          "kubernetesVersion"})
     if "file" in entry and ("base" in entry or "patch" in entry):
         raise reader.fail(where, "give file, or base and patch, not both")
     from_trace = reader.typed(entry.get("fromTrace", False), f"{where}.fromTrace", bool)
@@ -348,10 +368,11 @@ def _config(reader: _Reader, value: Any, where: str, sweep: str) -> ConfigSpec:
     for i, plugin in enumerate(plugins):
         reader.typed(plugin, f"{where}.plugins[{i}]", str)
     replay = reader.replay_options(entry.get("replay", {}), f"{where}.replay")
+    own = reader.release(entry.get("kubernetesVersion"), f"{where}.kubernetesVersion")
     return ConfigSpec(label=label, document=document,
                       source=f"{source} [sweep {sweep}, config {label}]",
                       feature_gates=gates, plugins=tuple(plugins), replay=replay,
-                      from_trace=from_trace)
+                      from_trace=from_trace, kubernetes_version=own or release)
 
 
 def _unique(reader: _Reader, labels: list[str], where: str) -> None:
@@ -387,11 +408,12 @@ def read_spec(path: Path) -> SweepSpec:
     traces = [_trace(reader, t, f"traces[{i}]", i)
               for i, t in enumerate(_list(reader, document, "traces"))]
     _unique(reader, [t.label for t in traces], "traces")
+    release = reader.release(document.get("kubernetesVersion"), "kubernetesVersion")
     if "configs" in document:
-        configs = [_config(reader, c, f"configs[{i}]", name)
+        configs = [_config(reader, c, f"configs[{i}]", name, release)
                    for i, c in enumerate(_list(reader, document, "configs"))]
     else:
-        configs = [_config(reader, {}, "configs[0]", name)]
+        configs = [_config(reader, {}, "configs[0]", name, release)]
     _unique(reader, [c.label for c in configs], "configs")
     seeds = _seeds(reader, document.get("seeds"))
     replay = reader.replay_options(document.get("replay", {}), "replay")

@@ -49,7 +49,7 @@ def test_traces_listing_and_unknown_trace(run_kaudit: Callable[..., Result]) -> 
     run_kaudit("demo")
     listing = run_kaudit("traces")
     assert listing.output.splitlines()[0].split() == ["ID", "NAME", "EVENTS", "SPAN",
-                                                      "REJECTED", "KINDS"]
+                                                      "REJECTED", "RECORDED", "FROM", "KINDS"]
     missing = run_kaudit("traces", "nope")
     assert missing.exit_code == 2 and "no trace named 'nope'" in missing.output
 

@@ -246,11 +246,11 @@ def test_unknown_pages_are_html_404s(client: FlaskClient) -> None:
 
 def test_introspection(client: FlaskClient) -> None:
     versions = _json(client, "/-/versions")
-    assert versions["kubernetes"] == "v1.34.2" and versions["schemaRevision"] == "0008"
+    assert versions["kubernetes"] == "v1.34.2" and versions["schemaRevision"] == "0009"
     config = _json(client, "/-/config/packing")
     strategy = config["configuration"]["profiles"][0]["pluginConfig"]
     assert "MostAllocated" in json.dumps(strategy)
-    assert _json(client, "/healthz") == {"status": "ok", "schemaRevision": "0008"}
+    assert _json(client, "/healthz") == {"status": "ok", "schemaRevision": "0009"}
     answer = client.get("/metrics")
     assert answer.headers["Content-Type"].count("charset") == 1  # once, not twice
     metrics = answer.get_data(as_text=True)

@@ -95,6 +95,8 @@ def test_the_page_states_the_counts_and_links_every_disagreement(audited: FlaskC
     assert (f"{report['decisions']} recorded decisions, {report['judged']} judged: "
             f"{report['agreeOrTie']} agree or tie") in text
     assert f"{disagreeing} disagree" in text
+    assert report["kubernetesVersion"] == "v1.34.2"
+    assert 'Kubernetes <b id="audit-kubernetes">v1.34.2</b>' in page
     for name, count in report["classes"].items():
         row = re.search(rf'<tr data-class="{name}">(.*?)</tr>', page, re.S)
         assert row is not None, name

@@ -574,6 +574,23 @@ def test_what_if_on_the_history_page(server: dict[str, Any], browser: Any) -> No
     visit.close()
 
 
+def test_the_release_of_runs_and_of_a_what_if(server: dict[str, Any], browser: Any) -> None:
+    """Each run shows the Kubernetes release it mirrored; the what-if form evaluates a pod as
+    the run's release or the one chosen, and says which."""
+    visit = Visit(browser, server["base"])
+    page = visit.open("/")
+    row = page.locator("#runs-table tbody tr", has_text="packing").first
+    assert "Kubernetes v1.34.2" in row.inner_text()
+    page = visit.open("/runs/default/history?t=240")
+    options = page.eval_on_selector_all("#whatif-version option", "os => os.map(o => o.value)")
+    assert options[0] == "" and "v1.34.2" in options  # the run's, then each supported one
+    page.select_option("#whatif-version", "v1.34.2")
+    page.click("#whatif-run")
+    page.wait_for_selector("#whatif-verdict")
+    assert page.inner_text("#whatif-moment").endswith(", Kubernetes v1.34.2:")
+    visit.close()
+
+
 def test_hostile_values_are_shown_as_text(server: dict[str, Any], browser: Any) -> None:
     visit = Visit(browser, server["base"])
     for path in ("/", f"/runs/{HOSTILE_RUN}", f"/runs/{HOSTILE_RUN}/history?t=1&node=node-x",

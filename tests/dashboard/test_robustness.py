@@ -89,7 +89,7 @@ def test_a_database_gone_is_unavailable_not_an_error(small_app: Flask, db_url: s
         assert "unable to open database file" in error or "was deleted" in error
         assert url.database and not os.path.exists(url.database)  # not recreated empty
     else:
-        assert "expected 0008" in health.get_json()["error"]
+        assert "expected 0009" in health.get_json()["error"]
     for path in ("/api/v1/runs", "/api/v1/runs/r/timeline", "/api/v1/traces"):
         answer = client.get(path)
         assert answer.status_code == 503, (path, answer.data[:300])

@@ -140,6 +140,9 @@ def test_text_report(report: dict[str, Any]) -> None:
     assert "6 recorded decisions, 3 judged: 1 agree or tie (33.33%), 2 disagree (66.67%)" \
         in text
     lines = text.splitlines()
+    assert lines[0] == "audit run 'rec-1' of trace 'rec' (configuration default, Kubernetes " \
+                       "v1.34.2)"
+    assert report["kubernetesVersion"] == "v1.34.2"
     # Only the classes that occur, each with its count, in the order of CLASSES.
     assert lines[2:6] == ["           1  agrees", "           1  disagrees: scored lower",
                           "           1  disagrees: infeasible", "           3  not judged"]
@@ -167,6 +170,7 @@ def test_markdown_report(report: dict[str, Any]) -> None:
     assert lines[0] == "## kaudit audit: rec-1"
     assert "6 recorded decisions of trace `rec`, 3 judged: **33.33%** agree or tie, " \
            "66.67% disagree." in lines
+    assert "Judged by kube-scheduler of Kubernetes v1.34.2 (configuration `default`)." in lines
     assert "| disagrees: infeasible | 1 |" in lines
     assert "| 1 | scoredLower | scores higher elsewhere: NodeResourcesFit | default/lower |" \
         in lines

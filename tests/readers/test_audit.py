@@ -860,3 +860,33 @@ def test_an_update_logged_after_its_objects_deletion_does_not_bring_it_back(
     assert [e.type for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     assert any(reason.startswith("update of an object already deleted (committed before")
                for reason in stats.dropped)
+
+
+@pytest.mark.parametrize(("agent", "cleared"), [
+    ("kube-scheduler/v1.34.2 (linux/amd64) kubernetes/abc", False),
+    ("kube-scheduler/v1.35.4 (linux/amd64) kubernetes/abc", True)])
+def test_a_binding_from_v1_35_clears_the_nomination_and_copies_the_zone(
+        tmp_path: Path, agent: str, cleared: bool) -> None:
+    """From v1.35 the API server clears a pod's nomination as it binds it and copies its
+    node's zone and region labels onto it (kube-scheduler's user agent names the release)."""
+    n = node("node-0", "zone-a")
+    created = pod("web-0", "100m", "64Mi", uid="uid-web-0")
+    created["status"] = {**(created.get("status") or {}), "nominatedNodeName": "node-0"}
+    binding = event(2, "create", "pods", name="web-0", namespace="shop",
+                    subresource="binding", user="system:kube-scheduler", agent=agent,
+                    request={"kind": "Binding", "apiVersion": "v1",
+                             "metadata": {"name": "web-0", "namespace": "shop"},
+                             "target": {"kind": "Node", "name": "node-0"}})
+    log = _write(tmp_path / "audit.log", [
+        event(0.5, "create", "nodes", name="node-0", level="RequestResponse", request=n,
+              response=n, user="system:node:node-0"),
+        event(1, "create", "pods", name="web-0", namespace="shop", level="RequestResponse",
+              request=created, response=created),
+        binding])
+    events, rejected, _ = _read(log)
+    assert not rejected
+    bound = events[-1].object
+    assert bound["spec"]["nodeName"] == "node-0"
+    assert ("nominatedNodeName" not in bound["status"]) is cleared
+    labels = bound["metadata"].get("labels") or {}
+    assert (labels.get("topology.kubernetes.io/zone") == "zone-a") is cleared

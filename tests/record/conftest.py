@@ -6,7 +6,8 @@ and serves, on 127.0.0.1, the collection paths of :data:`kaudit.model.kinds.KIND
 - LIST with ``limit``/``continue`` paging (pages of one snapshot) and ``metadata.resourceVersion``;
 - WATCH (``watch=1``, ``resourceVersion``, ``allowWatchBookmarks``, ``timeoutSeconds``) as an
   HTTP/1.1 chunked stream of JSON lines, every line split over two chunks;
-- ``/version``, and bearer-token authentication (:data:`TOKEN`).
+- ``/version`` (``gitVersion`` :attr:`FakeCluster.git_version`), and bearer-token
+  authentication (:data:`TOKEN`).
 
 Tests change objects while watches are open (:meth:`FakeCluster.create`, ``update``,
 ``delete``); with ``notify=False`` a change is kept out of the watch history, as if the history
@@ -36,6 +37,7 @@ import orjson
 import pytest
 
 from kaudit.model.kinds import BY_RESOURCE, parse_kinds
+from kaudit.model.recording import is_header
 from kaudit.record.client import KubeClient, load_configuration
 from kaudit.record.recorder import Recorder, RecordSummary
 from kaudit.record.writer import TraceWriter
@@ -79,6 +81,8 @@ class FakeCluster:
     expire_continue: bool = False
     list_delay: float = 0.0
     stopping: bool = False
+    #: What ``/version`` answers as ``gitVersion`` (None: a ``/version`` without it).
+    git_version: str | None = "v1.34.0-fake"
     _failures: dict[str, list[int]] = field(default_factory=dict)
     _ends: dict[str, int] = field(default_factory=dict)
     _abrupt: set[str] = field(default_factory=set)
@@ -294,7 +298,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(401, status(401, "Unauthorized", "Unauthorized"))
             return
         if url.path == "/version":
-            self._json(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-fake"})
+            self._json(200, {"major": "1", "minor": "34", "gitVersion": cluster.git_version})
             return
         match = _CORE.match(url.path) or _GROUP.match(url.path)
         resource = match["resource"] if match else ""
@@ -393,13 +397,30 @@ def kubeconfig(tmp_path: Path, cluster: FakeCluster) -> Path:
     return write_kubeconfig(tmp_path / "kubeconfig.yaml", cluster.url)
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every line of a recorded file, parsed (each must be valid JSON)."""
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """Every line of a recorded file, parsed (each must be valid JSON), the header included."""
     data = path.read_bytes()
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)
     assert not data or data.endswith(b"\n"), "the last line is incomplete"
     return [orjson.loads(line) for line in data.splitlines()]
+
+
+def _header(line: dict[str, Any]) -> bool:
+    return line["type"] == "BOOKMARK" and is_header(line["object"])
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The recorded events of a file: its lines but the recording's header."""
+    return [line for line in read_lines(path) if not _header(line)]
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The recording's header line (its first), or None when the file has none."""
+    lines = read_lines(path)
+    headers = [line for line in lines if _header(line)]
+    assert len(headers) <= 1 and (not headers or lines[0] is headers[0]), "one header, first"
+    return headers[0] if headers else None
 
 
 def names(events: list[dict[str, Any]]) -> list[tuple[str, str, str]]:

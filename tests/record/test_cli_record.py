@@ -60,6 +60,9 @@ def test_duration_records_a_trace_that_ingests(populated: FakeCluster, kubeconfi
                                         f"sqlite:///{tmp_path / 'k.db'}", "--json"])
     assert ingested.exit_code == 0, ingested.output
     assert json.loads(ingested.output)["trace"]["events"] == 5
+    # The API server's /version, in the trace's header, stored with the trace.
+    assert summary["kubernetesVersion"] == "v1.34.0-fake"
+    assert json.loads(ingested.output)["trace"]["kubernetesVersion"] == "v1.34.0-fake"
 
 
 def test_gzip_output_and_text_summary(populated: FakeCluster, kubeconfig: Path,
@@ -70,6 +73,7 @@ def test_gzip_output_and_text_summary(populated: FakeCluster, kubeconfig: Path,
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("recorded 4 events in ")
     assert "  Pod 3, Node 1\n" in result.stdout
+    assert "  API server: Kubernetes v1.34.0-fake (in the trace's header" in result.stdout
     assert result.stdout.endswith(f"next: kaudit ingest {output}\n")
     assert output.read_bytes()[:2] == b"\x1f\x8b"
     assert names(read_events(output)) == [("ADDED", "Node", "n1")] + [

@@ -22,6 +22,8 @@ from tests.record.conftest import (
     Recording,
     names,
     read_events,
+    read_header,
+    read_lines,
     wait_until,
     write_kubeconfig,
 )
@@ -307,6 +309,48 @@ def test_recorded_trace_ingests(cluster: FakeCluster, recording: Start, engine: 
     result = ingest_trace(engine, [TraceInput(run.path)])
     assert result.events == 4 and not result.rejected
     assert result.kind_counts == {"Node": 1, "Pod": 3}
+
+
+def test_the_trace_opens_with_the_api_servers_release_which_ingest_stores(
+        cluster: FakeCluster, recording: Start, engine: Engine) -> None:
+    cluster.git_version = "v1.35.4"
+    cluster.create("pods", _pod("p1"))
+    run = recording("pods", name="trace.jsonl.gz")
+    cluster.wait_watching("pods")
+    run.wait_events(1)
+    summary = run.stop()
+    header = read_header(run.path)
+    assert header is not None and header["type"] == "BOOKMARK"
+    assert header["object"]["kind"] == "Recording"
+    assert header["object"]["metadata"]["annotations"]["kaudit.io/kubernetes-version"] == \
+        "v1.35.4"
+    assert RFC3339_US.match(header["ts"]) and header["ts"] <= read_events(run.path)[0]["ts"]
+    assert summary.events == 1 and summary.kubernetes_version == "v1.35.4"
+    assert summary.as_json()["kubernetesVersion"] == "v1.35.4"
+    result = ingest_trace(engine, [TraceInput(run.path)])
+    assert result.events == 1 and result.kubernetes_version == "v1.35.4"
+    assert result.sources[0]["bookmarks"] == 0  # the header is no bookmark
+
+
+def test_no_header_when_the_server_does_not_say_its_release(cluster: FakeCluster,
+                                                            recording: Start) -> None:
+    cluster.git_version = None
+    cluster.create("pods", _pod("p1"))
+    run = recording("pods")
+    cluster.wait_watching("pods")
+    run.wait_events(1)
+    summary = run.stop()
+    assert read_header(run.path) is None and len(read_lines(run.path)) == 1
+    assert summary.kubernetes_version is None
+
+
+def test_a_header_alone_is_no_recording(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter(path)
+    writer.write_header(1_767_000_000_000_000, "v1.34.2")
+    assert writer.events == 0  # `kaudit record` removes a file that recorded no event
+    writer.discard()
+    assert not path.exists()
 
 
 def test_deleted_stubs_ingest(tmp_path: Path, engine: Engine) -> None:

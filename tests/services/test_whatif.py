@@ -91,7 +91,9 @@ def test_a_run_at_t_is_evaluated_as_its_objects_with_its_configuration(
     moment = run_moment(sample_runs, "default", "240")
     config, registry = load_object_config(moment.config, "stored", moment.feature_gates)
     direct = evaluate_pod(moment.objects, pod, config, registry, pod_source="pod manifest")
-    assert answer == {"run": "default", "t": 240.0, "time": moment.time, **direct.as_json()}
+    assert answer == {"run": "default", "t": 240.0, "time": moment.time, **direct.as_json(),
+                      "notices": []}
+    assert answer["kubernetesVersion"] == "v1.34.2"
     assert answer["pod"] == "web/probe" and answer["nodes"] == 11
     assert answer["evaluation"]["message"].startswith("0/11 nodes are available:")
     assert answer["preemption"]["victims"]

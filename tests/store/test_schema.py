@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -137,5 +138,37 @@ def test_db_upgrade_refuses_a_database_that_is_not_kaudits(
         assert result.output.startswith("kaudit: error: database ")
         assert "Traceback" not in result.output
         assert set(inspect(engine).get_table_names()) == tables  # nothing written
+    finally:
+        engine.dispose()
+
+
+def test_0009_keeps_releases_and_backfills_the_runs_before_it(db_url: str) -> None:
+    """Runs made before 0009 were all replayed as v1.34.2, the one release kaudit mirrored:
+    they get it; traces keep none (their sources never said)."""
+    engine = make_engine(resolve_url(db_url))
+    try:
+        upgrade(engine, "0008")
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO traces (id, name, content_hash, sources, created_at, "
+                "kaudit_version, event_count, kind_counts) VALUES (7, 'old', 'abc', '[]', "
+                "'2026-01-01 00:00:00', '0.0.1', 0, '{}')"))
+            connection.execute(text(
+                "INSERT INTO runs (id, name, trace_id, status, seed, lifetime, config, options, "
+                "created_at, kaudit_version) VALUES (3, 'old-1', 7, 'complete', 0, 'recorded', "
+                "'{}', '{}', '2026-01-01 00:00:00', '0.0.1')"))
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert connection.execute(text(
+                "SELECT kubernetes_version FROM runs")).scalar_one() == "v1.34.2"
+            assert connection.execute(text(
+                "SELECT kubernetes_version FROM traces")).scalar_one() is None
+            column = {c["name"]: c for c in inspect(connection).get_columns("runs")}
+            assert column["kubernetes_version"]["nullable"]
+        with engine.begin() as connection:  # and back down
+            command.downgrade(alembic_config(connection), "0008")
+        with engine.connect() as connection:
+            assert "kubernetes_version" not in {
+                c["name"] for c in inspect(connection).get_columns("runs")}
     finally:
         engine.dispose()

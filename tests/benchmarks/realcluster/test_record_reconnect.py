@@ -84,6 +84,10 @@ def test_record_survives_an_apiserver_restart(control_plane: ControlPlane,
         state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert state == "T", (name, state)
     lines = [orjson.loads(line) for line in output.read_bytes().splitlines() if line.strip()]
+    header, lines = lines[0], [e for e in lines if e["type"] != "BOOKMARK"]
+    # The recording opens with the API server's release (kaudit.model.recording).
+    assert header["type"] == "BOOKMARK" and header["object"]["metadata"]["annotations"][
+        "kaudit.io/kubernetes-version"].startswith("v1.34.2")
     seen = Counter((e["object"]["kind"], e["object"]["metadata"].get("namespace", ""),
                     e["object"]["metadata"]["name"], e["object"]["metadata"]["resourceVersion"],
                     e["type"]) for e in lines)

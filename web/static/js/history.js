@@ -183,7 +183,8 @@ K.start(async ({run, seconds, t}) => {
   async function evaluate() {
     const box = document.getElementById("whatif-result");
     K.fill(box, el("p", {class: "note", text: `evaluating at t = ${K.num(current, 3)} s…`}));
-    const response = await fetch(`${base}/whatif${K.query({t: current})}`, {
+    const release = document.getElementById("whatif-version").value;
+    const response = await fetch(`${base}/whatif${K.query({t: current, kubernetesVersion: release || null})}`, {
       method: "POST", body: manifest.value, headers: {"Content-Type": "text/plain", Accept: "application/json"}});
     const answer = await response.json();
     if (!response.ok) {
@@ -197,7 +198,8 @@ K.start(async ({run, seconds, t}) => {
       .sort((a, b) => (b[0] === ev.selectedNode) - (a[0] === ev.selectedNode) || b[1].total - a[1].total || a[0].localeCompare(b[0]));
     const plugins = scored.length ? Object.keys(scored[0][1].score) : [];
     K.fill(box,
-      el("p", {class: "note", id: "whatif-moment", text: `At t = ${K.num(answer.t, 3)} s (${answer.time}):`}),
+      el("p", {class: "note", id: "whatif-moment", text: `At t = ${K.num(answer.t, 3)} s (${answer.time}), Kubernetes ${answer.kubernetesVersion}:`}),
+      ...(answer.notices || []).map((notice) => el("p", {class: "note whatif-notice", text: notice})),
       el("p", {class: `verdict ${ev.selectedNode ? "bound" : "pending"}`, id: "whatif-verdict", text: said.headline}),
       said.preemption ? el("p", {id: "whatif-preemption", text: said.preemption}) : null,
       el("p", {id: "whatif-counts", text: said.nodeCounts}),

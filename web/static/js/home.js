@@ -24,7 +24,9 @@ K.start(async () => {
           (r.summary || {}).audit ? [" · ", el("a", {class: "audit", href: `${K.runUrl(r.name)}/audit`, text: "audit"})] : null))},
       {label: "Trace", class: "name", value: (r) => el("span", {}, breakable(r.trace))},
       {label: "Status", value: (r) => r.status},
-      {label: "Config", value: (r) => (r.config ? file(r.config) : "(defaults)")},
+      // The configuration, and under it the Kubernetes release whose kube-scheduler ran it.
+      {label: "Config", value: (r) => el("span", {}, r.config ? file(r.config) : "(defaults)", el("br"),
+        el("span", {class: "release", text: `Kubernetes ${r.kubernetesVersion || "unknown"}`}))},
       {label: "Seed", value: (r) => r.seed, class: "num"},
       {label: "Scheduled", value: (r) => K.num((r.summary || {}).podsScheduled), class: "num"},
       {label: "Pending at end", value: (r) => K.num(K.pendingAtEnd(r.summary)), class: "num"},
@@ -47,7 +49,9 @@ K.start(async () => {
   }
   K.fill("traces", traces.length ? el("div", {class: "scroll"}, K.table([
     {label: "Trace", class: "name", value: (t) => el("span", {}, breakable(t.name))},
-    {label: "Sources", value: (t) => files((t.sources || []).map((source) => source.path))},
+    // The files, and under them the Kubernetes release they say they were recorded from.
+    {label: "Sources", value: (t) => el("span", {}, files((t.sources || []).map((source) => source.path)),
+      t.kubernetesVersion ? [el("br"), el("span", {class: "release", text: `recorded from Kubernetes ${t.kubernetesVersion}`})] : null)},
     {label: "Events", value: (t) => K.num(t.events), class: "num"},
     {label: "Kinds", value: (t) => Object.entries(t.kinds).map(([k, n]) => `${k} ${n}`).join(", ")},
     {label: "Start", value: (t) => when(t.start), class: "time"},
