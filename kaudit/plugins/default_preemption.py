@@ -197,6 +197,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self._cycle_now: int | None = None
         #: v1.37: a successful preemption says where it found room (upstream PR #140180).
         self.tells_placement = versions.handle_carries(handle, "post-filter-message-without-dra")
+        #: v1.37: a pod without a start time reads the clock once, as its victim is built.
+        self.fixed_unstarted = versions.handle_carries(handle, "victim-start-time-fixed")
+        self._built: dict[str, int] = {}
+        #: v1.37: a victim stops at the first PodDisruptionBudget it exhausts.
+        self.first_violation_only = versions.handle_carries(handle, "pdb-first-violation-stops")
 
     # ------------------------------------------------------------------ helpers
 
@@ -234,8 +239,21 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return rank
 
     def sort_by_importance(self, pods: list[PodInfo]) -> None:
-        """``sort.Slice`` by ``MoreImportantPod``, in place, as upstream sorts victims."""
-        go_sort(pods, self.more_important, started_now)
+        """``sort.Slice`` by ``MoreImportantPod``, in place, as upstream sorts victims. From
+        v1.37 a pod without a start time reads the clock once, when its victim is built, in
+        its node's pod order (the first sight of it in a cycle here), so such pods are
+        ordered, the first built the most important."""
+        if not self.fixed_unstarted:
+            go_sort(pods, self.more_important, started_now)
+            return
+        built = self._built
+
+        def key(pod: PodInfo) -> tuple[int, ...]:
+            rank = self.more_important(pod)
+            if not started_now(rank):
+                return (*rank, 0)
+            return (*rank, built.setdefault(pod.uid, len(built)))
+        go_sort(pods, key)
 
     def num_candidates(self, potential: int) -> int:
         count = potential * self.min_percentage // 100
@@ -261,6 +279,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     def post_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                     diagnosis: Any) -> tuple[PostFilterResult | None, Status]:
         self._cycle_now = None
+        self._built.clear()
         details = PreemptionDetails()
         ok, message = self.eligible(pod, cluster, diagnosis)
         details.eligible = ok
@@ -519,7 +538,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not run.feasible.all():
             return [], 0, run.status(0), no_ties
         self.sort_by_importance(potential)
-        violating_pods, non_violating_pods = filter_pods_with_pdb_violation(potential, pdbs)
+        violating_pods, non_violating_pods = filter_pods_with_pdb_violation(
+            potential, pdbs, self.first_violation_only)
         victims: list[PodInfo] = []
         violations = 0
 
@@ -555,8 +575,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         assert self.handle is not None, "DefaultPreemption runs inside a framework"
         framework = self._framework()
         nominator = self.handle.ports.nominator
-        by_columns = select_victims_by_columns(state, pod, cluster, slots, pdbs, framework,
-                                               nominator, self._now(), _NO_VICTIMS)
+        by_columns = None
+        if not (self.first_violation_only and budgets_may_overlap(pdbs)):
+            # (The column-wise PDB split counts every budget a pod matches.)
+            by_columns = select_victims_by_columns(state, pod, cluster, slots, pdbs,
+                                                   framework, nominator, self._now(),
+                                                   _NO_VICTIMS, self.fixed_unstarted)
         if by_columns is not None:
             return by_columns
         lower = [self._lower_priority_pods(pod, cluster, slot) for slot in slots]
@@ -584,8 +608,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                     outcomes[i] = ([], 0, run.status(position), no_ties)
                     continue
                 self.sort_by_importance(lower[i])
-                violating_pods, non_violating_pods = filter_pods_with_pdb_violation(lower[i],
-                                                                                    pdbs)
+                violating_pods, non_violating_pods = filter_pods_with_pdb_violation(
+                    lower[i], pdbs, self.first_violation_only)
                 plans[i] = (violating_pods, non_violating_pods,
                             violating_pods + non_violating_pods)
             victims: dict[int, list[PodInfo]] = {i: [] for i in plans}
@@ -688,9 +712,13 @@ def _pods_only(change: Callable[[Iterable[PodInfo]], None]
     return lambda pairs: change(pod for _, pod in pairs)
 
 
-def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]]
+def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]],
+                                   first_violation_only: bool = False
                                    ) -> tuple[list[PodInfo], list[PodInfo]]:
-    """Split pods into (violating, non-violating) against copies of the PDBs' budgets."""
+    """Split pods into (violating, non-violating) against copies of the PDBs' budgets. Up to
+    v1.36 a pod counts against every budget it matches; from v1.37
+    (``FilterVictimsWithPDBViolation``, ``first_violation_only``) it stops at the first it
+    exhausts, leaving the later ones (in the PDBs' order) untouched."""
     if not pdbs:
         return [], list(pods)
     budgets = parse_budgets(pdbs)
@@ -704,5 +732,13 @@ def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[dict[
                 allowed[i] -= 1
                 if allowed[i] < 0:
                     violated = True
+                    if first_violation_only:
+                        break
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
+
+
+def budgets_may_overlap(pdbs: Sequence[dict[str, Any]]) -> bool:
+    """Whether a pod could count against two budgets (two PDBs share a namespace)."""
+    namespaces = [(pdb.get("metadata") or {}).get("namespace") for pdb in pdbs]
+    return len(set(namespaces)) < len(namespaces)

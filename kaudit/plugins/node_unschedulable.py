@@ -5,6 +5,7 @@ Mirrors ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.g
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,8 @@ from kaudit.cluster.state import ClusterState
 from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHint, register
-from kaudit.framework.plugin import FilterPlugin, NodeVerdicts
-from kaudit.framework.status import Code
+from kaudit.framework.plugin import FilterPlugin, NodeVerdicts, PreFilterPlugin, PreFilterResult
+from kaudit.framework.status import Code, Status
 from kaudit.model.pod import PodInfo, Taint, tolerated
 from kaudit.plugins import names
 from kaudit.plugins.hint_objects import as_node, as_pod, pod_uid
@@ -24,8 +25,11 @@ UNKNOWN_CONDITION = "node(s) had unknown conditions"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(PreFilterPlugin, FilterPlugin):
     name = names.NODE_UNSCHEDULABLE
+    #: Upstream's plugin has a PreFilter from v1.37 (a no-op unless a deferred resize skips
+    #: the pod, which needs an alpha gate kaudit refuses).
+    points_since = MappingProxyType({"v1.37": frozenset({"PreFilter"})})
     signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
@@ -41,6 +45,11 @@ class NodeUnschedulable(FilterPlugin):
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
                 register(POD, "UpdatePodToleration", _after_toleration_change)]
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
+        """v1.37's PreFilter: nothing to precompute."""
+        return None, Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                slots: np.ndarray) -> NodeVerdicts:

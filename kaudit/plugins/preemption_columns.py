@@ -65,11 +65,12 @@ def tie_groups(keys: Sequence[tuple[int, ...]], ranked: Sequence[PodInfo],
 
 def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterState,
                               slots: list[int], pdbs: Sequence[dict[str, Any]],
-                              framework: Any, nominator: Any, now: int, no_victims: Status
-                              ) -> list[Outcome] | None:
+                              framework: Any, nominator: Any, now: int, no_victims: Status,
+                              fixed_unstarted: bool = False) -> list[Outcome] | None:
     """One outcome per slot of ``slots`` (``no_victims`` for a node without lower-priority
     pods), or None when the column-wise path does not apply. ``now`` is the start time of a
-    pod without one."""
+    pod without one; ``fixed_unstarted`` (v1.37) leaves pods without one to the per-node
+    path."""
     columns = cluster.victim_columns
     if columns is None or framework.filters_read_node_pods(state, pod):
         return None
@@ -86,6 +87,8 @@ def select_victims_by_columns(state: CycleState, pod: PodInfo, cluster: ClusterS
     priority = columns.priority[rows]
     start = columns.start[rows]
     unstarted = start == NO_START_TIME
+    if fixed_unstarted and unstarted.any():
+        return None  # v1.37 orders unstarted pods by their build: the per-node path does
     start = np.where(unstarted, now, start)
     place = columns.place[rows]
     # Pods without a start time come after those that started now, and, equal among

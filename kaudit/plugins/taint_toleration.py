@@ -8,6 +8,7 @@ Nodes are evaluated per distinct taint list, so thousands of nodes cost a handfu
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ from kaudit.framework.events import NODE, POD, ClusterEventWithHint, QueueingHin
 from kaudit.framework.plugin import (
     FilterPlugin,
     NodeVerdicts,
+    PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
 )
@@ -38,8 +41,11 @@ def count_intolerable_prefer(taints: tuple[Taint, ...], tolerations: tuple[Toler
                if taint.effect == "PreferNoSchedule" and not tolerated(taint, tolerations))
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+class TaintToleration(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.TAINT_TOLERATION
+    #: Upstream's plugin has a PreFilter from v1.37 (a no-op unless a deferred resize skips
+    #: the pod, which needs an alpha gate kaudit refuses).
+    points_since = MappingProxyType({"v1.37": frozenset({"PreFilter"})})
     signs_pods = True
     reads_only_its_node = True
     added_pods_only_hinder = True
@@ -55,6 +61,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         """v1.34 ``EventsToRegister`` (queueing hints on)."""
         return [register(NODE, ["Add", "UpdateNodeTaint"], _after_node_change),
                 register(POD, "UpdatePodToleration", _after_toleration_change)]
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState
+                   ) -> tuple[PreFilterResult | None, Status]:
+        """v1.37's PreFilter: nothing to precompute."""
+        return None, Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, cluster: ClusterState,
                slots: np.ndarray) -> NodeVerdicts:

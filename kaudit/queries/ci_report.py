@@ -35,6 +35,22 @@ def outcome(verdicts: list[Verdict]) -> str:
     return "failed" if any(v.failed for v in verdicts) else "passed"
 
 
+def release_of(report: dict[str, Any], side: str) -> str | None:
+    """The Kubernetes release side ``a`` or ``b`` mirrored, when the two sides' differ (and
+    the side is a run, not the recorded cluster): what a reader must be told."""
+    releases = report.get("kubernetesVersions") or {}
+    if releases.get("a") == releases.get("b"):
+        return None
+    release: str | None = releases.get(side)
+    return release
+
+
+def side_name(report: dict[str, Any], side: str) -> str:
+    """Side ``a`` or ``b`` by its run, with its release when the two sides' differ."""
+    release = release_of(report, side)
+    return report[side] + (f" (Kubernetes {release})" if release else "")
+
+
 def _aggregate_lines(report: dict[str, Any]) -> list[str]:
     """The aggregates of both sides and the change, one metric a line, aligned."""
     header = ("", report["a"], report["b"], "change")
@@ -62,7 +78,8 @@ def as_json(report: dict[str, Any], verdicts: list[Verdict]) -> str:
 
 def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     counts = report["counts"]
-    lines = [f"{report['a']} → {report['b']}: {report['compared']} pods compared, "
+    lines = [f"{side_name(report, 'a')} → {side_name(report, 'b')}: {report['compared']} "
+             "pods compared, "
              f"{sum(counts[k] for k in counts if k not in UNCHANGED_OR_CHANCE)}"
              f" changed, {counts['tieFlips']} tie flips"]
     lines += _aggregate_lines(report)
@@ -71,6 +88,8 @@ def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
         lines.append(f"  {change['pod']}: {change['change']} "
                      f"({change['a']['node'] or '-'} → {change['b']['node'] or '-'}) "
                      f"{change['reason']}".rstrip())
+        if change.get("releaseCause"):
+            lines.append(f"    release: {change['releaseCause']}")
     lines.append({"failed": "FAILED", "passed": "PASSED",
                   "unchecked": NO_CONDITIONS}[outcome(verdicts)])
     return "\n".join(lines)
@@ -79,7 +98,7 @@ def as_text(report: dict[str, Any], verdicts: list[Verdict]) -> str:
 def as_markdown(report: dict[str, Any], verdicts: list[Verdict]) -> str:
     verdict = {"failed": "❌ regression", "passed": "✅ pass",
                "unchecked": NO_CONDITIONS}[outcome(verdicts)]
-    out = [f"### kaudit: {report['a']} → {report['b']} — {verdict}",
+    out = [f"### kaudit: {side_name(report, 'a')} → {side_name(report, 'b')} — {verdict}",
            "", "| metric | " + report["a"] + " | " + report["b"] + " |", "| --- | ---: | ---: |"]
     out[-2] = out[-2] + " change |"
     out[-1] = out[-1] + " ---: |"
@@ -107,6 +126,11 @@ def as_junit(report: dict[str, Any], verdicts: list[Verdict]) -> str:
                           failures=str(sum(v.failed for v in verdicts)), errors="0",
                           skipped="0")
     properties = ET.SubElement(suite, "properties")
+    for side in ("a", "b"):
+        release = release_of(report, side)
+        if release:
+            ET.SubElement(properties, "property", name=f"kubernetes {report[side]}",
+                          value=release)
     for row in report["rows"]:
         ET.SubElement(properties, "property", name=row["label"],
                       value=f"{row['aText']} → {row['bText']} ({row['deltaText']})")
@@ -124,6 +148,8 @@ def as_junit(report: dict[str, Any], verdicts: list[Verdict]) -> str:
         out = ET.SubElement(case, "system-out")
         out.text = (f"{change['change']}: {change['a']['node'] or '-'} → "
                     f"{change['b']['node'] or '-'}. {change['reason']}").strip()
+        if change.get("releaseCause"):
+            out.text += f" Release: {change['releaseCause']}."
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 from sqlalchemy import Engine, select
 
-from kaudit.errors import InputError
+from kaudit import versions
+from kaudit.errors import ConfigError, InputError
 from kaudit.eventlog.codec import rejects, unpack_attempt
 from kaudit.plugins import names as plugin_names
 from kaudit.queries.decision_inputs import describe_pod, free_capacity, trace_id_of
@@ -50,10 +51,16 @@ class PodChange:
     deltas: dict[str, int] = field(default_factory=dict)
     #: The other run's node's rejection in words (``lack cpu``), for a pod moved by it.
     rejected_cause: str | None = None
+    #: When the runs mirrored different releases: the release changes that touch what
+    #: decided the move, or that the cluster had drifted apart by then.
+    release_cause: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"pod": self.pod, "change": self.change, "a": self.a, "b": self.b,
-                "reason": self.reason, "scoreDeltas": self.deltas}
+        document = {"pod": self.pod, "change": self.change, "a": self.a, "b": self.b,
+                    "reason": self.reason, "scoreDeltas": self.deltas}
+        if self.release_cause is not None:
+            document["releaseCause"] = self.release_cause
+        return document
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -310,8 +317,7 @@ def _with_spared_victims(a: Outcomes, b: Outcomes) -> tuple[Outcomes, Outcomes]:
                    if outcome.preempted and key not in x.pods}
         if not missing:
             return x
-        return Outcomes(x.name, x.trace_id, x.run_id, {**x.pods, **missing}, x.config,
-                        x.utilisation)
+        return replace(x, pods={**x.pods, **missing})
 
     return spared(a, b), spared(b, a)
 
@@ -329,15 +335,16 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
               "samplingArtifacts": 0,
               "scheduledOnlyInA": 0, "scheduledOnlyInB": 0, "preemptedOnlyInA": 0,
               "preemptedOnlyInB": 0, "pendingTimeChanged": 0}
-    same_config = a.config is not None and a.config == b.config
+    # The same configuration, as the same release: otherwise a moved pod may be the release's.
+    same_config = (a.config is not None and a.config == b.config
+                   and a.kubernetes_version == b.kubernetes_version)
     a, b = _with_spared_victims(a, b)
     pairs = [(key, key) for key in sorted(set(a.pods) & set(b.pods))]
     pairs += _pair_replacements(a, b)
     common = [ka if ka == kb else f"{ka} ≈ {kb}" for ka, kb in pairs]
     a_pods = {label: a.pods[ka] for label, (ka, _) in zip(common, pairs, strict=True)}
     b_pods = {label: b.pods[kb] for label, (_, kb) in zip(common, pairs, strict=True)}
-    a, b = (Outcomes(a.name, a.trace_id, a.run_id, a_pods, a.config, a.utilisation),
-            Outcomes(b.name, b.trace_id, b.run_id, b_pods, b.config, b.utilisation))
+    a, b = replace(a, pods=a_pods), replace(b, pods=b_pods)
     only_a = sorted(set(original_a.pods) - {ka for ka, _ in pairs})
     only_b = sorted(set(original_b.pods) - {kb for _, kb in pairs})
     for key in common:
@@ -410,8 +417,13 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
         counts["same" if pa.node is not None else "unscheduledInBoth"] += 1
     side_a = aggregates_a if aggregates_a is not None else aggregates(original_a)
     side_b = aggregates(original_b)
+    upgrade = _release_changes(a.kubernetes_version, b.kubernetes_version)
+    if upgrade is not None:
+        changes = [replace(c, release_cause=_release_cause(c, upgrade)) for c in changes]
     return {
         "a": a.name, "b": b.name, "compared": len(common), "sameConfiguration": same_config,
+        # The release each side mirrored (None for ``recorded``, the real cluster).
+        "kubernetesVersions": {"a": a.kubernetes_version, "b": b.kubernetes_version},
         "onlyInA": only_a, "onlyInB": only_b,
         "counts": counts,
         "aggregates": {"a": side_a, "b": side_b},
@@ -419,6 +431,47 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
         "changes": [{**c.as_json(), "cause": change_cause(c)} for c in changes],
         "causes": _cause_counts(changes),
     }
+
+
+ReleaseChanges = list[tuple[str, str, tuple[str, ...]]]
+
+
+def _release_changes(a: str | None, b: str | None) -> ReleaseChanges | None:
+    """What differs between the releases two runs mirrored (oldest to newest), or None when
+    they mirrored the same one (or one side is the recorded cluster)."""
+    if a is None or b is None or a == b:
+        return None
+    try:
+        first, second = versions.get(a), versions.get(b)
+    except ConfigError:
+        return None
+    older, newer = sorted((first, second), key=lambda v: v.release)
+    return versions.changes_between(older, newer)
+
+
+def _release_cause(change: PodChange, upgrade: ReleaseChanges) -> str:
+    """Which release changes explain a changed pod: those touching the plugin that decided a
+    move (or the choice among tied nodes for a tie flip); else the cluster had drifted apart
+    by then (earlier pods went elsewhere), the plugin's own code being the same."""
+    def named(plugin: str) -> list[str]:
+        """The release changes touching ``plugin`` (the choice among ties for ``*``)."""
+        return [f"{release}: {what}" for release, what, plugins in upgrade
+                if plugin in plugins]
+
+    if change.change == "tie-flip":
+        found = named("*")
+        return "; ".join(found) if found else "a tie both releases break at random"
+    if change.change != "moved":
+        return "the cluster differed by then (earlier pods went elsewhere)"
+    if change.deltas:
+        plugin = max(change.deltas, key=lambda p: abs(change.deltas[p]))
+        found = named(plugin)
+        if found:
+            return (f"{plugin} decided it, and changed in " + "; ".join(found)
+                    + " (or the cluster differed by then)")
+        return (f"{plugin}'s code is the same in both releases: the cluster differed by then "
+                "(earlier pods went elsewhere)")
+    return "the cluster differed by then (earlier pods went elsewhere)"
 
 
 def _cause_counts(changes: list[PodChange]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from kaudit.framework.events import (
 )
 from kaudit.framework.runtime import Framework
 from kaudit.model.pod import PodInfo
+from kaudit.model.topology_labels import with_topology_labels
 from kaudit.replay.apply import Informer
 from kaudit.replay.clock import Priority
 from kaudit.replay.context import ReplayContext
@@ -37,7 +38,7 @@ from kaudit.replay.gpu_sharing import GpuSharingTracker
 from kaudit.replay.guard import ProgressGuard
 from kaudit.replay.preemption import PreemptionCalls
 from kaudit.replay.queueing import QueueDriver
-from kaudit.scheduler.binding import bind, finish_binding, with_topology_labels
+from kaudit.scheduler.binding import bind, finish_binding
 from kaudit.scheduler.nominator import Nominator
 from kaudit.scheduler.queue import QueuedPod
 from kaudit.scheduler.schedule import Attempt, Scheduler

@@ -33,7 +33,7 @@ from kaudit.versions.v1_37 import V1_37_2
 #: Every release kaudit holds the facts of, oldest first (a change arrives in one of them).
 KNOWN: tuple[KubernetesVersion, ...] = (V1_34_2, V1_35_4, V1_36_3, V1_37_2)
 #: Every supported release (one a run may choose), oldest first.
-SUPPORTED: tuple[KubernetesVersion, ...] = (V1_34_2,)
+SUPPORTED: tuple[KubernetesVersion, ...] = KNOWN
 
 _NAME = re.compile(r"v?(0|[1-9]\d*)\.(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?")
 
@@ -75,6 +75,50 @@ def handle_carries(handle: object, key: str) -> bool:
     return isinstance(version, KubernetesVersion) and carries(version, key)
 
 
+#: The plugins a gate's state changes the decisions of, for the gates whose default moved
+#: between the mirrored releases and whose features kaudit models. The DRA beta features,
+#: pod-level resize and volume-limit scaling are left out (kaudit schedules as with them off,
+#: so they explain none of its differences), and so is Opportunistic Batching (its hint is a
+#: node a cycle alone would rank first, and the default profile never batches).
+GATE_PLUGINS: dict[str, tuple[str, ...]] = {
+    "StorageCapacityScoring": ("VolumeBinding",),
+    "NodeDeclaredFeatures": ("NodeDeclaredFeatures",),
+}
+
+
+def changes_between(older: KubernetesVersion, newer: KubernetesVersion
+                    ) -> list[tuple[str, str, tuple[str, ...]]]:
+    """What an upgrade from ``older`` to ``newer`` changes in kaudit's replays, as (release,
+    what, plugins): each ungated change kaudit models of a known release after ``older`` up to
+    ``newer``, each gate of :data:`GATE_PLUGINS` whose default differs, and each plugin the
+    default profile scores with another weight."""
+    changes: list[tuple[str, str, tuple[str, ...]]] = []
+    for release in KNOWN:
+        if older.release < release.release <= newer.release:
+            changes += [(release.name, change.key, change.plugins)
+                        for change in release.ungated_changes if change.modelled]
+    between = [r for r in KNOWN if older.release < r.release <= newer.release]
+
+    def on(release: KubernetesVersion, gate: str) -> bool:
+        spec = release.gates.get(gate)
+        return spec is not None and spec.default
+
+    for gate, plugins in GATE_PLUGINS.items():
+        if on(older, gate) != on(newer, gate):
+            first = next((r for r in between if on(r, gate) == on(newer, gate)), newer)
+            changes.append((first.name, f"{gate} {'on' if on(newer, gate) else 'off'}",
+                            plugins))
+    weights = {p.plugin.name: p.plugin.weight for p in older.gated_plugins}
+    for gated in newer.gated_plugins:
+        name, weight = gated.plugin.name, gated.plugin.weight
+        if name in weights and weights[name] != weight:
+            first = next((r for r in between if any(
+                p.plugin.name == name and p.plugin.weight == weight
+                for p in r.gated_plugins)), newer)
+            changes.append((first.name, f"{name} weight {weight}", (name,)))
+    return changes
+
+
 #: The release kaudit mirrors unless told otherwise.
 DEFAULT: KubernetesVersion = get(KUBERNETES_VERSION)
 
@@ -93,6 +137,7 @@ __all__ = [
     "KubernetesVersion",
     "UngatedChange",
     "carries",
+    "changes_between",
     "get",
     "handle_carries",
 ]

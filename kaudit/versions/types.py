@@ -87,6 +87,11 @@ class UngatedChange:
     key: str
     summary: str
     upstream: str
+    #: The plugins whose decisions it changes ("*" for the choice among tied nodes, none for
+    #: what no plugin decides: queueing, the API server).
+    plugins: tuple[str, ...] = ()
+    #: Whether kaudit's replays do it (docs/versions.md says why not, where they do not).
+    modelled: bool = True
 
 
 @dataclass(frozen=True, eq=False)

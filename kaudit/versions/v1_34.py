@@ -122,7 +122,8 @@ UNGATED_CHANGES = (
         "naming the first untolerated taint (\"node(s) had untolerated taint {key: value}\" "
         "in v1.34.0), so pods failing on different taints share one reason",
         "PR #134740, cherry-picked to release-1.34 by #135023 (first in v1.34.2); "
-        "pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go"),
+        "pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go",
+        plugins=("TaintToleration",)),
 )
 
 V1_34_2 = KubernetesVersion(

@@ -73,7 +73,8 @@ UNGATED_CHANGES = (
         "into a max-heap (container/heap) in the order Filter found them, and the root wins; "
         "only nodes an extender scored get a random tie-breaker",
         "PR #135231 (KEP-5598); pkg/scheduler/schedule_one.go (prioritizeNodes, "
-        "newSortedNodeScores, nodeScoreHeap)"),
+        "newSortedNodeScores, nodeScoreHeap)",
+        plugins=("*",)),
     UngatedChange(
         "failure-clears-nomination",
         "a scheduling or binding failure always clears the pod's nominatedNodeName, also "
@@ -95,21 +96,25 @@ UNGATED_CHANGES = (
         "preemption-skips-terminating-victims",
         "preemption sends no API call for a victim already terminating, and the preemptor "
         "stays gated (PreEnqueue) until its last victim is being deleted",
-        "PRs #134294, #134730; pkg/scheduler/framework/preemption/preemption.go"),
+        "PRs #134294, #134730; pkg/scheduler/framework/preemption/preemption.go",
+        plugins=("DefaultPreemption",)),
     UngatedChange(
         "dra-pool-completeness-spans-nodes",
         "a ResourceSlice pool that looks incomplete from one node counts the slices of its "
         "generation published for other nodes too (and is ignored when a newer generation "
         "exists), so a pool spread over nodes is complete on each",
         "PR #134466; k8s.io/dynamic-resource-allocation structured/internal/incubating/"
-        "pools_incubating.go (GatherPools, checkSlicesInPool)"),
+        "pools_incubating.go (GatherPools, checkSlicesInPool), used by "
+        "pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
     UngatedChange(
         "dra-invalid-pools-unschedulable",
         "an invalid or incomplete ResourceSlice pool is skipped by the allocator; a node left "
         "without devices for it is Unschedulable (\"invalid resource pools were "
         "encountered\"), no longer an error of the whole cycle",
         "PR #134189; pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, "
-        "k8s.io/dynamic-resource-allocation structured/internal"),
+        "k8s.io/dynamic-resource-allocation structured/internal",
+        plugins=("DynamicResources",)),
 )
 
 V1_35_4 = KubernetesVersion(

@@ -69,13 +69,15 @@ UNGATED_CHANGES = (
         "50 + (50 + balance with the pod - balance without it) / 2, so a pod that leaves "
         "the balance as it was scores 75 (v1.35: the balance with the pod, up to 100)",
         "PR #135573; pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go "
-        "(balancedResourceScorer)"),
+        "(balancedResourceScorer)",
+        plugins=("NodeResourcesBalancedAllocation",)),
     UngatedChange(
         "image-locality-counts-image-volumes",
         "ImageLocality adds the images of the pod's image volumes to the score (the cap "
         "still counts containers only)",
         "PR #130231; pkg/scheduler/framework/plugins/imagelocality/image_locality.go "
-        "(sumImageScores)"),
+        "(sumImageScores)",
+        plugins=("ImageLocality",)),
     UngatedChange(
         "nominated-pods-count-in-affinity-hints",
         "InterPodAffinity's and PodTopologySpread's queueing hints treat a pending pod with "
@@ -83,33 +85,41 @@ UNGATED_CHANGES = (
         "requeue pods), and InterPodAffinity requeues a pod on its own label change and on "
         "the deletion of a pod whose required anti-affinity it matched",
         "PRs #135392, #135394, #135325; pkg/scheduler/framework/plugins/interpodaffinity/"
-        "plugin.go, pkg/scheduler/framework/plugins/podtopologyspread/plugin.go"),
+        "plugin.go, pkg/scheduler/framework/plugins/podtopologyspread/plugin.go",
+        plugins=()),
     UngatedChange(
         "node-declared-features-fixed-reason",
         "NodeDeclaredFeatures' Filter reason is the fixed \"node(s) didn't match Pod's "
         "required features\" (v1.35: it listed the unsatisfied features)",
         "PR #136042; pkg/scheduler/framework/plugins/nodedeclaredfeatures/"
-        "nodedeclaredfeatures.go"),
+        "nodedeclaredfeatures.go",
+        plugins=("NodeDeclaredFeatures",)),
     UngatedChange(
         "prebind-victims-cancelled-in-memory",
         "a preemption victim still in PreBind (or waiting on Permit) is not deleted: its "
         "binding is cancelled in the scheduler's memory and it goes back to the queue",
-        "PRs #135719, #135502; pkg/scheduler/framework/preemption/executor.go"),
+        "PRs #135719, #135502; pkg/scheduler/framework/preemption/executor.go",
+        plugins=("DefaultPreemption",),
+        modelled=False),
     UngatedChange(
         "parallel-prebind",
         "VolumeBinding's and DynamicResources' PreBind run in parallel when both have work",
-        "PR #135393; pkg/scheduler/framework/runtime/framework.go (RunPreBindPlugins)"),
+        "PR #135393; pkg/scheduler/framework/runtime/framework.go (RunPreBindPlugins)",
+        plugins=("VolumeBinding", "DynamicResources"),
+        modelled=False),
     UngatedChange(
         "dra-deterministic-device-order",
         "the DRA allocator searches pools by (driver, pool) and slices by name, pools with "
         "binding conditions last (v1.35: the order of a Go map)",
         "PR #136641; k8s.io/dynamic-resource-allocation structured/internal/incubating/"
-        "pools_incubating.go (used by pkg/scheduler/framework/plugins/dynamicresources)"),
+        "pools_incubating.go (used by pkg/scheduler/framework/plugins/dynamicresources)",
+        plugins=("DynamicResources",)),
     UngatedChange(
         "dra-filter-timeout-is-error",
         "a DRA Filter that times out fails the cycle with an Error instead of leaving the "
         "node Unschedulable",
-        "PR #137607; pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go"),
+        "PR #137607; pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go",
+        plugins=("DynamicResources",)),
 )
 
 V1_36_3 = KubernetesVersion(

@@ -89,12 +89,30 @@ UNGATED_CHANGES = (
         "requirements, tried on an empty label set, matched pods in every namespace)",
         "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2: "
         "mergeAffinityTermNamespacesIfNotEmpty takes a pointer); pkg/scheduler/framework/"
-        "plugins/interpodaffinity/plugin.go, filtering.go, scoring.go"),
+        "plugins/interpodaffinity/plugin.go, filtering.go, scoring.go",
+        plugins=("InterPodAffinity",)),
     UngatedChange(
         "image-locality-caps-image-volumes",
         "ImageLocality's cap counts image volumes as well as containers",
         "PR #138951; pkg/scheduler/framework/plugins/imagelocality/image_locality.go "
-        "(calculatePriority, sumImageScores)"),
+        "(calculatePriority, sumImageScores)",
+        plugins=("ImageLocality",)),
+    UngatedChange(
+        "pdb-first-violation-stops",
+        "preemption's PodDisruptionBudget split stops at the first budget a victim exhausts "
+        "(before, a victim counted against every budget it matched); the budgets come in the "
+        "informer's order, so a victim of two budgets can be judged either way",
+        "PR #137981; pkg/scheduler/framework/preemption/util.go "
+        "(FilterVictimsWithPDBViolation)",
+        plugins=("DefaultPreemption",)),
+    UngatedChange(
+        "victim-start-time-fixed",
+        "a potential victim without a start time reads the clock once, when its victim is "
+        "built in its node's pod order (v1.36 read it in every comparison), so such pods "
+        "are ordered, the first built the most important",
+        "PR #137981; pkg/scheduler/framework/preemption/types.go (the Victim type), "
+        "pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go",
+        plugins=("DefaultPreemption",)),
     UngatedChange(
         "post-filter-message-without-dra",
         "the FitError message no longer carries DynamicResources' PostFilter reasons (\"no "
@@ -102,7 +120,8 @@ UNGATED_CHANGES = (
         "potential placement for pod on node X, preempting N victims\"",
         "PR #140180 (the preemption message); pkg/scheduler/framework/plugins/"
         "dynamicresources/dynamicresources.go (PostFilter), "
-        "pkg/scheduler/framework/preemption/preemption.go"),
+        "pkg/scheduler/framework/preemption/preemption.go",
+        plugins=("DynamicResources", "DefaultPreemption")),
 )
 
 V1_37_2 = KubernetesVersion(

@@ -12,9 +12,12 @@ import os
 from kaudit.versions import KubernetesVersion
 from kaudit.versions.v1_34 import V1_34_2
 from kaudit.versions.v1_35 import V1_35_4
+from kaudit.versions.v1_36 import V1_36_3
+from kaudit.versions.v1_37 import V1_37_2
 
 #: The oracle's module per minor, and the kaudit release it is compared with.
-RELEASES: dict[str, KubernetesVersion] = {"v1.34": V1_34_2, "v1.35": V1_35_4}
+RELEASES: dict[str, KubernetesVersion] = {"v1.34": V1_34_2, "v1.35": V1_35_4,
+                                          "v1.36": V1_36_3, "v1.37": V1_37_2}
 
 VERSION = os.environ.get("KAUDIT_ORACLE_VERSION", "v1.34")
 if VERSION not in RELEASES:

@@ -33,6 +33,7 @@ from tests.oracle.compare import compare_cycle, differences, whatif_report
 from tests.oracle.conftest import run_cycles
 from tests.oracle.generators import cycle_request, sequence_scenario
 from tests.oracle.recorded import run_with_history, write_recorded_trace
+from tests.oracle.release import RELEASE
 
 #: The fixed scenarios audited (the sequence suite's seeds).
 SEEDS = tuple(range(1, 25))
@@ -78,8 +79,10 @@ def audits(histories: dict[int, dict[str, Any]], tmp_path_factory: pytest.TempPa
             lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
             trace = get_trace(engine, ingest_trace(engine, [TraceInput(path)]).trace_id)
             config_text = scenario(seed).get("config")
-            choice = (ConfigChoice(document=yaml.safe_load(config_text), source="scenario")
-                      if config_text else ConfigChoice(defaults=True))
+            choice = (ConfigChoice(document=yaml.safe_load(config_text), source="scenario",
+                                   kubernetes_version=RELEASE.name)
+                      if config_text else ConfigChoice(defaults=True,
+                                                        kubernetes_version=RELEASE.name))
             report = audit_stored_trace(engine, trace, resolve_config(trace, choice),
                                         name=f"audit-{seed}")
             out[seed] = (lines, report)

@@ -19,6 +19,7 @@ A failing case writes its scenario to ``artifacts/oracle-failures/ID/`` (``state
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 import random
@@ -28,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from kaudit import versions
 from tests.oracle.compare import (
     CYCLE_FIELDS,
     compare_cycle,
@@ -37,6 +39,7 @@ from tests.oracle.compare import (
 )
 from tests.oracle.conftest import SEED_ENV, Summary, fresh_seeds, run_cycles
 from tests.oracle.generators import CYCLE_FLAVOURS, cycle_request, cycle_scenario, pick_flavour
+from tests.oracle.release import RELEASE
 
 #: The fixed cases: seeds 1..FIXED, flavours in turn.
 FIXED = 560
@@ -126,6 +129,8 @@ def test_cycle_agrees_with_upstream(case_id: str, seed: int, flavour: str,
         f"reproduce: {SEED_ENV}={seed}:{flavour}")
     report = whatif_report(scen)
     diff = compare_cycle(answer["expect"], report)
+    if any(diff.values()):
+        diff = _in_some_budget_order(scen, answer["expect"], diff)
     summary.record("cycle", diff)
     summary.record(f"cycle/{flavour}", diff)
     if any(diff.values()):
@@ -134,6 +139,26 @@ def test_cycle_agrees_with_upstream(case_id: str, seed: int, flavour: str,
                     f"{', '.join(f for f, lines in diff.items() if lines)}\n"
                     f"{differences(diff)}\nscenario: {folder}; reproduce: "
                     f"{SEED_ENV}={seed}:{flavour}", pytrace=False)
+
+
+def _in_some_budget_order(scen: dict[str, Any], expect: dict[str, Any],
+                          diff: dict[str, list[str]]) -> dict[str, list[str]]:
+    """From v1.37 preemption's PDB split stops at the first budget a victim exhausts, in the
+    order upstream's informer lists the budgets, which is random: a victim of two budgets is
+    judged either way (upstream's own runs differ). kaudit takes the scenario's order; when
+    it differs from upstream, the answer agrees if kaudit with the budgets in another order
+    gives it. Returns the differences left."""
+    if not versions.carries(RELEASE, "pdb-first-violation-stops"):
+        return diff
+    budgets = [o for o in scen["objects"] if o.get("kind") == "PodDisruptionBudget"]
+    others = [o for o in scen["objects"] if o.get("kind") != "PodDisruptionBudget"]
+    if len(budgets) < 2:
+        return diff
+    for order in itertools.islice(itertools.permutations(budgets), 1, 24):
+        again = compare_cycle(expect, whatif_report({**scen, "objects": [*others, *order]}))
+        if not any(again.values()):
+            return again
+    return diff
 
 
 # ----------------------------------------------------------------------------- without Go

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from kaudit.cli import cli
+from kaudit.model.topology_labels import with_topology_labels
 from kaudit.queries.outcomes import RECORDED, run_outcomes
-from kaudit.scheduler.binding import with_topology_labels
 from kaudit.store.schema import open_database
 from kaudit.store.traces import get_trace, iter_events
 from tests.oracle.generators import sequence_scenario

@@ -150,7 +150,7 @@ def test_a_minor_names_its_newest_supported_patch(monkeypatch: pytest.MonkeyPatc
     assert versions.get("v1.34") is newer and versions.get("1.34.1") is older
 
 
-@pytest.mark.parametrize("name", ["v1.34.1", "v1.35", "v1.35.0", "1.34.2.0", "v1.34.02",
+@pytest.mark.parametrize("name", ["v1.34.1", "v1.38", "v1.35.0", "1.34.2.0", "v1.34.02",
                                   "v1", "latest", "", "V1.34.2", "v1.34.2-rc.0"])
 def test_get_refuses_anything_else_naming_the_supported_releases(name: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -393,3 +393,23 @@ def test_api_and_args_defaults_are_those_of_the_release() -> None:
     default = load_configuration()
     assert (default.parallelism, default.percentage_of_nodes_to_score,
             default.pod_initial_backoff_seconds, default.pod_max_backoff_seconds) == (16, 0, 1, 10)
+
+
+# -- what an upgrade changes ----------------------------------------------------------------------
+
+def test_changes_between_names_each_change_once_at_its_release() -> None:
+    from kaudit.versions import changes_between
+    from kaudit.versions.v1_37 import V1_37_2
+
+    upgrade = changes_between(V1_34_2, V1_37_2)
+    named = {what: release for release, what, _ in upgrade}
+    assert named["select-host-heap"] == "v1.35.4"
+    assert named["balanced-allocation-with-and-without-pod"] == "v1.36.3"
+    assert named["NodeDeclaredFeatures on"] == "v1.36.3"
+    assert named["StorageCapacityScoring on"] == "v1.37.2"
+    assert named["DynamicResources weight 2"] == "v1.35.4"
+    # What kaudit does not model explains none of its differences.
+    assert "parallel-prebind" not in named and "DRAConsumableCapacity on" not in named
+    assert changes_between(V1_34_2, V1_34_2) == []
+    assert [w for _, w, _ in changes_between(V1_35_4, V1_36_3)] == [
+        w for r, w, _ in upgrade if r == "v1.36.3"]

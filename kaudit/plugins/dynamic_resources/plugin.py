@@ -156,6 +156,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         def gate(name: str, default: bool) -> bool:
             return bool(gates.enabled(name)) if gates is not None else default
         self.enabled = gate("DynamicResourceAllocation", True)
+        #: v1.36: a Filter that times out is an Error of the cycle (upstream PR #137607).
+        self.timeout_is_error = versions.handle_carries(handle, "dra-filter-timeout-is-error")
         #: v1.37: PostFilter says nothing when it has nothing to deallocate.
         self.quiet_post_filter = versions.handle_carries(handle, "post-filter-message-without-dra")
         #: v1.35: a pool's completeness counts its slices on every node (PR #134466).
@@ -442,7 +444,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if found.allocator is not None:
             try:
                 allocations = self._allocate(found, cluster, node)
-            except (FailedOnNode, TimedOut) as exc:
+            except TimedOut as exc:
+                if self.timeout_is_error:  # v1.36: the cycle fails
+                    return Status.of(Code.ERROR, f"node {node.name}: {exc}")
+                return Status.of(_UNRESOLVABLE, str(exc))
+            except FailedOnNode as exc:
                 return Status.of(_UNRESOLVABLE, str(exc))
             except AllocationError as exc:
                 return Status.of(Code.ERROR, str(exc))
