@@ -128,5 +128,14 @@ def resources(pod: PodInfo) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(pod.requests.items()))
 
 
+def resources_unless_dra_extended(gates: Any, pod: PodInfo) -> Fragments | None:
+    """NodeResourcesFit's and BalancedAllocation's ``SignPod``: the pod's requests; nothing is
+    signed with ``DRAExtendedResource`` on."""
+    if gates is not None and "DRAExtendedResource" in gates \
+            and gates.enabled("DRAExtendedResource"):
+        return None
+    return ((RESOURCES, resources(pod)),)
+
+
 def mapping(value: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(value.items()))

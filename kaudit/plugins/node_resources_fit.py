@@ -128,13 +128,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     signs_pods = True
 
     def sign_pod(self, pod: PodInfo) -> signing.Fragments | None:
-        """``SignPod`` (v1.35): the pod's requests; nothing is signed with
-        ``DRAExtendedResource`` on."""
-        gates = getattr(self.handle, "feature_gates", None)
-        if gates is not None and "DRAExtendedResource" in gates \
-                and gates.enabled("DRAExtendedResource"):
-            return None
-        return ((signing.RESOURCES, signing.resources(pod)),)
+        """``SignPod`` (v1.35)."""
+        return signing.resources_unless_dra_extended(getattr(self.handle, "feature_gates", None),
+                                                     pod)
 
     def __init__(self, args: dict[str, Any] | None = None, handle: Any = None) -> None:
         super().__init__(args, handle)

@@ -6,6 +6,7 @@ Mirrors ``interpodaffinity/plugin.go`` of Kubernetes v1.34; the extension points
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,11 +62,12 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """v1.34 ``EventsToRegister`` (queueing hints on); from v1.36 the pod hint counts
-        nominated pods as placed (:func:`_after_pod_change_v1_36`)."""
+        nominated pods as placed (:func:`_after_pod_change`)."""
         newer = versions.handle_carries(self.handle,
                                         "nominated-pods-count-in-affinity-hints")
         return [register(POD, ["Add", "UpdatePodLabel", "Delete"],
-                         _after_pod_change_v1_36 if newer else _after_pod_change),
+                         functools.partial(_after_pod_change, newer=True) if newer
+                         else _after_pod_change),
                 register(NODE, ["Add", "UpdateNodeLabel"], _after_node_change)]
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
@@ -131,37 +133,21 @@ def _matches_all(terms: tuple[AffinityTerm, ...], pod: PodInfo) -> bool:
     return bool(terms) and all(term.matches(pod, {}) for term in terms)
 
 
-def _after_pod_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+def _after_pod_change(pod: PodInfo, old: Any, new: Any, newer: bool = False) -> QueueingHint:
     """``isSchedulableAfterPodChange``: an assigned pod that now matches all the pod's
     affinity terms, or no longer matches (or was deleted matching) all its anti-affinity
-    terms."""
+    terms. ``newer`` (v1.36, upstream PRs #135394, #135392, #135325): the pod's own label
+    change requeues it; a pod with a nominated node counts as placed; and a deleted pod whose
+    required anti-affinity the pod matched requeues it too."""
     original, modified = as_pod(old), as_pod(new)
-    if (modified is not None and not modified.node_name) or \
-            (original is not None and not original.node_name):
-        return QueueingHint.QUEUE_SKIP
-    terms, anti = pod.required_affinity, pod.required_anti_affinity
-    if original is not None and modified is not None:
-        if not _matches_all(terms, original) and _matches_all(terms, modified):
-            return QueueingHint.QUEUE
-        if _matches_all(anti, original) and not _matches_all(anti, modified):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
-    if modified is not None:
-        return QueueingHint.QUEUE if _matches_all(terms, modified) else QueueingHint.QUEUE_SKIP
-    return QueueingHint.QUEUE if _matches_all(anti, original) else QueueingHint.QUEUE_SKIP
-
-
-def _after_pod_change_v1_36(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    """v1.36's ``isSchedulableAfterPodChange`` (upstream PRs #135394, #135392, #135325): the
-    pod's own label change requeues it; a pod with a nominated node counts as placed; and a
-    deleted pod whose required anti-affinity the pod matched requeues it too."""
-    original, modified = as_pod(old), as_pod(new)
-    if original is not None and modified is not None and modified.uid == pod.uid:
+    if newer and original is not None and modified is not None and modified.uid == pod.uid:
         return QueueingHint.QUEUE
-    if (modified is not None and not modified.node_name
-            and not modified.nominated_node_name) or \
-            (original is not None and not original.node_name
-             and not original.nominated_node_name):
+
+    def placed(other: Any) -> bool:
+        return bool(other.node_name) or (newer and bool(other.nominated_node_name))
+
+    if (modified is not None and not placed(modified)) or \
+            (original is not None and not placed(original)):
         return QueueingHint.QUEUE_SKIP
     terms, anti = pod.required_affinity, pod.required_anti_affinity
     if original is not None and modified is not None:
@@ -172,7 +158,8 @@ def _after_pod_change_v1_36(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         return QueueingHint.QUEUE_SKIP
     if modified is not None:
         return QueueingHint.QUEUE if _matches_all(terms, modified) else QueueingHint.QUEUE_SKIP
-    if _matches_all(anti, original) or _matches_all(original.required_anti_affinity, pod):
+    if _matches_all(anti, original) or (newer and _matches_all(original.required_anti_affinity,
+                                                               pod)):
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP
 
