@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kaudit import KUBERNETES_VERSION, __version__
+from kaudit import KUBERNETES_VERSION, __version__, versions
 from kaudit.errors import Interrupted, KauditError
 from kaudit.eventlog.runs import RunRemovedError
 
@@ -79,8 +79,9 @@ class KauditGroup(click.Group):
 @click.group(cls=KauditGroup, context_settings={"help_option_names": ["-h", "--help"],
                                                 "max_content_width": 100})
 @click.version_option(__version__, prog_name="kaudit",
-                      message=f"%(prog)s %(version)s (mirrors Kubernetes {KUBERNETES_VERSION} "
-                              "kube-scheduler)")
+                      message=f"%(prog)s %(version)s (mirrors kube-scheduler of Kubernetes "
+                              f"{', '.join(v.name for v in versions.SUPPORTED)}; "
+                              f"{KUBERNETES_VERSION} by default)")
 def cli() -> None:
     """kaudit: replay Kubernetes cluster traces through a faithful kube-scheduler and explain
     every scheduling decision.

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from click.testing import CliRunner, Result
 
-from kaudit import KUBERNETES_VERSION, __version__
+from kaudit import KUBERNETES_VERSION, __version__, versions
 from kaudit.cli import cli
 
 
@@ -15,7 +15,8 @@ def test_version_names_the_mirrored_kubernetes_release() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert __version__ in result.output and KUBERNETES_VERSION == "v1.34.2"
-    assert "Kubernetes v1.34.2" in result.output
+    assert "Kubernetes v1.34.2" in result.output and "v1.34.2 by default" in result.output
+    assert all(release.name in result.output for release in versions.SUPPORTED)
 
 
 def test_every_command_has_help_and_a_db_option() -> None:
