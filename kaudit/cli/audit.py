@@ -17,6 +17,7 @@ from kaudit.cli.check import publish_to_github, stored_or_ingested_trace
 from kaudit.cli.options import (
     SEED,
     db_option,
+    echo_run_warnings,
     interactive,
     kubernetes_version_option,
     stderr_stream,
@@ -33,6 +34,7 @@ from kaudit.queries.audit import (
     parse_condition,
 )
 from kaudit.queries.instants import resolve_instant
+from kaudit.queries.runs import get_run
 from kaudit.queries.timeline import Span
 from kaudit.services.audit import audit_stored_trace
 from kaudit.services.replay import ConfigChoice, resolve_config
@@ -149,6 +151,7 @@ def audit(trace: str | None, config_path: Path | None, use_defaults: bool,
                     until_us=until_us, name=name, seed=seed,
                     progress=progress.update if progress is not None else None,
                     check_stop=check_stop)
+            echo_run_warnings(get_run(engine, str(report["run"])).warnings)
         verdicts = evaluate(report, conditions)
     finally:
         engine.dispose()

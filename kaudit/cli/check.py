@@ -22,6 +22,7 @@ from kaudit.cli.options import (
     SEED,
     db_option,
     echo_config_warnings,
+    echo_run_warnings,
     kubernetes_version_option,
     table,
 )
@@ -190,7 +191,9 @@ def compare(trace: str, configs: tuple[str, ...], feature_gates: str | None,
             notices += [n for n in resolved.notices
                         if n != stored_config_notice(summary) and n not in notices]
             echo_config_warnings(resolved.config)
-            runs.append(replay_stored_trace(engine, summary, resolved, seed=seed).run.name)
+            result = replay_stored_trace(engine, summary, resolved, seed=seed)
+            echo_run_warnings(result.summary.warnings)
+            runs.append(result.run.name)
             labels.append(f"{resolved.label}, Kubernetes {resolved.kubernetes_version.name}")
         baseline = run_outcomes(engine, runs[0])
         reports = [diff_outcomes(engine, baseline, run_outcomes(engine, other))
@@ -321,9 +324,11 @@ def check(request: IngestRequest | None, config_path: Path | None, use_defaults:
                            f"{release}", err=True)
             # The baseline's seed and replay options (lifetime, latencies, one try, ...):
             # the two runs differ by their configuration only.
-            replay_stored_trace(engine, summary, resolved, name="candidate",
-                                seed=seed if seed is not None else baseline.seed or 0,
-                                **baseline.replay_options)
+            candidate = replay_stored_trace(
+                engine, summary, resolved, name="candidate",
+                seed=seed if seed is not None else baseline.seed or 0,
+                **baseline.replay_options)
+            echo_run_warnings(candidate.summary.warnings)
             report = diff_outcomes(engine, baseline.outcomes,
                                    run_outcomes(engine, "candidate"),
                                    aggregates_a=baseline.aggregates)

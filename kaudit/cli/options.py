@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
@@ -143,6 +143,13 @@ def stderr_stream() -> TextIO:
 
 def echo_config_warnings(config: SchedulerConfiguration) -> None:
     """What loading the configuration noticed but accepted, on stderr."""
-    for warning in config.warnings:
+    echo_run_warnings(config.warnings)
+
+
+def echo_run_warnings(warnings: Iterable[str]) -> None:
+    """Warnings on stderr, so that ``--json`` output stays JSON: what a replay warned of (a
+    feature its release turns on and kaudit does not model, met in the trace), or what loading
+    a configuration noticed but accepted."""
+    for warning in warnings:
         click.echo(f"kaudit: warning: {warning}", err=True)
 

@@ -19,6 +19,7 @@ from kaudit.cli.options import (
     db_option,
     echo_config_warnings,
     echo_json,
+    echo_run_warnings,
     human_duration,
     interactive,
     json_option,
@@ -243,6 +244,7 @@ def replay(trace: str, config_path: Path | None, use_defaults: bool,
                 progress=progress.update if progress is not None else None,
                 check_stop=check_stop)
         run, summary = result.run, result.summary
+        echo_run_warnings(summary.warnings)
         if summary_out is not None:
             write_summary(engine, run.name, summary_out)
     finally:
@@ -346,6 +348,8 @@ def _show_run(run: RunSummary, as_json: bool) -> None:
         ("attempts", "attempts"))))
     if run.error:
         click.echo(f"  error: {run.error}")
+    for warning in run.warnings:
+        click.echo(f"  warning: {warning}")
 
 
 @runs.command("rm")

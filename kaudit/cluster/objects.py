@@ -6,16 +6,21 @@ the plugins read (namespaces, priority classes, volumes, owners, PodDisruptionBu
 stored by kind (DRA objects of older ``resource.k8s.io`` versions in the v1 shape). Pod
 priority is resolved as the Priority admission plugin does: ``spec.priority``
 if set, else the value of ``priorityClassName``, else the global default class, else 0.
+A pod on a node is accounted with the cluster's :class:`~kaudit.model.resources.StatusOptions`
+(its resize status, as ``calculateResource`` in ``pkg/scheduler/framework/types.go`` reads it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
+from kaudit.config import FeatureGates
 from kaudit.model import dra
 from kaudit.model.kinds import STORED_KINDS
 from kaudit.model.pod import FINISHED_PHASES, PodInfo, parse_pod
+from kaudit.model.resources import GATE_IN_PLACE_SCALING, GATE_POD_LEVEL_SCALING, StatusOptions
 
 
 def resolve_priority(cluster: ClusterState, obj: dict[str, Any]) -> int:
@@ -32,8 +37,21 @@ def resolve_priority(cluster: ClusterState, obj: dict[str, Any]) -> int:
     return 0
 
 
+def status_options(gates: FeatureGates) -> StatusOptions:
+    """What kube-scheduler of ``gates``' release reads of a pod's resize status when it
+    accounts the pod on a node (``calculateResource``'s options)."""
+    def on(name: str) -> bool:
+        return name in gates and gates.enabled(name)
+
+    return StatusOptions(
+        use_status_resources=on(GATE_IN_PLACE_SCALING),
+        pod_level_status=on(GATE_POD_LEVEL_SCALING),
+        aggregate_status=versions.carries(gates.version, "pod-requests-aggregate-status"))
+
+
 def pod_info(cluster: ClusterState, obj: dict[str, Any]) -> PodInfo:
-    return parse_pod(obj, priority=resolve_priority(cluster, obj))
+    return parse_pod(obj, priority=resolve_priority(cluster, obj),
+                     status_options=cluster.status_options)
 
 
 def apply_pod(cluster: ClusterState, obj: dict[str, Any], deleted: bool = False
@@ -68,12 +86,17 @@ def apply_object(cluster: ClusterState, obj: dict[str, Any], deleted: bool = Fal
             cluster.set_object(kind, obj)
 
 
-def cluster_from_objects(objects: list[dict[str, Any]]) -> tuple[ClusterState, list[PodInfo]]:
+def cluster_from_objects(objects: list[dict[str, Any]], gates: FeatureGates | None = None
+                         ) -> tuple[ClusterState, list[PodInfo]]:
     """Build a cluster from a list of objects; returns it and the pods not bound to a node.
     Pods come last, in the API server's list order (by storage key, namespace/name), as a
     scheduler starting on that state lists them: that order is its nodes' pod order, which
-    breaks preemption's ties between equally important victims."""
+    breaks preemption's ties between equally important victims. With ``gates``, the pods on
+    nodes are accounted as that release's scheduler accounts them (:func:`status_options`);
+    without, from their spec alone."""
     cluster = ClusterState()
+    if gates is not None:
+        cluster.status_options = status_options(gates)
     ordered = sorted(objects, key=_listed_order)
     pending: list[PodInfo] = []
     for obj in ordered:

@@ -28,7 +28,7 @@ from kaudit.cluster.victim_columns import VictimColumns, remove_from_node
 from kaudit.model.gpu import GPU_MODEL_KEY, NVIDIA_GPU
 from kaudit.model.node import NodeInfo, parse_node
 from kaudit.model.pod import HostPort, PodInfo, Taint
-from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, SPEC_ONLY, StatusOptions
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _INITIAL_CAPACITY = 64
@@ -57,6 +57,9 @@ class ClusterState:
     """Nodes, the pods assigned to them, and the other objects plugins read."""
 
     def __init__(self) -> None:
+        #: What the pods on nodes are accounted with of their resize status (the release's
+        #: ``calculateResource`` options; from the spec alone unless set).
+        self.status_options: StatusOptions = SPEC_ONLY
         self.nodes: list[NodeInfo | None] = []
         self.slot_of: dict[str, int] = {}
         #: Each slot's node name (``slot_of`` inverted).

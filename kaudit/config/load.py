@@ -155,8 +155,6 @@ UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumable
                     "DRADeviceBindingConditions", "DRAExtendedResource", "DRADeviceTaintRules")
 #: Other gates whose features kaudit does not model; what objects that use them get instead.
 UNMODELLED_OTHER_GATES = {
-    "InPlacePodLevelResourcesVerticalScaling": "pod-level requests are read from the spec "
-                                               "alone (not the resize status)",
     "VolumeLimitScaling": "NodeVolumeLimits does not check that an opted-in CSI driver is "
                           "installed on the node",
 }
@@ -199,8 +197,9 @@ def _refuse_unmodelled_gates(gates: FeatureGates) -> None:
 
 
 def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:
-    """A warning per unmodelled gate the user turned on, and one naming those the release
-    turns on by default."""
+    """A warning per unmodelled gate the user turned on. Those a release turns on by default
+    are not warned about here, on every load, but where an object uses one
+    (:mod:`kaudit.model.unmodelled_features`)."""
     dra = [name for name in UNMODELLED_GATES
            if gates.enabled("DynamicResourceAllocation") and name in gates
            and gates.enabled(name)]
@@ -210,11 +209,6 @@ def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:
                 "allocates as with it off" for name in dra if name in set_here]
     warnings += [f"feature gate {name}: kaudit does not model it; "
                  f"{UNMODELLED_OTHER_GATES[name]}" for name in other if name in set_here]
-    by_default = [name for name in (*dra, *other) if name not in set_here]
-    if by_default:
-        warnings.append(f"Kubernetes {gates.version.name} turns on features kaudit does not "
-                        f"model: {', '.join(by_default)}; objects that use them are "
-                        "scheduled as with them off")
     return tuple(warnings)
 
 

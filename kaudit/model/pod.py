@@ -4,6 +4,14 @@ Mirrors the fields of ``framework.PodInfo`` and ``framework.AffinityTerm``
 (``pkg/scheduler/framework/types.go``, Kubernetes v1.34): requests and non-zero requests,
 tolerations, node selector and affinity, pod (anti-)affinity terms with their namespaces and
 namespace selectors, topology spread constraints, host ports, images, claims, gates, priority.
+
+The requests of an assigned pod (``spec.nodeName`` set: what upstream keeps in a NodeInfo) are
+``calculateResource``'s (``PodInfo.CalculateResource`` in ``types.go`` of v1.34.2, v1.35.4,
+v1.36.3 and v1.37.2): with ``status_options`` (:class:`~kaudit.model.resources.StatusOptions`, from
+the run's feature gates) they read the pod's in-place resize status
+(:func:`~kaudit.model.resources.pod_requests_with_status`). A pending pod's are the spec's, as
+the incoming pod's are for NodeResourcesFit's PreFilter (``computePodResourceRequest``) and,
+its status holding no resize, for scoring (``calculatePodResourceRequest``).
 """
 
 from __future__ import annotations
@@ -14,7 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaudit.model.gpu import GpuDemand, gpu_demand
-from kaudit.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, pod_requests, resource_units
+from kaudit.model.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    SPEC_ONLY,
+    StatusOptions,
+    carries_resize_status,
+    pod_requests,
+    pod_requests_with_status,
+    resource_units,
+)
 from kaudit.model.selectors import (
     LabelSelector,
     NodeSelector,
@@ -238,8 +256,11 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
 
 
 def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bool = True,
-              match_label_keys_in_spread: bool = True) -> PodInfo:
-    """Parse a Pod object. ``priority`` overrides a missing ``spec.priority``."""
+              match_label_keys_in_spread: bool = True,
+              status_options: StatusOptions = SPEC_ONLY) -> PodInfo:
+    """Parse a Pod object. ``priority`` overrides a missing ``spec.priority``;
+    ``status_options`` says what an assigned pod's requests read of its resize status
+    (nothing by default)."""
     metadata = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -284,9 +305,7 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
 
     required_affinity, preferred_affinity = terms("podAffinity")
     required_anti, preferred_anti = terms("podAntiAffinity")
-    requests = resource_units(pod_requests(spec, pod_level_resources=pod_level_resources))
-    non_zero = resource_units(pod_requests(spec, non_zero=True,
-                                           pod_level_resources=pod_level_resources))
+    requests, non_zero = _requests(obj, spec, pod_level_resources, status_options)
     volumes = tuple(v for v in spec.get("volumes") or [] if isinstance(v, dict))
     owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
     spec_priority = spec.get("priority")
@@ -340,6 +359,23 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         parse_errors=tuple(errors),
         gpu=_gpu_demand(metadata),
     )
+
+
+def _requests(obj: JSON, spec: Mapping[str, Any], pod_level_resources: bool,
+              options: StatusOptions) -> tuple[dict[str, int], dict[str, int]]:
+    """The pod's requests and non-zero requests in scheduler units: with its resize status
+    when it is assigned and ``options`` read status, else from the spec. A status without
+    anything a resize writes gives the spec's requests at every release, so it takes the
+    spec's (cheaper) path."""
+    if (options.use_status_resources and spec.get("nodeName")
+            and carries_resize_status(obj.get("status"))):
+        return (resource_units(pod_requests_with_status(
+                    obj, options, pod_level_resources=pod_level_resources)),
+                resource_units(pod_requests_with_status(
+                    obj, options, non_zero=True, pod_level_resources=pod_level_resources)))
+    return (resource_units(pod_requests(spec, pod_level_resources=pod_level_resources)),
+            resource_units(pod_requests(spec, non_zero=True,
+                                        pod_level_resources=pod_level_resources)))
 
 
 def _gpu_demand(metadata: Mapping[str, Any]) -> GpuDemand | None:

@@ -32,6 +32,13 @@ class RunSummary:
     #: The Kubernetes release whose kube-scheduler the run mirrored.
     kubernetes_version: str | None = None
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the replay warned of: the first use of each feature the run's release turns
+        on and kaudit does not model (the summary's ``unmodelledFeatures``)."""
+        found = (self.summary or {}).get("unmodelledFeatures") or []
+        return [str(entry.get("message")) for entry in found if isinstance(entry, dict)]
+
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "trace": self.trace, "status": self.status,
                 "seed": self.seed, "lifetime": self.lifetime, "config": self.config_source,

@@ -15,7 +15,9 @@ and runs the event loop. Each job is a collaborator of its own: the trace feed
 (:mod:`~kaudit.replay.apply`), the queue's hooks and timers (:mod:`~kaudit.replay.queueing`),
 the scheduling cycle (:mod:`~kaudit.replay.cycle`), preemption's API calls
 (:mod:`~kaudit.replay.preemption`), the controllers (:mod:`~kaudit.replay.controllers`) and the
-progress guard (:mod:`~kaudit.replay.guard`). A new replay behaviour gets a collaborator.
+progress guard (:mod:`~kaudit.replay.guard`); the trace's events pass the watch for features the
+release turns on and kaudit does not model (:mod:`~kaudit.replay.unmodelled`) on their way to
+the feed. A new replay behaviour gets a collaborator.
 
 Same-instant order (see :mod:`kaudit.replay.clock`): trace events first, then bindings, timers
 and completions, then the scheduler drains activeQ. After the trace's last event (plus
@@ -31,10 +33,11 @@ ends and reports the pods left waiting as unschedulable.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from kaudit import versions
 from kaudit.cluster.gpu_frag import FragMeasure, PodShape, typical_pods
+from kaudit.cluster.objects import status_options
 from kaudit.cluster.state import ClusterState
 from kaudit.eventlog.sink import EventSink
 from kaudit.eventlog.timeline import NoTimeline, Timeline
@@ -55,6 +58,7 @@ from kaudit.replay.guard import ProgressGuard
 from kaudit.replay.options import ReplayOptions, ReplaySummary
 from kaudit.replay.preemption import PreemptionCalls, PreemptionsInFlight
 from kaudit.replay.queueing import QueueDriver
+from kaudit.replay.unmodelled import UnmodelledFeatureWatch
 from kaudit.scheduler.build import SchedulerFactory
 from kaudit.scheduler.nominator import Nominator
 from kaudit.store.traces import StoredEvent
@@ -64,10 +68,12 @@ class Replay:
     def __init__(self, build: SchedulerFactory, sink: EventSink, options: ReplayOptions,
                  lifetimes: dict[str, tuple[int | None, int | None]] | None = None,
                  workload: list[PodShape] | None = None,
-                 audit: AuditPlan | None = None) -> None:
+                 audit: AuditPlan | None = None,
+                 sources: Sequence[str | None] = ()) -> None:
         """``build`` makes the scheduler over the replay's ports
         (:func:`kaudit.scheduler.build.scheduler_factory`); with ``audit`` the replay follows
-        the recording (``recorded_only``) and judges the plan's decisions."""
+        the recording (``recorded_only``) and judges the plan's decisions. ``sources`` are the
+        paths of the trace's inputs, which the run's warnings name."""
         self.sink = sink
         self.options = options
         self.summary = ReplaySummary()
@@ -79,6 +85,7 @@ class Replay:
         self.scheduler = scheduler = build(HandlePorts(
             cluster=self.cluster, clock=self.loop, nominator=self.nominator, api=self.api,
             preemption=in_flight, workload=workload))
+        self.cluster.status_options = status_options(scheduler.feature_gates)
         self.timeline = Timeline() if sink.keeps_timeline else NoTimeline()
         self.allocation = AllocationTracker()
         self.gpu_sharing = (GpuSharingTracker(FragMeasure(typical_pods(workload)))
@@ -105,6 +112,7 @@ class Replay:
             context, scheduler=scheduler, queueing=self.queueing, nominator=self.nominator,
             informer=self.informer, preemption=self.preemption, controllers=self.controllers,
             guard=self.guard, feed=self.feed, gpu_sharing=self.gpu_sharing)
+        self.unmodelled = UnmodelledFeatureWatch(scheduler.feature_gates, self.summary, sources)
         self.loop.at_instant_end(self._end_instant)
 
     def run(self, events: Iterable[StoredEvent],
@@ -120,7 +128,7 @@ class Replay:
              tick: Callable[[], None] | None) -> ReplaySummary:
         self.guard.tick = tick
         began = time.perf_counter()
-        self.feed.start(events, progress)
+        self.feed.start(self.unmodelled.watch(events), progress)
         while self.loop:
             if self._settled():
                 break  # the trace is over, nothing will change: the waiting pods stay so

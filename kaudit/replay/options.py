@@ -73,6 +73,14 @@ class ReplaySummary:
     extender_answers: dict[str, Any] | None = None
     #: An audit's counts: decisions judged, by class (``kaudit.replay.audit``).
     audit: dict[str, Any] | None = None
+    #: The first use of each feature the run's release turns on and kaudit does not model,
+    #: with its warning (``kaudit.replay.unmodelled``).
+    unmodelled_features: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user is warned of about the run."""
+        return [str(found["message"]) for found in self.unmodelled_features]
 
     def count_extender_calls(self, calls: Iterable[Any]) -> None:
         for call in calls:
@@ -106,4 +114,6 @@ class ReplaySummary:
             **({"extenderAnswers": self.extender_answers}
                if self.extender_answers is not None else {}),
             **({"audit": self.audit} if self.audit is not None else {}),
+            **({"unmodelledFeatures": self.unmodelled_features}
+               if self.unmodelled_features else {}),
         }

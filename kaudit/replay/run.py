@@ -174,7 +174,8 @@ def replay_trace(engine: Engine, trace: TraceSummary, config: SchedulerConfigura
                                                           False):
             plan = without_expectations(plan)
         replay = Replay(build, sink or SqlSink(engine, run_id, name=run_name), options,
-                        lifetimes, workload, plan)
+                        lifetimes, workload, plan,
+                        sources=[entry.get("path") for entry in trace.sources])
         summary = replay.run(iter_events(engine, trace.id), progress,
                              tick=_stop_check(heartbeat, run_name, check_stop))
         if extender_answers is not None:

@@ -211,7 +211,7 @@ def evaluate_pod(objects: list[dict[str, Any]], pod: dict[str, Any],
     against the cluster of ``objects`` with ``config``, exhaustively. ``candidates`` limits
     the nodes evaluated; the others stay in the cluster and count as failed filtering."""
     scheduler = build_scheduler(config, registry, seed=seed)
-    cluster, _pending = cluster_from_objects(objects)
+    cluster, _pending = cluster_from_objects(objects, config.feature_gates)
     info = pod_info(cluster, with_generated_claims(cluster, pod))
     framework = scheduler.framework_for(info)
     if framework is None:

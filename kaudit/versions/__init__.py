@@ -76,10 +76,13 @@ def handle_carries(handle: object, key: str) -> bool:
 
 
 #: The plugins a gate's state changes the decisions of, for the gates whose default moved
-#: between the mirrored releases and whose features kaudit models. The DRA beta features,
-#: pod-level resize and volume-limit scaling are left out (kaudit schedules as with them off,
-#: so they explain none of its differences), and so is Opportunistic Batching (its hint is a
-#: node a cycle alone would rank first, and the default profile never batches).
+#: between the mirrored releases and whose features kaudit models. The DRA beta features and
+#: volume-limit scaling are left out (kaudit schedules as with them off, so they explain none
+#: of its differences), and so is Opportunistic Batching (its hint is a node a cycle alone would
+#: rank first, and the default profile never batches). Pod-level resize
+#: (``InPlacePodLevelResourcesVerticalScaling``, on from v1.36) is left out too: it changes
+#: the requests of resized pods alone (``kaudit.model.resources.StatusOptions``), and naming it
+#: for every decision of the resources plugins would blame it where no pod was resized.
 GATE_PLUGINS: dict[str, tuple[str, ...]] = {
     "StorageCapacityScoring": ("VolumeBinding",),
     "NodeDeclaredFeatures": ("NodeDeclaredFeatures",),

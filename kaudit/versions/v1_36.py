@@ -5,7 +5,9 @@ module proxy), compared with v1.35.4 (:mod:`kaudit.versions.v1_35`):
 
 * ``pkg/features/kube_features.go``: ``NodeDeclaredFeatures`` turns on (Beta), as do the DRA
   gates of consumable capacity, binding conditions, device taints, partitionable devices and
-  extended resources, and pod-level in-place resize; ``DRAAdminAccess`` and
+  extended resources, and pod-level in-place resize (whose accounting of the pods on a node,
+  ``calculateResource`` with component-helpers v0.36.3, ``StatusOptions`` in
+  :mod:`kaudit.model.resources` mirrors); ``DRAAdminAccess`` and
   ``VolumeAttributesClass`` lock; new alpha gates arrive off (topology-aware workload
   scheduling, workload-aware preemption, DRA list-type attributes, node-allocatable
   resources, workload claims); ``CSIMigrationPortworx`` is removed (its GA path stays);

@@ -114,6 +114,18 @@ UNGATED_CHANGES = (
         "pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go",
         plugins=("DefaultPreemption",)),
     UngatedChange(
+        "pod-requests-aggregate-status",
+        "a pod on a node is accounted as the largest of its spec's, its allocated and its "
+        "actuated requests, each summed over every container (regular init containers too, "
+        "their statuses found by name) before the maximum is taken, and a pod's pod-level "
+        "allocated and actuated requests, when its status has both, stand in for its "
+        "containers' (v1.36 took the maximum per container, of regular and sidecar "
+        "containers only)",
+        "no pull request named in the CHANGELOG (the code arrived with the "
+        "DRANodeAllocatableResources rework, #140009); pkg/scheduler/framework/types.go "
+        "(calculateResource), staging/src/k8s.io/component-helpers/resource/helpers.go "
+        "(AggregateContainerRequests)"),  # resized pods alone: named for no plugin's decisions
+    UngatedChange(
         "post-filter-message-without-dra",
         "the FitError message no longer carries DynamicResources' PostFilter reasons (\"no "
         "new claims to deallocate\"), and a successful preemption adds \"preemption: found a "

@@ -1,4 +1,5 @@
-"""Feature gates: v1.34 defaults and locks, and ``--feature-gates`` parsing.
+"""Feature gates: v1.34 defaults and locks, and ``--feature-gates`` parsing (as v1.34.2, whose
+table these cases are taken from; every release's table is checked in ``tests/versions``).
 
 Expected states come from the versioned specs in ``pkg/features/kube_features.go``;
 messages from ``k8s.io/component-base/featuregate``.
@@ -8,9 +9,17 @@ from __future__ import annotations
 
 import pytest
 
-from kaudit.config import FeatureGates, parse_feature_gates
-from kaudit.config.feature_gates import GATE_SPECS
+from kaudit import versions
+from kaudit.config import FeatureGates
 from kaudit.errors import ConfigError
+from tests.conftest import V1_34, gates_at
+
+RELEASE = versions.get(V1_34)
+GATE_SPECS = RELEASE.gates
+
+
+def parse_feature_gates(text: str) -> FeatureGates:
+    return gates_at(V1_34, text)
 
 
 @pytest.mark.parametrize(("gate", "default", "locked"), [
@@ -30,7 +39,7 @@ from kaudit.errors import ConfigError
     ("DRAExtendedResource", False, False),
 ])
 def test_v1_34_gate_states(gate: str, default: bool, locked: bool) -> None:
-    assert FeatureGates().enabled(gate) is default
+    assert FeatureGates(version=RELEASE).enabled(gate) is default
     assert GATE_SPECS[gate].locked is locked
 
 
@@ -41,7 +50,7 @@ def test_parse_sets_values_and_keeps_the_rest_default() -> None:
     assert gates.overrides == {"StorageCapacityScoring": True, "PodLevelResources": False}
     assert gates.non_default() == {"PodLevelResources": False, "StorageCapacityScoring": True}
     assert str(gates) == "PodLevelResources=false,StorageCapacityScoring=true"
-    assert parse_feature_gates("") == FeatureGates()
+    assert parse_feature_gates("") == FeatureGates(version=RELEASE)
     assert parse_feature_gates("SchedulerAsyncPreemption=1").enabled("SchedulerAsyncPreemption")
 
 
@@ -77,15 +86,15 @@ def test_all_alpha_enables_every_unset_alpha_gate() -> None:
 
 
 def test_gates_are_an_immutable_mapping() -> None:
-    gates = FeatureGates({"StorageCapacityScoring": True})
+    gates = FeatureGates({"StorageCapacityScoring": True}, RELEASE)
     assert dict(gates)["StorageCapacityScoring"] and len(gates) == len(GATE_SPECS)
     assert gates.with_overrides({"PodLevelResources": False}).overrides == {
         "StorageCapacityScoring": True, "PodLevelResources": False}
-    assert hash(gates) == hash(FeatureGates({"StorageCapacityScoring": True}))
+    assert hash(gates) == hash(FeatureGates({"StorageCapacityScoring": True}, RELEASE))
     with pytest.raises(KeyError):
         gates.enabled("NoSuchGate")
     with pytest.raises(ConfigError, match="unrecognized feature gate: Bar"):
-        FeatureGates({"Bar": True})
+        FeatureGates({"Bar": True}, RELEASE)
 
 
 def test_unmodelled_dra_gates_load_with_a_warning() -> None:
@@ -93,11 +102,12 @@ def test_unmodelled_dra_gates_load_with_a_warning() -> None:
     cluster's may), and loading it says that DynamicResources allocates as with them off."""
     from kaudit.scheduler.build import load
 
-    config, _ = load(None, "DRAPartitionableDevices=true,DRADeviceTaints=true")
+    config, _ = load(None, parse_feature_gates("DRAPartitionableDevices=true,DRADeviceTaints=true"))
     assert [w for w in config.warnings if "kaudit does not model it" in w] == [
         "feature gate DRAPartitionableDevices: kaudit does not model it; DynamicResources "
         "allocates as with it off",
         "feature gate DRADeviceTaints: kaudit does not model it; DynamicResources allocates "
         "as with it off"]
-    config, _ = load(None, "DynamicResourceAllocation=false,DRADeviceTaints=true")
+    config, _ = load(None, parse_feature_gates(
+        "DynamicResourceAllocation=false,DRADeviceTaints=true"))
     assert not [w for w in config.warnings if "kaudit does not model it" in w]

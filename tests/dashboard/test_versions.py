@@ -3,8 +3,11 @@ history page's what-if evaluates a pod as the run's release or another one the f
 
 from __future__ import annotations
 
+import json
+
 from flask.testing import FlaskClient
-from sqlalchemy import Engine, update
+from markupsafe import escape
+from sqlalchemy import Engine, select, update
 
 from kaudit import versions
 from kaudit.store.models import Run
@@ -18,13 +21,28 @@ def test_runs_and_traces_carry_their_release(client: FlaskClient) -> None:
     assert [r["kubernetesVersion"] for r in runs] == ["v1.34.2", "v1.34.2"]
     assert client.get("/api/v1/runs/default").get_json()["run"]["kubernetesVersion"] == "v1.34.2"
     (trace,) = client.get("/api/v1/traces").get_json()["traces"]
-    assert "kubernetesVersion" in trace and trace["kubernetesVersion"] is None
+    assert trace["kubernetesVersion"] == "v1.34.2"  # the sample's header names it
     page = client.get("/runs/default").get_data(as_text=True)
     assert 'Kubernetes <b id="run-kubernetes">v1.34.2</b>' in page
     config = client.get("/runs/packing/config").get_data(as_text=True)
     assert '<b id="config-kubernetes">v1.34.2</b>' in config
     assert client.get("/-/config/packing").get_json()["kubernetesVersion"] == "v1.34.2"
     assert "v1.34.2" in client.get("/-/versions").get_json()["kubernetesReleases"]
+
+
+def test_a_run_page_shows_the_features_its_trace_uses_that_kaudit_does_not_model(
+        client: FlaskClient, sample_runs: Engine) -> None:
+    assert 'id="run-warnings"' not in client.get("/runs/default").get_data(as_text=True)
+    message = ("Kubernetes v1.37.2 turns on DRAConsumableCapacity, which kaudit does not model: "
+               "ResourceSlice s uses it (device capacity requestPolicy, at t.jsonl:9)")
+    with sample_runs.begin() as connection:
+        summary = connection.scalar(select(Run.summary).where(Run.name == "default"))
+        found = {**json.loads(summary or "{}"), "unmodelledFeatures": [
+            {"gate": "DRAConsumableCapacity", "message": message}]}
+        connection.execute(update(Run).where(Run.name == "default")
+                           .values(summary=json.dumps(found)))
+    page = client.get("/runs/default").get_data(as_text=True)
+    assert f'<ul id="run-warnings" class="note">\n  <li>{escape(message)}</li>' in page
 
 
 def test_the_history_page_offers_the_supported_releases(
@@ -61,7 +79,7 @@ def test_an_unsupported_release_is_a_400_naming_the_field(
     assert long.get_json()["error"] == "kubernetesVersion: longer than 64 characters"
 
 
-def test_a_run_of_a_release_no_longer_mirrored_is_evaluated_as_the_fallback(
+def test_a_run_of_a_release_no_longer_mirrored_is_evaluated_as_the_nearest(
         client: FlaskClient, sample_runs: Engine) -> None:
     with sample_runs.begin() as connection:
         connection.execute(update(Run).where(Run.name == "default")
@@ -71,4 +89,4 @@ def test_a_run_of_a_release_no_longer_mirrored_is_evaluated_as_the_fallback(
     supported = ", ".join(v.name for v in versions.SUPPORTED)
     assert body["notices"] == [
         f"run 'default' was replayed as Kubernetes v1.30.1, which kaudit does not mirror (it "
-        f"supports {supported}): using v1.34.2 (kubernetesVersion to choose)"]
+        f"supports {supported}): using v1.34.2, the nearest (kubernetesVersion to choose)"]

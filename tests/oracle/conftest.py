@@ -86,8 +86,8 @@ def oracle() -> dict[str, Path]:
 
 def run_cycles(program: Path, requests: list[dict[str, Any]], timeout: float = 900
                ) -> dict[str, dict[str, Any]]:
-    """Send every request to one ``cycle`` process; its answers by id (each ``{"expect"}``
-    or ``{"error"}``)."""
+    """Send every request to one oracle process (``cycle``, or another that answers a JSON
+    line per request line); its answers by id (each ``{"expect"}`` or ``{"error"}``)."""
     payload = b"".join(orjson.dumps(r) + b"\n" for r in requests)
     done = subprocess.run([str(program)], input=payload, capture_output=True, timeout=timeout,
                           check=False)
