@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.replay import WORKLOADS, events
+from kaudit import versions
+from kaudit.config import parse_feature_gates
 from kaudit.eventlog.sink import MemorySink, digest
 from kaudit.readers.ingest import TraceInput, ingest_trace
 from kaudit.replay.run import replay_trace
@@ -31,13 +33,16 @@ from kaudit.store.traces import get_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(__file__).with_name("digests.json")
+#: The release every digest is replayed as: the digests guard v1.34.2's behaviour, whatever the
+#: default release.
+RELEASE = "v1.34.2"
 SIZES = {"SchedulingBasic": (300, 100, 600), "SchedulingPodAntiAffinity": (300, 100, 300),
          "SchedulingNodeAffinity": (300, 300, 600), "TopologySpreading": (300, 100, 600),
          "PreemptionBasic": (100, 400, 100), "PreemptionAsync": (200, 800, 200)}
 
 
 def _replay(engine: Any, trace_name: str, config_path: Path | None, seed: int) -> str:
-    config, registry = load(config_path)
+    config, registry = load(config_path, parse_feature_gates("", versions.get(RELEASE)))
     sink = MemorySink()
     replay_trace(engine, get_trace(engine, trace_name), config, registry, seed=seed, sink=sink)
     return digest(iter(sink.records))

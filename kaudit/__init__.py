@@ -10,4 +10,4 @@ __version__ = "0.1.0"
 #: here: everything that release is made of (feature gates, default plugins, API defaults and
 #: ungated behaviour changes such as v1.34.2's TaintToleration reason) is in
 #: ``kaudit.versions``, whose ``DEFAULT`` is the release of this name.
-KUBERNETES_VERSION = "v1.34.2"
+KUBERNETES_VERSION = "v1.37.2"

@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 from kaudit import versions
 from kaudit.cli import cli
+from kaudit.config import FeatureGates, parse_feature_gates
 from kaudit.store.engine import resolve_url
 from kaudit.store.models import Base
 from kaudit.store.schema import open_database
@@ -179,19 +180,20 @@ def sample_path() -> Path:
 
 
 def replay_sample_twice(engine: Engine) -> tuple[str, str]:
-    """Ingest the sample trace and replay it with the default configuration (run
-    ``default``) and the bin-packing one (run ``packing``); returns the two run names."""
+    """Ingest the sample trace and replay it, as ``kaudit replay`` does (as the release its
+    header names, v1.34.2), with the default configuration (run ``default``) and the
+    bin-packing one (run ``packing``); returns the two run names."""
     from kaudit.datadirs import sample_config, sample_trace
     from kaudit.readers.ingest import TraceInput, ingest_trace
     from kaudit.replay.run import replay_trace
-    from kaudit.scheduler.build import load
+    from kaudit.services.replay import ConfigChoice, resolve_config
     from kaudit.store.traces import get_trace
 
     ingest_trace(engine, [TraceInput(sample_trace())])
     trace = get_trace(engine, "sample")
     for name, path in (("default", None), ("packing", sample_config())):
-        config, registry = load(path)
-        replay_trace(engine, trace, config, registry, name=name)
+        resolved = resolve_config(trace, ConfigChoice(file=path))
+        replay_trace(engine, trace, resolved.config, resolved.registry, name=name)
     return "default", "packing"
 
 
@@ -200,6 +202,16 @@ def sample_runs(engine: Engine) -> Engine:
     """A database holding the sample trace replayed under two configurations."""
     replay_sample_twice(engine)
     return engine
+
+
+#: The release named by the tests written against v1.34.2's behaviour (upstream's v1.34 tables
+#: and oracle answers, event logs recorded at v1.34.2); the default release is the newest.
+V1_34 = "v1.34.2"
+
+
+def gates_at(release: str = V1_34, text: str = "") -> FeatureGates:
+    """The feature gates of ``release`` with ``text`` (``--feature-gates``) applied."""
+    return parse_feature_gates(text, versions.get(release))
 
 
 #: The made-up release of :func:`made_up_release`.
@@ -227,10 +239,13 @@ def made_up_release(name: str = MADE_UP) -> KubernetesVersion:
 
 @pytest.fixture
 def second_release(monkeypatch: pytest.MonkeyPatch) -> KubernetesVersion:
-    """kaudit mirrors v1.34.2 and the made-up v1.99.0 (:func:`made_up_release`), in this
-    process: ``kaudit.versions.SUPPORTED``, which ``versions.get`` reads, holds both."""
+    """kaudit mirrors v1.34.2, its default here, and the made-up v1.99.0
+    (:func:`made_up_release`), in this process: ``kaudit.versions.SUPPORTED``, which
+    ``versions.get`` reads, holds both, and ``kaudit.versions.DEFAULT``, which the fallback
+    release is, is v1.34.2."""
     other = made_up_release()
-    monkeypatch.setattr(versions, "SUPPORTED", (versions.get("v1.34.2"), other))
+    monkeypatch.setattr(versions, "SUPPORTED", (versions.get(V1_34), other))
+    monkeypatch.setattr(versions, "DEFAULT", versions.get(V1_34))
     return other
 
 

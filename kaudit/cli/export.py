@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from kaudit import __version__
 from kaudit.cli.options import db_option, echo_json, json_option
 from kaudit.errors import InputError
 from kaudit.eventlog.runs import RunStatus
+from kaudit.model.recording import header_object
 from kaudit.queries.export import exported_events, run_source
 from kaudit.queries.instants import resolve_instant
 from kaudit.queries.timeline import run_span
@@ -44,7 +46,9 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
            db: str | None, as_json: bool) -> None:
     """Write RUN as a trace of the cluster it simulated: the trace's events, with each pod
     kaudit scheduled bound to kaudit's node at kaudit's bind time, kaudit's preemptions as
-    deletions, and the pods it recreated.
+    deletions, and the pods it recreated. A native trace opens with a header naming the
+    Kubernetes release the run was replayed as, so that replaying or auditing it mirrors the
+    same release.
 
     \b
       kaudit export RUN -o replayed.jsonl && kaudit ingest replayed.jsonl
@@ -70,7 +74,9 @@ def export(run: str, fmt: str, output: Path | None, at: str | None, force: bool,
                           compress=output is not None and output.suffix == ".gz")
         try:
             if fmt == NATIVE:
-                counts = write_native(events, out)
+                header = None if source.kubernetes_version is None else header_object(
+                    source.kubernetes_version, f"kaudit/{__version__}")
+                counts = write_native(events, out, header)
             elif fmt == SIMULATOR:
                 counts = write_simulator_records(events, out)
             else:

@@ -63,15 +63,18 @@ class RunSource:
     status: str
     config: dict[str, Any]
     lifetime: str = "recorded"
+    #: The Kubernetes release the run was replayed as (an export's header names it).
+    kubernetes_version: str | None = None
 
 
 def run_source(engine: Engine, ref: str) -> RunSource:
     run = get_run(engine, ref)
     with engine.connect() as connection:
-        trace_id, config = connection.execute(
-            select(Run.trace_id, Run.config).where(Run.id == run.id)).one()
+        trace_id, config, release = connection.execute(
+            select(Run.trace_id, Run.config, Run.kubernetes_version)
+            .where(Run.id == run.id)).one()
     return RunSource(run.id, run.name, int(trace_id), run.status, orjson.loads(config),
-                     run.lifetime)
+                     run.lifetime, release)
 
 
 def _uid(obj: dict[str, Any]) -> str:

@@ -66,9 +66,17 @@ def rfc3339(ts_us: int) -> str:
     return format_rfc3339(ts_us)
 
 
-def write_native(events: Iterable[Event], out: IO[bytes]) -> dict[str, int]:
+def write_native(events: Iterable[Event], out: IO[bytes],
+                 header: dict[str, Any] | None = None) -> dict[str, int]:
+    """Write ``events`` as native JSON Lines; ``header`` (a recording's header object,
+    :mod:`kaudit.model.recording`) goes first, as a ``BOOKMARK`` at the first event's time."""
     counts: dict[str, int] = {}
     for event in events:
+        if header is not None:
+            out.write(orjson.dumps({"ts": native_time(event.ts_us), "type": "BOOKMARK",
+                                    "object": header}))
+            out.write(b"\n")
+            header = None
         out.write(orjson.dumps({"ts": native_time(event.ts_us), "type": event.type,
                                 "object": event.object}))
         out.write(b"\n")

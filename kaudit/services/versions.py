@@ -5,9 +5,9 @@ sweep's cell, the dashboard's what-if) chooses its release by the one rule of
 :func:`resolve_version`: the release the user names (``--kubernetes-version``, a sweep spec's
 ``kubernetesVersion``, the what-if's ``kubernetesVersion``) wins; else the release the trace
 was recorded from (or the run was replayed as) when kaudit mirrors its minor (the exact patch
-when supported, else the newest supported patch of that minor); else
-:func:`fallback_release`. A recorded release kaudit does not mirror falls back with a notice
-that says so.
+when supported, else the newest supported patch of that minor); a recorded release of a minor
+kaudit does not mirror gets the nearest supported release (the oldest for an older cluster),
+with a notice that says so; else :func:`fallback_release`, the newest supported release.
 
 :func:`release_differences` computes, from the data of :mod:`kaudit.versions` alone, what
 changed in each supported release since the previous one (``kaudit versions``).
@@ -37,11 +37,8 @@ FROM_USER, FROM_RECORDING, FROM_FALLBACK = "user", "recording", "fallback"
 
 
 def fallback_release() -> KubernetesVersion:
-    """The release mirrored when neither the user nor the recording names one kaudit mirrors.
-
-    Issue #38 asks for the newest supported release here; until the releases being added are
-    verified this is :data:`kaudit.versions.DEFAULT`. This is the one place to make it
-    ``versions.SUPPORTED[-1]``."""
+    """The release mirrored when neither the user nor the recording names one:
+    :data:`kaudit.versions.DEFAULT`, the newest supported release."""
     return versions.DEFAULT
 
 
@@ -79,6 +76,18 @@ def mirrored_release(recorded: str) -> KubernetesVersion | None:
     return max(found, key=lambda v: v.release) if found else None
 
 
+def nearest_release(recorded: str) -> KubernetesVersion | None:
+    """The supported release nearest to ``recorded``, a release of a minor kaudit does not
+    mirror: the oldest supported for an older one, else the newest supported before it; None
+    when ``recorded`` is no release."""
+    parsed = parse_release(recorded)
+    if parsed is None:
+        return None
+    before = [v for v in versions.SUPPORTED if v.release[:2] < parsed[:2]]
+    return max(before, key=lambda v: v.release) if before else min(
+        versions.SUPPORTED, key=lambda v: v.release)
+
+
 def exact_release(name: str | None) -> KubernetesVersion | None:
     """The supported release named exactly ``name`` (a run's, as it stored it), else None."""
     found = mirrored_release(name) if name is not None else None
@@ -112,9 +121,15 @@ def resolve_version(explicit: str | None, recorded: str | None = None, *, field:
         return ResolvedVersion(fallback, FROM_FALLBACK)
     mirrored = mirrored_release(recorded)
     if mirrored is None:
-        return ResolvedVersion(fallback, FROM_FALLBACK, (
+        nearest = nearest_release(recorded)
+        if nearest is None:
+            return ResolvedVersion(fallback, FROM_FALLBACK, (
+                f"{subject} Kubernetes {recorded}, which kaudit cannot read as a release: "
+                f"using {fallback.name} ({field} to choose)",))
+        return ResolvedVersion(nearest, FROM_RECORDING, (
             f"{subject} Kubernetes {recorded}, which kaudit does not mirror (it supports "
-            f"{', '.join(supported_names())}): using {fallback.name} ({field} to choose)",))
+            f"{', '.join(supported_names())}): using {nearest.name}, the nearest "
+            f"({field} to choose)",))
     notices: tuple[str, ...] = ()
     if parse_release(recorded) != mirrored.release:
         notices = (f"{subject} Kubernetes {recorded}: using {mirrored.name}, the release of "

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, update
 from kaudit.queries.audit import AGREEING, CLASSES, DISAGREEING
 from kaudit.store.models import Run
 from kaudit.tracegen.builders import make_node, make_pod
-from tests.conftest import write_trace
+from tests.conftest import V1_34, write_trace
 from tests.queries.test_diff import MOST_ALLOCATED
 from tests.replay.test_audit import bindings_steps
 
@@ -26,10 +26,12 @@ Kaudit = Callable[..., Result]
 
 @pytest.fixture
 def sample_export(run_kaudit: Kaudit, sample_path: Path, tmp_path: Path) -> str:
-    """The sample replayed by kaudit with the defaults (run ``own``), exported and stored as
-    trace ``export``: a recording whose every decision kaudit's default profile made."""
+    """The sample replayed by kaudit with the defaults of v1.34.2 (run ``own``), exported and
+    stored as trace ``export``: a recording whose every decision kaudit's default profile made,
+    whose header names v1.34.2 (the release the scores the cases reason about are of)."""
     exported = tmp_path / "own.jsonl"
-    for args in (("ingest", str(sample_path)), ("replay", "sample", "--name", "own"),
+    for args in (("ingest", str(sample_path)),
+                 ("replay", "sample", "--name", "own", "--kubernetes-version", V1_34),
                  ("export", "own", "-o", str(exported)),
                  ("ingest", str(exported), "--name", "export")):
         result = run_kaudit(*args)
@@ -47,6 +49,7 @@ def audit_json(run_kaudit: Kaudit, *args: str, exit_code: int = 0) -> dict[str, 
 def test_an_export_of_kaudits_own_replay_agrees_with_the_same_configuration(
         run_kaudit: Kaudit, sample_export: str) -> None:
     report = audit_json(run_kaudit, sample_export, "--fail-on", "disagree>0")
+    assert report["kubernetesVersion"] == V1_34  # the export's header names the run's release
 
     assert report["judged"] > 50
     assert report["disagreements"] == []

@@ -18,7 +18,7 @@ from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
 from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_node, make_pod
-from tests.conftest import write_trace
+from tests.conftest import V1_34, gates_at, write_trace
 
 #: A Python repr or a dict dumped into a line.
 REPR = re.compile(r"\w=\[|\{'|': |\w=True|\w=False")
@@ -51,7 +51,7 @@ def test_a_claim_record_is_summarised(engine: Engine, run_kaudit: Callable[..., 
     the object (about 1,500 characters) dumped."""
     traces = Path(__file__).resolve().parents[2] / "traces"
     ingest_trace(engine, [TraceInput(traces / "dra-gpu.jsonl")], name="dra")
-    config, registry = load()
+    config, registry = load(None, gates_at(V1_34))  # the allocation spelled out is v1.34's
     replay_trace(engine, get_trace(engine, "dra"), config, registry, name="dra")
     text = run_kaudit("explain", "dra", "default/train-0003").output
     claims = [line for line in _other_events(text) if "ResourceClaim " in line]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from kaudit.cli import cli
@@ -14,7 +15,11 @@ from kaudit.tracegen.builders import make_node, make_pod
 from tests.framework.fakes import daemonset_pod
 
 
-def test_whatif_for_a_pod_whose_node_left(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("release", "dra_says"), [
+    ("v1.34.2", "no new claims to deallocate, "),
+    ("v1.37.2", ""),  # DynamicResources' PostFilter is quiet without claims (v1.37)
+])
+def test_whatif_for_a_pod_whose_node_left(tmp_path: Path, release: str, dra_says: str) -> None:
     low = make_pod("low").req(cpu="4").node("node-a").obj()
     nodes = [make_node(name).capacity(cpu="4", memory="8Gi").obj()
              for name in ("node-a", "node-b")]
@@ -23,13 +28,14 @@ def test_whatif_for_a_pod_whose_node_left(tmp_path: Path) -> None:
     pod = tmp_path / "pod.json"
     pod.write_bytes(orjson.dumps(daemonset_pod("gone-node", priority=1000)))
     result = CliRunner().invoke(cli, ["whatif", "--cluster", str(state), "--pod", str(pod),
-                                      "--json"], catch_exceptions=False)
+                                      "--json", "--kubernetes-version", release],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["message"] == (
-        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. no new "
-        "claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not "
-        "helpful for scheduling.")
+        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        f"{dra_says}preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+        "scheduling.")
     assert report["nodes"] == {} and report["selectedNode"] is None
     assert report["preFilter"]["NodeAffinity"] == {"code": "Success", "reasons": [],
                                                    "nodeNames": ["gone-node"]}

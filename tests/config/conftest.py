@@ -1,4 +1,6 @@
-"""Helpers for the configuration tests: write a config file and load it."""
+"""Helpers for the configuration tests: write a config file and load it, as v1.34.2 (whose
+upstream tables and messages the cases are taken from) unless gates of another release are
+given."""
 
 from __future__ import annotations
 
@@ -9,10 +11,20 @@ from typing import Any
 
 import pytest
 
+from kaudit import versions
 from kaudit.config import FeatureGates, PluginSpec, SchedulerConfiguration
 from kaudit.config import load as config_load
 from kaudit.errors import ConfigError
 from kaudit.scheduler.registry import plugin_specs
+from tests.conftest import V1_34
+
+#: The release the configuration tests load as.
+RELEASE = versions.get(V1_34)
+
+
+def v1_34_gates(overrides: dict[str, bool] | None = None) -> FeatureGates:
+    """``overrides`` over :data:`RELEASE`'s gates."""
+    return FeatureGates(overrides, RELEASE)
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -23,13 +35,14 @@ def load_configuration(path: Path | None = None, *, feature_gates: FeatureGates 
     """The configuration layer's loader with the in-tree plugins' specs (plus ``extra_plugins``),
     as the scheduler calls it."""
     return config_load.load_configuration(
-        path, plugins={**plugin_specs(), **(extra_plugins or {})}, feature_gates=feature_gates)
+        path, plugins={**plugin_specs(), **(extra_plugins or {})},
+        feature_gates=feature_gates or v1_34_gates())
 
 
 def load_object(obj: Any, source: str, *, feature_gates: FeatureGates | None = None
                 ) -> SchedulerConfiguration:
     return config_load.load_object(obj, source, plugins=plugin_specs(),
-                                   feature_gates=feature_gates)
+                                   feature_gates=feature_gates or v1_34_gates())
 
 
 @pytest.fixture

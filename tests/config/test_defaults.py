@@ -7,9 +7,9 @@ set (``apis/config/testing/defaults/defaults.go``, ``ExpandedPluginsV1``).
 
 from __future__ import annotations
 
-from kaudit.config import EXTENSION_POINTS, FeatureGates, PluginRef
+from kaudit.config import EXTENSION_POINTS, PluginRef
 from kaudit.scheduler.registry import plugin_specs
-from tests.config.conftest import load_configuration
+from tests.config.conftest import load_configuration, v1_34_gates
 
 # (plugin, extension points, score weight) in MultiPoint order: semantics digest 1.1.
 # DefaultPreemption is also a PreEnqueue plugin in v1.34 (asynchronous preemption).
@@ -69,7 +69,7 @@ def test_global_defaults() -> None:
     assert (config.parallelism, config.percentage_of_nodes_to_score) == (16, 0)
     assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (1, 10)
     assert config.pod_max_in_unschedulable_pods_duration_seconds == 300
-    assert config.source is None and config.feature_gates == FeatureGates()
+    assert config.source is None and config.feature_gates == v1_34_gates()
 
 
 def test_default_plugin_args_for_every_plugin_that_takes_args() -> None:
@@ -92,7 +92,7 @@ def test_default_plugin_args_for_every_plugin_that_takes_args() -> None:
 
 
 def test_without_dynamic_resource_allocation_the_dra_plugin_is_not_a_default() -> None:
-    gates = FeatureGates({"DynamicResourceAllocation": False})
+    gates = v1_34_gates({"DynamicResourceAllocation": False})
     profile = load_configuration(feature_gates=gates).profiles["default-scheduler"]
     table = [row for row in DEFAULT_TABLE if row[0] != "DynamicResources"]
     for point, names in expected_lists(table).items():
@@ -101,7 +101,7 @@ def test_without_dynamic_resource_allocation_the_dra_plugin_is_not_a_default() -
 
 
 def test_storage_capacity_scoring_makes_volume_binding_score() -> None:
-    gates = FeatureGates({"StorageCapacityScoring": True})
+    gates = v1_34_gates({"StorageCapacityScoring": True})
     profile = load_configuration(feature_gates=gates).profiles["default-scheduler"]
     assert "VolumeBinding" in profile.enabled("PreScore")
     assert profile.enabled("Score").index("VolumeBinding") == 3  # after NodeResourcesFit
@@ -112,7 +112,7 @@ def test_storage_capacity_scoring_makes_volume_binding_score() -> None:
 
 
 def test_dra_filter_timeout_is_unset_without_its_gate() -> None:
-    gates = FeatureGates({"DRASchedulerFilterTimeout": False})
+    gates = v1_34_gates({"DRASchedulerFilterTimeout": False})
     args = load_configuration(feature_gates=gates).profiles["default-scheduler"].plugin_args
     assert args["DynamicResources"] == {"filterTimeout": None}
 
@@ -137,5 +137,5 @@ def test_in_tree_plugin_specs() -> None:
     assert specs["NodeName"].args is None
     args = specs["InterPodAffinity"].args
     assert args is not None and args.kind == "InterPodAffinityArgs"
-    assert args.defaulted(None, FeatureGates()) == {
+    assert args.defaulted(None, v1_34_gates()) == {
         "hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False}

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.config import FeatureGates, PluginRef, PluginSpec, SchedulerConfiguration
+from kaudit.config import PluginRef, PluginSpec, SchedulerConfiguration
 from kaudit.errors import ConfigError, InputError
 from kaudit.framework.plugin import FilterPlugin
 from kaudit.scheduler.registry import build_registry
-from tests.config.conftest import load_configuration, load_object
+from tests.config.conftest import load_configuration, load_object, v1_34_gates
 
 REAL_WORLD = """\
 # Bin-pack batch work; keep the default profile for services.
@@ -111,7 +111,7 @@ def test_tab_indented_json_and_json_syntax_errors(tmp_path: Path) -> None:
 def test_the_effective_configuration_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "scheduler.yaml"
     path.write_text(REAL_WORLD)
-    gates = FeatureGates({"StorageCapacityScoring": True})
+    gates = v1_34_gates({"StorageCapacityScoring": True})
     config = load_configuration(path, feature_gates=gates)
     document = config.to_dict()
     assert document["apiVersion"] == "kubescheduler.config.k8s.io/v1"

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from kaudit.config import FeatureGates, FieldError, SchedulerConfiguration
+from kaudit.config import FieldError, SchedulerConfiguration
 from kaudit.errors import ConfigError
 from kaudit.scheduler.registry import validate_plugin_args
+from tests.config.conftest import v1_34_gates
 from tests.conftest import DATA
 
 CASES_DIR = DATA / "conformance" / "cases"
@@ -164,15 +165,15 @@ def fit(strategy: dict[str, Any], **more: Any) -> dict[str, Any]:
 ])
 def test_validate_plugin_args(plugin: str, args: dict[str, Any],
                               errors: list[tuple[str, str, str]]) -> None:
-    got = validate_plugin_args(plugin, args)
+    got = validate_plugin_args(plugin, args, feature_gates=v1_34_gates())
     assert [(e.type, e.field, e.detail) for e in got] == errors
 
 
 def test_gated_args_follow_the_feature_gates() -> None:
-    capacity = FeatureGates({"StorageCapacityScoring": True})
+    capacity = v1_34_gates({"StorageCapacityScoring": True})
     assert validate_plugin_args("VolumeBinding", {"shape": []}, feature_gates=capacity) == [
         FieldError("FieldValueRequired", "shape", "at least one point must be specified")]
-    no_timeout = FeatureGates({"DRASchedulerFilterTimeout": False})
+    no_timeout = v1_34_gates({"DRASchedulerFilterTimeout": False})
     assert validate_plugin_args("DynamicResources", {"filterTimeout": "5s"},
                                 feature_gates=no_timeout) == [FieldError(
         "FieldValueForbidden", "filterTimeout",

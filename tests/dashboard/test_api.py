@@ -10,6 +10,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from kaudit import KUBERNETES_VERSION
 from kaudit.queries.explain import explain_pod
 from kaudit.queries.pods import nodes_from_detail
 
@@ -246,7 +247,7 @@ def test_unknown_pages_are_html_404s(client: FlaskClient) -> None:
 
 def test_introspection(client: FlaskClient) -> None:
     versions = _json(client, "/-/versions")
-    assert versions["kubernetes"] == "v1.34.2" and versions["schemaRevision"] == "0009"
+    assert versions["kubernetes"] == KUBERNETES_VERSION and versions["schemaRevision"] == "0009"
     config = _json(client, "/-/config/packing")
     strategy = config["configuration"]["profiles"][0]["pluginConfig"]
     assert "MostAllocated" in json.dumps(strategy)

@@ -54,7 +54,8 @@ def test_the_answer_is_kaudit_whatifs_on_the_cluster_at_t(
     pod = tmp_path / "pod.yaml"
     pod.write_text(MANIFEST)
     cli = CliRunner().invoke(main_cli, ["whatif", "--cluster", str(cluster), "--pod", str(pod),
-                                        "--json"])
+                                        "--json", "--kubernetes-version",
+                                        body["kubernetesVersion"]])
     assert cli.exit_code == 0, cli.output
     from_cli = json.loads(cli.output)
     assert from_cli["message"] == evaluation["message"]

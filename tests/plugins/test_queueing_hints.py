@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.config import parse_feature_gates
-from kaudit.config.feature_gates import GATE_SPECS
+from kaudit import versions
 from kaudit.framework.events import (
     ClusterEvent,
     QueueingHint,
@@ -28,7 +27,10 @@ from kaudit.framework.plugin import Handle
 from kaudit.model.node import parse_node
 from kaudit.model.pod import parse_pod
 from kaudit.scheduler.registry import in_tree_plugins
-from tests.conftest import DATA
+from tests.conftest import DATA, V1_34, gates_at
+
+#: The release the tables are v1.34's: its gates.
+GATE_SPECS = versions.get(V1_34).gates
 
 CASES_DIR = DATA / "queueing_hints"
 FILES = sorted(CASES_DIR.glob("*.json"))
@@ -47,7 +49,7 @@ def _impossible_in_v1_34(case: dict[str, Any]) -> bool:
 
 
 def _plugin(name: str, case: dict[str, Any]) -> Any:
-    handle = Handle(feature_gates=parse_feature_gates(_gates(case)))
+    handle = Handle(feature_gates=gates_at(V1_34, _gates(case)))
     return in_tree_plugins()[name](case.get("args") or {}, handle)
 
 

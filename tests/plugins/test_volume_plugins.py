@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from kaudit.cluster.state import ClusterState
-from kaudit.config import parse_feature_gates
 from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.plugin import Handle, Plugin
 from kaudit.framework.status import Code, Status
@@ -38,6 +37,7 @@ from kaudit.plugins.volume_restrictions import (
 from kaudit.plugins.volume_zone import REASON_CONFLICT as REASON_ZONE_CONFLICT
 from kaudit.plugins.volume_zone import VolumeZone
 from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import V1_34, gates_at
 
 JSON = dict[str, Any]
 SUCCESS, SKIP, ERROR = Code.SUCCESS, Code.SKIP, Code.ERROR
@@ -661,7 +661,7 @@ CLASSES = [storage_class(IMMEDIATE, "Immediate"), storage_class(WAIT, "WaitForFi
 
 def binding_plugin(shape: list[JSON] | None = None, capacity_scoring: bool = False
                    ) -> VolumeBinding:
-    gates = parse_feature_gates("StorageCapacityScoring=true" if capacity_scoring else "")
+    gates = gates_at(V1_34, "StorageCapacityScoring=true" if capacity_scoring else "")
     args: JSON = {"bindTimeoutSeconds": 300}
     if shape is not None:
         args["shape"] = shape

@@ -21,7 +21,7 @@ from kaudit.readers.snapshot import read_snapshot
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load_object_config
 from kaudit.store.traces import get_trace
-from tests.conftest import replay_sample_twice
+from tests.conftest import V1_34, gates_at, replay_sample_twice
 
 
 def test_exported_trace_replays_to_the_same_placements(engine: Engine, tmp_path: Path,
@@ -41,7 +41,12 @@ def test_exported_trace_replays_to_the_same_placements(engine: Engine, tmp_path:
     assert [e for e in events if e.type == "DELETED"]
 
     ingested = ingest_trace(engine, [TraceInput(out)], name="packing-export")
-    config, registry = load_object_config(source.config, "packing")
+    # Its header names the release the run was replayed as: replaying it mirrors that release.
+    assert json.loads(out.read_text().splitlines()[0])["type"] == "BOOKMARK"
+    assert source.kubernetes_version == V1_34  # the sample's header names it
+    assert get_trace(engine, ingested.name).kubernetes_version == source.kubernetes_version
+    config, registry = load_object_config(source.config, "packing",
+                                          gates_at(source.kubernetes_version or V1_34))
     # The export holds the pods the controllers created in place of the victims: replaying
     # it must not create them a second time.
     replay_trace(engine, get_trace(engine, ingested.name), config, registry, name="again",

@@ -41,7 +41,8 @@ def test_ingest_sample_trace(run_kaudit: Callable[..., Result], sample_path: Pat
     report = json.loads(result.output)
     trace = report["trace"]
     lines = sum(1 for line in sample_path.read_bytes().splitlines() if line.strip())
-    assert trace["events"] == lines
+    assert trace["events"] == lines - 1  # the header is no event
+    assert trace["kubernetesVersion"] == "v1.34.2"
     assert trace["kinds"]["Node"] == 14 and trace["kinds"]["Pod"] > 100
     assert trace["start"] == "2026-01-05T09:00:00Z"
     assert trace["name"] == "sample" and not report["duplicate"]

@@ -141,7 +141,8 @@ def _real_lines() -> dict[str, list[str]]:
     """Small real inputs of every JSON reader: native and kubectl watch streams, simulator
     records (the sample's events as the recorder writes them), an audit log, a simulator
     export."""
-    events = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:24]]
+    events = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:25]]
+    events = [e for e in events if e["type"] != "BOOKMARK"]  # the sample's header
     verbs = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
     return {
         "watch.jsonl": [json.dumps(event) for event in events],

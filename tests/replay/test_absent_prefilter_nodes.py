@@ -16,8 +16,10 @@ from kaudit.tracegen.builders import make_node
 from tests.conftest import write_trace
 from tests.framework.fakes import daemonset_pod
 
-NOT_HELPFUL = ("no new claims to deallocate, preemption: 0/{n} nodes are available: {n} "
-               "Preemption is not helpful for scheduling.")
+#: At the default release (v1.37), DynamicResources' PostFilter says nothing for a pod without
+#: claims (v1.34 said "no new claims to deallocate, ").
+NOT_HELPFUL = ("preemption: 0/{n} nodes are available: {n} Preemption is not helpful for "
+               "scheduling.")
 
 
 def test_daemonset_pod_waits_for_its_node(run_kaudit: Callable[..., Result],

@@ -26,7 +26,7 @@ from kaudit.services.replay import ConfigChoice, resolve_config
 from kaudit.store.models import Run, RunEvent
 from kaudit.store.traces import get_trace
 from kaudit.tracegen.builders import make_node, make_pod
-from tests.conftest import write_trace
+from tests.conftest import V1_34, write_trace
 from tests.replay.test_audit_plan import Step, failed, failed_scheduling_event, preempted
 
 GIB = 1024 ** 3
@@ -50,12 +50,12 @@ def total(least: int) -> int:
 def audit_steps(engine: Engine, directory: Path, steps: list[Step], *, name: str = "rec",
                 latency_s: float = 0.0, window_s: float | None = None,
                 config: Path | None = None) -> dict[str, Any]:
-    """Store ``steps`` as trace ``name`` and audit it (with the default ``--window`` unless
-    ``window_s`` is given); the audit's report."""
+    """Store ``steps`` as trace ``name`` and audit it as v1.34.2, whose scores the tests compute
+    (with the default ``--window`` unless ``window_s`` is given); the audit's report."""
     path = write_trace(directory / f"{name}.jsonl", *steps)
     ingest_trace(engine, [TraceInput(path)], name=name)
     trace = get_trace(engine, name)
-    resolved = resolve_config(trace, ConfigChoice(file=config))
+    resolved = resolve_config(trace, ConfigChoice(file=config, kubernetes_version=V1_34))
     window = {} if window_s is None else {"window_us": round(window_s * 1e6)}
     return audit_stored_trace(engine, trace, resolved, latency_us=round(latency_s * 1e6),
                               **window)

@@ -185,8 +185,10 @@ def test_a_replay_calls_extenders_records_them_and_replays_their_answers(
     # with the extender's message as the reason, as FitError.Error() counts them.
     p2_attempts = _attempts(engine, "live", "p2")
     failed, retried = p2_attempts[0], p2_attempts[-1]
+    # v1.37 (the default) adds the preemption's outcome to the message.
     assert failed["message"] == ("0/3 nodes are available: 1 Insufficient cpu, "
-                                 "1 no GPU left, 1 wrong rack.")
+                                 "1 no GPU left, 1 wrong rack. preemption: found a potential "
+                                 "placement for pod on node n2, preempting 1 victims")
     assert failed["feasibleNodes"] == 0
     assert failed["rejectedBy"] == {"NodeResourcesFit": 1, "Extender": 2}
     preempt = [call for call in failed["extenders"] if call["step"] == "preempt"]

@@ -14,6 +14,7 @@ from kaudit.framework.status import Code, Status
 from kaudit.scheduler.build import build_scheduler, load
 from kaudit.scheduler.schedule import Scheduler, num_feasible_nodes_to_find
 from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import V1_34, gates_at
 
 
 def scheduler(tmp_path: Path | None = None, config: str | None = None, seed: int = 0
@@ -23,7 +24,7 @@ def scheduler(tmp_path: Path | None = None, config: str | None = None, seed: int
         assert tmp_path is not None
         path = tmp_path / "config.yaml"
         path.write_text(config)
-    loaded, registry = load(path)
+    loaded, registry = load(path, gates_at(V1_34))  # the upstream examples are v1.34's
     return build_scheduler(loaded, registry, seed=seed)
 
 

@@ -1,5 +1,5 @@
-"""The upstream-oracle suite: ``kaudit whatif --json`` against what kube-scheduler v1.34's own
-framework code decided on random realistic clusters, field by field.
+"""The upstream-oracle suite: ``kaudit whatif --json --kubernetes-version v1.34.2`` against what
+kube-scheduler v1.34's own framework code decided on random realistic clusters, field by field.
 
 ``../shared/conformance/upstream-oracle/`` holds the scenario generator (``gen.py``, fixed seeds)
 and ``expected.jsonl.gz``: for every scenario, upstream's per-node first failing filter (plugin,
@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from kaudit.cli import cli
-from tests.conftest import SHARED
+from tests.conftest import SHARED, V1_34
 from tests.oracle.compare import node_verdict
 
 ORACLE = SHARED / "conformance" / "upstream-oracle"
@@ -53,7 +53,7 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def whatif(scenario: Path, config: str | None) -> dict[str, Any]:
     args = ["whatif", "--cluster", str(scenario / "state.json"),
-            "--pod", str(scenario / "pod.json"), "--json"]
+            "--pod", str(scenario / "pod.json"), "--json", "--kubernetes-version", V1_34]
     if config:
         args += ["--config", str(ORACLE / config)]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)

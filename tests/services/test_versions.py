@@ -70,15 +70,25 @@ def test_the_recorded_release_when_kaudit_mirrors_its_minor(
                                               f"{recorded}: using {expected}")
 
 
-def test_a_recorded_release_kaudit_does_not_mirror_falls_back_with_a_notice(
-        second_release: KubernetesVersion) -> None:
-    resolved = resolve_version(None, "v1.29.3", subject="trace 't' was recorded from")
-    assert resolved.version is versions.DEFAULT and resolved.origin == FROM_FALLBACK
+@pytest.mark.parametrize(("recorded", "nearest"), [
+    ("v1.29.3", "v1.34.2"),  # older than every supported release: the oldest
+    ("v1.50.0", "v1.34.2"),  # between two: the newest before it
+    ("v1.120.1", MADE_UP),   # newer than every supported release: the newest
+])
+def test_a_recorded_release_kaudit_does_not_mirror_gets_the_nearest_with_a_notice(
+        second_release: KubernetesVersion, recorded: str, nearest: str) -> None:
+    resolved = resolve_version(None, recorded, subject="trace 't' was recorded from")
+    assert resolved.name == nearest and resolved.origin == FROM_RECORDING
     assert resolved.notices == (
-        "trace 't' was recorded from Kubernetes v1.29.3, which kaudit does not mirror (it "
-        "supports v1.34.2, v1.99.0): using v1.34.2 (--kubernetes-version to choose)",)
+        f"trace 't' was recorded from Kubernetes {recorded}, which kaudit does not mirror (it "
+        f"supports v1.34.2, v1.99.0): using {nearest}, the nearest (--kubernetes-version to "
+        "choose)",)
+
+
+def test_without_a_recorded_release_the_default_is_the_fallback() -> None:
     unknown = resolve_version(None, None)
-    assert unknown.version is versions.DEFAULT and unknown.notices == ()
+    assert unknown.version is versions.DEFAULT is versions.SUPPORTED[-1]
+    assert unknown.origin == FROM_FALLBACK and unknown.notices == ()
 
 
 def test_the_newest_supported_patch_mirrors_a_minor(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,12 +134,12 @@ def test_a_trace_replays_as_the_release_it_was_recorded_from(
                                            feature_gates="MadeUpGate=false"))
 
 
-def test_an_unsupported_recorded_release_replays_as_the_fallback_and_says_so(
+def test_an_unsupported_recorded_release_replays_as_the_nearest_and_says_so(
         engine: Engine, tmp_path: Path) -> None:
     trace = _trace(engine, tmp_path, "v1.20.15")
     assert trace.kubernetes_version == "v1.20.15"  # kept as the source says it
     resolved = resolve_config(trace, ConfigChoice())
-    assert resolved.kubernetes_version is versions.DEFAULT
+    assert resolved.kubernetes_version is versions.SUPPORTED[0]
     (notice,) = resolved.notices
     assert notice.startswith(f"trace '{trace.name}' was recorded from Kubernetes v1.20.15, "
                              "which kaudit does not mirror")

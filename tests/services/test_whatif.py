@@ -26,6 +26,7 @@ from kaudit.services.whatif import (
     read_pod_manifest,
 )
 from kaudit.tracegen.builders import make_pod
+from tests.conftest import V1_34, gates_at
 
 QUERIES = Path(__file__).resolve().parents[2] / "kaudit" / "queries"
 
@@ -89,11 +90,13 @@ def test_a_run_at_t_is_evaluated_as_its_objects_with_its_configuration(
     pod = parse_pod_manifest(POD, "pod manifest")
     answer = evaluate_pod_at(sample_runs, "default", "240", pod)
     moment = run_moment(sample_runs, "default", "240")
-    config, registry = load_object_config(moment.config, "stored", moment.feature_gates)
+    assert moment.kubernetes_version == V1_34  # the sample's header names it
+    config, registry = load_object_config(moment.config, "stored",
+                                          gates_at(V1_34, moment.feature_gates))
     direct = evaluate_pod(moment.objects, pod, config, registry, pod_source="pod manifest")
     assert answer == {"run": "default", "t": 240.0, "time": moment.time, **direct.as_json(),
                       "notices": []}
-    assert answer["kubernetesVersion"] == "v1.34.2"
+    assert answer["kubernetesVersion"] == V1_34
     assert answer["pod"] == "web/probe" and answer["nodes"] == 11
     assert answer["evaluation"]["message"].startswith("0/11 nodes are available:")
     assert answer["preemption"]["victims"]

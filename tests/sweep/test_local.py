@@ -17,6 +17,7 @@ from kaudit.queries.runs import remove_runs
 from kaudit.queries.sweeps import remove_sweeps
 from kaudit.replay.run import replay_trace
 from kaudit.scheduler.build import load
+from kaudit.services.replay import ConfigChoice, resolve_config
 from kaudit.store.models import Run, SweepCell
 from kaudit.store.traces import get_trace
 from kaudit.sweep import run as sweep_run
@@ -56,9 +57,9 @@ def test_each_cell_is_one_ordinary_run_and_a_finished_sweep_does_no_work(
     assert {r.status for r in _runs(engine)} == {"complete"} and len(_runs(engine)) == 4
 
     # A cell's run is the run `kaudit replay` makes of the same trace, config and seed.
-    config, registry = load(BIN_PACKING)
     trace = get_trace(engine, "tuning.sample")
-    replay_trace(engine, trace, config, registry, name="by-hand", seed=2)
+    resolved = resolve_config(trace, ConfigChoice(file=BIN_PACKING))  # as `kaudit replay`
+    replay_trace(engine, trace, resolved.config, resolved.registry, name="by-hand", seed=2)
     by_hand = aggregates(run_outcomes(engine, "by-hand"))
     in_sweep = aggregates(run_outcomes(engine, "tuning.bin-packing.sample.s2"))
     assert in_sweep == by_hand

@@ -97,6 +97,7 @@ def test_two_releases_identical_in_everything_but_their_name_are_two_cells(
 
     twin = replace(versions.get("v1.34.2"), name=MADE_UP)
     monkeypatch.setattr(versions, "SUPPORTED", (versions.get("v1.34.2"), twin))
+    monkeypatch.setattr(versions, "DEFAULT", versions.get("v1.34.2"))
     trace = _trace(tmp_path / "t.jsonl")
     tasks = plan_cells(engine, read_spec(write_spec(tmp_path / "s.yaml", f"""
 traces: [{{name: t, files: [{trace}]}}]

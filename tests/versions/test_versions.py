@@ -131,8 +131,8 @@ def upstream_default_multi_point(root: Path) -> list[DefaultPlugin]:
 # -- the registry of releases ------------------------------------------------------------------
 
 
-def test_the_default_is_the_release_kaudit_names() -> None:
-    assert DEFAULT is V1_34_2 and DEFAULT.name == kaudit.KUBERNETES_VERSION == "v1.34.2"
+def test_the_default_is_the_newest_release_kaudit_names() -> None:
+    assert DEFAULT is SUPPORTED[-1] and DEFAULT.name == kaudit.KUBERNETES_VERSION == "v1.37.2"
     assert DEFAULT in SUPPORTED
     assert [v.release for v in SUPPORTED] == sorted(v.release for v in SUPPORTED)
     assert len({v.name for v in SUPPORTED}) == len(SUPPORTED)
@@ -370,7 +370,7 @@ def test_default_plugins_are_those_of_the_release_of_the_gates() -> None:
     off = default_plugins(FeatureGates({"MadeUpGate": False}, version=other))[MULTI_POINT]
     assert "MadeUp" not in [p.name for p in off.enabled]
     assert default_plugins(FeatureGates(), DEFAULT) == default_plugins(FeatureGates())
-    with pytest.raises(ValueError, match=r"feature gates of v1\.34\.2 given"):
+    with pytest.raises(ValueError, match=f"feature gates of {DEFAULT.name} given"):
         default_plugins(FeatureGates(), other)
 
 

@@ -42,6 +42,7 @@ from kaudit.tracegen.dra import (
     with_claims,
     write_events,
 )
+from tests.conftest import gates_at
 from tests.plugins.dynamic_resources.conftest import (
     NESTED_ALL,
     distinct_devices,
@@ -85,9 +86,9 @@ def _trace(tmp_path: Path, devices: list[JSON], claim_object: JSON, nodes: int) 
 
 
 def _replay_and_explain(engine: Engine, trace: Path, run_kaudit: Callable[..., Result],
-                        cpu_limit: CpuLimit, seconds: float) -> str:
+                        cpu_limit: CpuLimit, seconds: float, release: str | None = None) -> str:
     ingest_trace(engine, [TraceInput(trace)], name="t")
-    config, registry = load()
+    config, registry = load(None, None if release is None else gates_at(release))
     with cpu_limit(seconds):
         summary = replay_trace(engine, get_trace(engine, "t"), config, registry, name="r")[1]
     assert summary.pods_scheduled == 0
@@ -96,12 +97,18 @@ def _replay_and_explain(engine: Engine, trace: Path, run_kaudit: Callable[..., R
     return result.output
 
 
+@pytest.mark.parametrize(("release", "message"), [
+    ("v1.34.2", "0/1 nodes are available: 1 timed out trying to allocate devices."),
+    # From v1.36 the timeout is an Error of the filter, not the node's verdict.
+    ("v1.37.2", 'running "DynamicResources" filter plugin: node n0: timed out trying to '
+                "allocate devices"),
+])
 def test_a_replay_with_a_pool_too_large_to_search_ends_with_the_filter_timeout(
         engine: Engine, tmp_path: Path, run_kaudit: Callable[..., Result],
-        cpu_limit: CpuLimit) -> None:
+        cpu_limit: CpuLimit, release: str, message: str) -> None:
     trace = _trace(tmp_path, distinct_devices(10_000), PAIR_BY_SERIAL, nodes=1)
-    output = _replay_and_explain(engine, trace, run_kaudit, cpu_limit, 10)
-    assert "0/1 nodes are available: 1 timed out trying to allocate devices." in output
+    output = _replay_and_explain(engine, trace, run_kaudit, cpu_limit, 10, release)
+    assert message in output
 
 
 @pytest.mark.parametrize("selector", [NESTED_ALL, string_doubling()],

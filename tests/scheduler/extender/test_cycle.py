@@ -21,6 +21,7 @@ from kaudit.scheduler.binding import bind
 from kaudit.scheduler.build import build_scheduler, load
 from kaudit.scheduler.schedule import Scheduler
 from kaudit.tracegen.builders import make_node, make_pod
+from tests.conftest import V1_34, gates_at
 
 
 @dataclass
@@ -96,7 +97,7 @@ def _fails(message: str) -> Callable[[Any], Any]:
 
 
 def _scheduler(*extenders: Fake) -> Scheduler:
-    config, registry = load()
+    config, registry = load(None, gates_at(V1_34))
     built = build_scheduler(config, registry, seed=1)
     for framework in built.frameworks.values():
         for plugin in framework.instances.values():
@@ -188,7 +189,7 @@ def test_extender_scores_are_weighted_scaled_and_added() -> None:
 def test_a_prioritizing_extender_makes_the_cycle_look_for_more_than_one_node() -> None:
     """``numFeasibleNodesToFind`` is 1 only with no score plugins and no extender that
     filters or prioritizes: with a prioritizer every node is scored."""
-    config, registry = load()
+    config, registry = load(None, gates_at(V1_34))
     built = build_scheduler(config, registry)
     framework = built.frameworks["default-scheduler"]
     framework.points["Score"] = []
