@@ -122,6 +122,15 @@ UNGATED_CHANGES = (
         "node Unschedulable",
         "PR #137607; pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go",
         plugins=("DynamicResources",)),
+    UngatedChange(
+        "dra-shared-counter-slices-need-partitionable",
+        "with DRAPartitionableDevices off, the allocator leaves out a ResourceSlice with "
+        "shared counters too (before, only one selecting nodes per device), so its pool is "
+        "incomplete",
+        "no pull request named in the CHANGELOG; staging/src/k8s.io/dynamic-resource-"
+        "allocation/structured/internal/stable/pools_stable.go (GatherPools), used by "
+        "pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
 )
 
 V1_36_3 = KubernetesVersion(

@@ -18,6 +18,7 @@ from kaudit.framework.cycle_state import CycleState
 from kaudit.framework.events import QueueingHint
 from kaudit.framework.plugin import Handle
 from kaudit.framework.status import Code
+from kaudit.plugins.dynamic_resources.plugin import DynamicResources
 from kaudit.plugins.dynamic_resources.pools import Slice, gather_pools
 from kaudit.plugins.image_locality import ImageLocality
 from kaudit.plugins.inter_pod_affinity import InterPodAffinity
@@ -183,6 +184,32 @@ def test_a_pool_spread_over_nodes_is_complete_from_v1_35() -> None:
     newer = Slice.of({**theirs.obj, "spec": {**theirs.obj["spec"], "pool": {
         "name": "shared", "generation": 2, "resourceSliceCount": 2}}})
     assert gather_pools([mine], cluster.node(0), every_slice=[mine, newer]) == []
+
+
+@pytest.mark.parametrize(("version", "counters_left_out", "groups_left_out"), [
+    (V1_34_2, False, False), (V1_35_4, False, False), (V1_36_3, True, False),
+    (V1_37_2, True, True)])
+def test_slices_the_allocator_leaves_out_as_each_release(
+        version: KubernetesVersion, counters_left_out: bool, groups_left_out: bool) -> None:
+    """Without partitionable devices (kaudit allocates as with that gate off), v1.36 leaves
+    out slices with shared counters; v1.37 leaves out those whose devices name compatibility
+    groups while DRADeviceCompatibilityGroups is off (``pools_stable.go``, GatherPools)."""
+    def piece(name: str, **spec: Any) -> Slice:
+        return Slice.of({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                         "metadata": {"name": name},
+                         "spec": {"driver": "gpu.example.com", "nodeName": "n",
+                                  "pool": {"name": name, "generation": 1,
+                                           "resourceSliceCount": 1}, **spec}})
+    counters = piece("counters", sharedCounters=[{"name": "set", "counters": {
+        "memory": {"value": "40Gi"}}}], devices=[{"name": "whole"}])
+    groups = piece("groups", devices=[{"name": "part", "consumesCounters": [{
+        "counterSet": "set", "counters": {"memory": {"value": "10Gi"}},
+        "compatibilityGroups": ["a"]}]}])
+    rules = DynamicResources({}, handle(version)).features.slice_rules()
+    node = one_node(cpu="1", memory="1Gi").node(0)
+    found = {pool.name for pool in gather_pools([counters, groups], node, rules)}
+    assert ("counters" not in found) is counters_left_out
+    assert ("groups" not in found) is groups_left_out
 
 
 def test_removed_gates_keep_their_behaviour_and_cannot_be_set() -> None:

@@ -31,6 +31,7 @@ from kaudit.plugins.dynamic_resources.pools import (
     Pool,
     PoolError,
     Slice,
+    SliceRules,
     device_id_text,
     device_on_node,
     gather_pools,
@@ -70,6 +71,13 @@ class Features:
     partitionable_devices: bool = False
     device_taints: bool = False
     binding_conditions: bool = False
+    #: v1.36 on: without partitionable devices, slices with shared counters are left out.
+    shared_counters_need_partitionable: bool = False
+    compatibility_groups: bool = True
+
+    def slice_rules(self) -> SliceRules:
+        return SliceRules(self.partitionable_devices, self.shared_counters_need_partitionable,
+                          self.compatibility_groups)
 
 
 @dataclass
@@ -229,7 +237,7 @@ class Allocator:
     def pools(self, node: NodeInfo | None) -> list[Pool]:
         if self._pools_for is not None and node is not None:
             return self._pools_for(node)  # type: ignore[no-any-return]
-        return gather_pools(self.slices, node, self.features.partitionable_devices)
+        return gather_pools(self.slices, node, self.features.slice_rules())
 
     def allocate(self, node: NodeInfo | None, claims: list[JSON]) -> list[JSON] | None:
         """One allocation result per claim, or None when they cannot all be allocated on

@@ -164,8 +164,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.pools_span_nodes = versions.handle_carries(handle, "dra-pool-completeness-spans-nodes")
         # The alpha gates' features are not modelled: the allocator runs as with them off
         # (loading a configuration that turns them on warns, see ``UNMODELLED_GATES``).
-        self.features = Features(admin_access=gate("DRAAdminAccess", True),
-                                 prioritized_list=gate("DRAPrioritizedList", True))
+        self.features = Features(
+            admin_access=gate("DRAAdminAccess", True),
+            prioritized_list=gate("DRAPrioritizedList", True),
+            shared_counters_need_partitionable=versions.handle_carries(
+                handle, "dra-shared-counter-slices-need-partitionable"),
+            compatibility_groups=not (gates is not None
+                                      and "DRADeviceCompatibilityGroups" in gates
+                                      and not gates.enabled("DRADeviceCompatibilityGroups")))
         timeout = self.args.get("filterTimeout")
         timed = gate("DRASchedulerFilterTimeout", True) and timeout is not None and \
             parse_duration(str(timeout)) > 0
@@ -364,13 +370,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     def _allocator(self, cluster: ClusterState) -> Allocator:
         self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE])
-        partitionable = self.features.partitionable_devices
+        rules = self.features.slice_rules()
         allocated = self.allocated_devices(cluster)
         self._note_allocation_changes(allocated)
         return Allocator(self.features, allocated, cluster.objects[CLASS],
                          self.slices.slices, self.cel, search_budget=self.search_budget,
                          pools_for=lambda node: self.slices.pools_for(
-                             node, partitionable, self.pools_span_nodes))
+                             node, rules, self.pools_span_nodes))
 
     # ------------------------------------------------------------------ Filter
 
@@ -418,8 +424,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         parsed slices), and the allocated devices of those pools. The search is a function
         of these, so its answer is the same."""
         assert found.allocator is not None
-        pools = self.slices.pools_for(node, self.features.partitionable_devices,
-                                      self.pools_span_nodes)
+        pools = self.slices.pools_for(node, self.features.slice_rules(), self.pools_span_nodes)
         versions = (cluster.kind_generation[CLASS],
                     tuple(self._pool_versions.get((p.driver, p.name), 0) for p in pools))
         cached = self._node_results.get((node.name, found.spec_key))

@@ -6,8 +6,11 @@ pools_stable.go`` (Kubernetes v1.34): the slices a node can reach are those publ
 (network-attached devices); slices of a pool with an older generation are ignored, one with a
 newer generation replaces the older ones; a pool is *incomplete* while it has fewer slices
 than ``resourceSliceCount`` and *invalid* when a device name repeats. Slices that select nodes
-per device (``perDeviceNodeSelection``, the alpha DRAPartitionableDevices gate) are left out
-while that gate is off.
+per device (``perDeviceNodeSelection``, the DRAPartitionableDevices gate) are left out while
+that gate is off, and so, from v1.36 (component-helpers v0.36.3), are slices with shared
+counters; from v1.37, slices whose devices name compatibility groups are left out while the
+alpha DRADeviceCompatibilityGroups gate is off, which makes their pool incomplete
+(:class:`SliceRules`).
 
 Upstream collects pools in a Go map, so their order is random; kaudit orders them by driver and
 pool name so that a replay is reproducible.
@@ -80,6 +83,10 @@ class Slice:
     #: ``perDeviceNodeSelection`` is present (``per_device``) and true (``per_device_selection``).
     per_device: bool
     per_device_selection: bool
+    #: The slice has ``sharedCounters``.
+    shared_counters: bool = False
+    #: A device's ``consumesCounters`` names ``compatibilityGroups``.
+    compatibility_groups: bool = False
     devices: list[Device] = field(default_factory=list)
 
     @classmethod
@@ -100,7 +107,12 @@ class Slice:
                    all_nodes=bool(spec.get("allNodes")), node_selector=selector,
                    node_selector_error=error,
                    per_device=spec.get("perDeviceNodeSelection") is not None,
-                   per_device_selection=bool(spec.get("perDeviceNodeSelection")))
+                   per_device_selection=bool(spec.get("perDeviceNodeSelection")),
+                   shared_counters=bool(spec.get("sharedCounters")),
+                   compatibility_groups=any(
+                       isinstance(consumption, dict) and consumption.get("compatibilityGroups")
+                       for device in spec.get("devices") or [] if isinstance(device, dict)
+                       for consumption in device.get("consumesCounters") or []))
         for device in spec.get("devices") or []:
             name = str(device.get("name") or "")
             made.devices.append(Device(name, device, made, (made.driver, made.pool, name)))
@@ -139,8 +151,27 @@ def node_matches(node: NodeInfo | None, node_name: str, all_nodes: bool,
     return False
 
 
+@dataclass(frozen=True)
+class SliceRules:
+    """Which slices ``GatherPools`` leaves out, by the allocator's features."""
+
+    #: DRAPartitionableDevices (kaudit allocates as with it off).
+    partitionable_devices: bool = False
+    #: v1.36 on: without partitionable devices, a slice with shared counters is left out too.
+    shared_counters_need_partitionable: bool = False
+    #: DRADeviceCompatibilityGroups; False (its gate off, v1.37) leaves out the slices whose
+    #: devices name compatibility groups.
+    compatibility_groups: bool = True
+
+    def ignores(self, piece: Slice) -> bool:
+        if not self.partitionable_devices and (piece.per_device or (
+                self.shared_counters_need_partitionable and piece.shared_counters)):
+            return True
+        return not self.compatibility_groups and piece.compatibility_groups
+
+
 def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
-                 partitionable_devices: bool = False,
+                 rules: SliceRules = SliceRules(),
                  every_slice: list[Slice] | None = None) -> list[Pool]:
     """``GatherPools``: the pools of the slices ``node`` can reach, sorted by id.
 
@@ -151,7 +182,7 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     generation exists."""
     pools: dict[tuple[str, str], Pool] = {}
     for piece in slices:
-        if not partitionable_devices and piece.per_device:
+        if rules.ignores(piece):
             continue
         if piece.node_name or piece.all_nodes or piece.node_selector is not None or \
                 piece.node_selector_error is not None:
@@ -281,7 +312,7 @@ class SliceIndex:
     def slices(self) -> list[Slice]:
         return list(self._parsed.values())
 
-    def pools_for(self, node: NodeInfo, partitionable_devices: bool = False,
+    def pools_for(self, node: NodeInfo, rules: SliceRules = SliceRules(),
                   pools_span_nodes: bool = False) -> list[Pool]:
         """The node's pools; ``pools_span_nodes`` (v1.35 on) judges completeness over every
         slice of a pool, other nodes' included."""
@@ -289,7 +320,6 @@ class SliceIndex:
         if cached is not None and cached[0] is node.obj:
             return cached[1]
         reachable = [*self.by_node.get(node.name, ()), *self.selecting]
-        pools = gather_pools(reachable, node, partitionable_devices,
-                             self.slices if pools_span_nodes else None)
+        pools = gather_pools(reachable, node, rules, self.slices if pools_span_nodes else None)
         self._pools[node.name] = (node.obj, pools)
         return pools
