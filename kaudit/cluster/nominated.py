@@ -129,8 +129,8 @@ class NominatedLoad:
             bucket.fit(cluster.capacity, len(cluster.resources))
         for column, amount in entry.amounts:
             bucket.requested[slot, column] += sign * amount
-        bucket.non_zero[slot, 0] += sign * pod.non_zero_cpu
-        bucket.non_zero[slot, 1] += sign * pod.non_zero_memory
+        bucket.non_zero[slot, 0] += sign * pod.node_non_zero_cpu
+        bucket.non_zero[slot, 1] += sign * pod.node_non_zero_memory
         bucket.count[slot] += sign
 
     def _place_waiting(self, cluster: ClusterState) -> None:
@@ -173,8 +173,8 @@ class NominatedLoad:
             slot = own.slot
             for column, amount in own.amounts:
                 view.requested[slot, column] -= amount
-            view.non_zero[slot, 0] -= own.placed.non_zero_cpu
-            view.non_zero[slot, 1] -= own.placed.non_zero_memory
+            view.non_zero[slot, 0] -= own.placed.node_non_zero_cpu
+            view.non_zero[slot, 1] -= own.placed.node_non_zero_memory
             view.pod_count[slot] -= 1
             view.priority_counts[own.placed.priority][slot] -= 1
         view.pods_on = MergedPods(view.pods_on, [bucket.pods for _, bucket in included],

@@ -588,8 +588,8 @@ class ClusterState:
                 requested = self.requested
             requested[slot, column] += sign * amount
         non_zero = self.non_zero[slot]
-        non_zero[0] += sign * pod.non_zero_cpu
-        non_zero[1] += sign * pod.non_zero_memory
+        non_zero[0] += sign * pod.node_non_zero_cpu
+        non_zero[1] += sign * pod.node_non_zero_memory
         self.pod_count[slot] += sign
         self._priority_column(pod.priority)[slot] += sign
 
@@ -620,7 +620,7 @@ class ClusterState:
                 columns.append(column)
                 amounts.append(amount)
             non_zero_slots.append(slot)
-            non_zero.append((pod.non_zero_cpu, pod.non_zero_memory))
+            non_zero.append((pod.node_non_zero_cpu, pod.node_non_zero_memory))
         if rows:
             self._account_rows(np.asarray(row_slots), np.asarray(rows, dtype=np.int64), sign)
         if slots:

@@ -27,8 +27,11 @@ from kaudit.model.resources import (
     EPHEMERAL_STORAGE,
     MEMORY,
     SPEC_ONLY,
+    NonZero,
     StatusOptions,
     carries_resize_status,
+    node_non_zero_defaults,
+    pod_level_requests_set,
     pod_requests,
     pod_requests_with_status,
     resource_units,
@@ -207,11 +210,26 @@ class PodInfo:
     #: What it asks of GPU devices (``model/gpu.py``); None for a pod that asks no GPU.
     gpu: GpuDemand | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: (cpu, memory, ephemeral-storage, non-zero cpu, non-zero memory) when the pod requests
-    #: nothing else, so the cluster state can account many such pods in one vector step.
+    #: (cpu, memory, ephemeral-storage, node non-zero cpu, node non-zero memory) when the pod
+    #: requests nothing else, so the cluster state can account many such pods in one vector
+    #: step.
     base_row: tuple[int, int, int, int, int] | None = None
     #: ``namespace/name``.
     key: str = ""
+    #: The (cpu, memory) the pod adds to its node's non-zero requests, when not those it is
+    #: scored with (``non_zero_cpu``, ``non_zero_memory``): ``calculateResource`` applies the
+    #: defaults only to what a pod with pod-level requests lacks
+    #: (``getNonMissingContainerRequests``), where scoring an incoming pod applies them to
+    #: every container.
+    node_non_zero: tuple[int, int] | None = None
+
+    @property
+    def node_non_zero_cpu(self) -> int:
+        return self.non_zero_cpu if self.node_non_zero is None else self.node_non_zero[0]
+
+    @property
+    def node_non_zero_memory(self) -> int:
+        return self.non_zero_memory if self.node_non_zero is None else self.node_non_zero[1]
 
     @property
     def has_affinity(self) -> bool:
@@ -305,15 +323,16 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
 
     required_affinity, preferred_affinity = terms("podAffinity")
     required_anti, preferred_anti = terms("podAntiAffinity")
-    requests, non_zero = _requests(obj, spec, pod_level_resources, status_options)
+    requests, non_zero, node_non_zero = _requests(obj, spec, pod_level_resources,
+                                                  status_options)
     volumes = tuple(v for v in spec.get("volumes") or [] if isinstance(v, dict))
     owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
     spec_priority = spec.get("priority")
     base_row = None
     if requests.keys() <= _BASE_REQUESTS:
+        on_node = node_non_zero or (non_zero.get(CPU, 0), non_zero.get(MEMORY, 0))
         base_row = (requests.get(CPU, 0), requests.get(MEMORY, 0),
-                    requests.get(EPHEMERAL_STORAGE, 0), non_zero.get(CPU, 0),
-                    non_zero.get(MEMORY, 0))
+                    requests.get(EPHEMERAL_STORAGE, 0), *on_node)
     name = metadata.get("name") or ""
     return PodInfo(
         obj=obj,
@@ -329,6 +348,7 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
         requests=requests,
         non_zero_cpu=non_zero.get(CPU, 0),
         non_zero_memory=non_zero.get(MEMORY, 0),
+        node_non_zero=node_non_zero,
         base_row=base_row,
         tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or []),
         node_selector=dict(spec.get("nodeSelector") or {}),
@@ -362,20 +382,31 @@ def parse_pod(obj: JSON, *, priority: int | None = None, pod_level_resources: bo
 
 
 def _requests(obj: JSON, spec: Mapping[str, Any], pod_level_resources: bool,
-              options: StatusOptions) -> tuple[dict[str, int], dict[str, int]]:
-    """The pod's requests and non-zero requests in scheduler units: with its resize status
-    when it is assigned and ``options`` read status, else from the spec. A status without
-    anything a resize writes gives the spec's requests at every release, so it takes the
-    spec's (cheaper) path."""
-    if (options.use_status_resources and spec.get("nodeName")
-            and carries_resize_status(obj.get("status"))):
-        return (resource_units(pod_requests_with_status(
-                    obj, options, pod_level_resources=pod_level_resources)),
-                resource_units(pod_requests_with_status(
-                    obj, options, non_zero=True, pod_level_resources=pod_level_resources)))
-    return (resource_units(pod_requests(spec, pod_level_resources=pod_level_resources)),
-            resource_units(pod_requests(spec, non_zero=True,
-                                        pod_level_resources=pod_level_resources)))
+              options: StatusOptions
+              ) -> tuple[dict[str, int], dict[str, int], tuple[int, int] | None]:
+    """The pod's requests, its non-zero requests (as scoring an incoming pod computes them)
+    and, when they differ in kind, the non-zero (cpu, memory) it adds to its node (as
+    ``calculateResource`` computes them), in scheduler units: with its resize status when it
+    is assigned and ``options`` read status, else from the spec. A status without anything a
+    resize writes gives the spec's requests at every release, so it takes the spec's
+    (cheaper) path."""
+    with_status = (options.use_status_resources and bool(spec.get("nodeName"))
+                   and carries_resize_status(obj.get("status")))
+
+    def compute(non_zero: NonZero) -> dict[str, int]:
+        if with_status:
+            return resource_units(pod_requests_with_status(
+                obj, options, non_zero=non_zero, pod_level_resources=pod_level_resources))
+        return resource_units(pod_requests(spec, non_zero=non_zero,
+                                           pod_level_resources=pod_level_resources))
+
+    requests, non_zero = compute(False), compute(True)
+    node_non_zero = None
+    if pod_level_resources and pod_level_requests_set(spec):
+        defaults = node_non_zero_defaults(spec, requests, pod_level_resources)
+        on_node = compute(defaults) if defaults else requests
+        node_non_zero = (on_node.get(CPU, 0), on_node.get(MEMORY, 0))
+    return requests, non_zero, node_non_zero
 
 
 def _gpu_demand(metadata: Mapping[str, Any]) -> GpuDemand | None:

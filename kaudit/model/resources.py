@@ -110,25 +110,54 @@ def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
             total[name] = value
 
 
-def _container_requests(container: Any, non_zero: bool) -> dict[str, int]:
+#: What ``non_zero`` may be: False (none), True (the scoring defaults of cpu and memory), or
+#: the defaults to apply, by name (``NonMissingContainerRequests``).
+NonZero = bool | Mapping[str, int]
+
+
+def _defaults(non_zero: NonZero) -> Mapping[str, int]:
+    if isinstance(non_zero, bool):
+        return _DEFAULT_NANOS if non_zero else {}
+    return non_zero
+
+
+def _container_requests(container: Any, defaults: Mapping[str, int]) -> dict[str, int]:
     resources = container.get("resources") if isinstance(container, Mapping) else None
     requests = _nanos(resources.get("requests") if isinstance(resources, Mapping) else None)
-    if non_zero:
-        for name, default in _DEFAULT_NANOS.items():
-            requests.setdefault(name, default)
+    for name, default in defaults.items():
+        requests.setdefault(name, default)
     return requests
 
 
-def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False,
+def pod_level_requests_set(spec: Mapping[str, Any]) -> bool:
+    """``IsPodLevelRequestsSet``: the pod-level requests name cpu, memory or hugepages."""
+    pod_resources = spec.get("resources")
+    requests = pod_resources.get("requests") if isinstance(pod_resources, Mapping) else None
+    return isinstance(requests, Mapping) and any(is_pod_level_resource(n) for n in requests)
+
+
+def node_non_zero_defaults(spec: Mapping[str, Any], requests: Mapping[str, int],
+                           pod_level_resources: bool = True) -> Mapping[str, int]:
+    """``getNonMissingContainerRequests`` (``pkg/scheduler/framework/types.go``): the defaults
+    a pod on a node counts towards the node's non-zero requests. Both, per container, unless
+    the pod has pod-level requests; then only those of cpu and memory missing from the pod's
+    ``requests`` (nano-units, as computed), none when neither is missing."""
+    if not (pod_level_resources and pod_level_requests_set(spec)):
+        return _DEFAULT_NANOS
+    return {name: value for name, value in _DEFAULT_NANOS.items() if name not in requests}
+
+
+def pod_requests(spec: Mapping[str, Any], *, non_zero: NonZero = False,
                  pod_level_resources: bool = True) -> dict[str, int]:
     """The pod's requests in nano-units per resource (``non_zero`` adds scoring defaults)."""
+    defaults = _defaults(non_zero)
     total: dict[str, int] = {}
     for container in _iter(spec.get("containers")):
-        _add(total, _container_requests(container, non_zero))
+        _add(total, _container_requests(container, defaults))
     sidecars: dict[str, int] = {}
     init_max: dict[str, int] = {}
     for container in _iter(spec.get("initContainers")):
-        requests = _container_requests(container, non_zero)
+        requests = _container_requests(container, defaults)
         if container.get("restartPolicy") == "Always":
             _add(total, requests)
             _add(sidecars, requests)
@@ -353,7 +382,7 @@ def _aggregated_status_requests(spec: Mapping[str, Any], status: Mapping[str, An
 
 
 def pod_requests_with_status(obj: Mapping[str, Any], options: StatusOptions, *,
-                             non_zero: bool = False, pod_level_resources: bool = True
+                             non_zero: NonZero = False, pod_level_resources: bool = True
                              ) -> dict[str, int]:
     """``PodRequests`` of a pod object with its status read as ``options`` say, in nano-units
     per resource (``non_zero`` adds the scoring defaults per container, as
@@ -366,7 +395,7 @@ def pod_requests_with_status(obj: Mapping[str, Any], options: StatusOptions, *,
     if not isinstance(status, Mapping):
         status = {}
     infeasible = is_resize_infeasible(status)
-    non_missing = _DEFAULT_NANOS if non_zero else None
+    non_missing = _defaults(non_zero) or None
     if options.aggregate_status:
         total = _aggregated_status_requests(spec, status, infeasible, options.pod_level_status,
                                             non_missing)
