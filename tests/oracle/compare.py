@@ -117,7 +117,7 @@ def _evaluate_with_nominations(objects: list[JSON], pod: JSON, config: Scheduler
     """:func:`evaluate_pod`'s evaluation with the pending pods' nominations in the
     scheduler's nominator (upstream's queue adds a pod with ``status.nominatedNodeName`` to
     its nominator when the informer delivers it)."""
-    cluster, pending = cluster_from_objects(objects)
+    cluster, pending = cluster_from_objects(objects, config.feature_gates)
     nominator = Nominator()
     for waiting in pending:
         if waiting.nominated_node_name and waiting.nominated_node_name in cluster.slot_of:

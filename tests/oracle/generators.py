@@ -26,6 +26,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from kaudit.quantity import parse_quantity
+
 JSON = dict[str, Any]
 
 APPS = ["web", "db", "cache", "api", "batch", "worker"]
@@ -989,6 +991,69 @@ def _nominated_cycle(g: Gen) -> JSON:
     return scenario
 
 
+def _scaled(requests: JSON, factor: float) -> JSON:
+    """``requests`` with cpu and memory scaled (a resize's other side)."""
+    scaled: JSON = {}
+    for name, value in requests.items():
+        if name == "cpu":
+            scaled[name] = q_cpu(max(10, round(parse_quantity(str(value)).milli_value()
+                                                * factor)))
+        elif name == "memory":
+            scaled[name] = q_mem(max(16, round(parse_quantity(str(value)).value()
+                                               / 1024 / 1024 * factor)))
+    return scaled
+
+
+def resize(g: Gen, pod: JSON) -> None:
+    """Give a bound pod what an in-place resize leaves: pod-level requests (at least its
+    containers' sum), container statuses whose allocated and actuated requests differ from the
+    spec, an infeasible resize, pod-level status maps (kubelets of v1.36 on)."""
+    r = g.r
+    spec, status = pod["spec"], pod.setdefault("status", {})
+    containers = spec.get("containers") or []
+    if g.chance(0.4):
+        cpu = sum(parse_quantity(str(c["resources"].get("requests", {}).get("cpu", "0")))
+                  .milli_value() for c in containers)
+        level: JSON = {}
+        if g.chance(0.8):
+            level["cpu"] = q_cpu(cpu + r.choice([0, 100, 500, 1000]))
+        if g.chance(0.6):
+            level["memory"] = q_mem(r.choice([256, 512, 1024, 4096]))
+        if level:
+            spec["resources"] = {"requests": level}
+    statuses = []
+    for c in containers:
+        requests = c["resources"].get("requests") or {}
+        if not requests or not g.chance(0.7):
+            continue
+        entry: JSON = {"name": c["name"], "ready": True, "restartCount": 0, "image": c["image"],
+                       "imageID": "", "started": True, "state": {"running": {}}}
+        if g.chance(0.8):
+            entry["allocatedResources"] = _scaled(requests, r.choice([0.5, 1.5, 2.0]))
+        if g.chance(0.6):
+            entry["resources"] = {"requests": _scaled(requests, r.choice([0.5, 1.0, 1.5]))}
+        statuses.append(entry)
+    if statuses:
+        status["containerStatuses"] = statuses
+    if g.chance(0.15):
+        status.setdefault("conditions", []).append(
+            {"type": "PodResizePending", "status": "True", "reason": "Infeasible"})
+    level = (spec.get("resources") or {}).get("requests")
+    if level and g.chance(0.6):
+        status["resources"] = {"requests": _scaled(level, r.choice([0.5, 1.0, 1.5]))}
+        status["allocatedResources"] = _scaled(level, r.choice([0.5, 1.0, 2.0]))
+
+
+def _resized_cycle(g: Gen) -> JSON:
+    """A cycle among pods that were resized in place (kept out of :data:`CYCLE_FLAVOURS`, so
+    the fixed cases keep their scenarios)."""
+    scenario = _preempt_cycle(g) if g.chance(0.4) else _default_cycle(g, "default")
+    for obj in scenario["objects"]:
+        if obj["kind"] == "Pod" and obj["spec"].get("nodeName") and g.chance(0.5):
+            resize(g, obj)
+    return scenario
+
+
 def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
     """A cycle scenario of ``flavour`` (:data:`CYCLE_FLAVOURS`): ``{"flavour", "objects",
     "pod", "config"}``."""
@@ -1002,6 +1067,7 @@ def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
         "volumes": lambda: _volumes_cycle(g),
         "dra": lambda: _dra_cycle(g),
         "nominated": lambda: _nominated_cycle(g),
+        "resized": lambda: _resized_cycle(g),
     }
     scenario = makers[flavour]()
     return {"flavour": flavour, **scenario}

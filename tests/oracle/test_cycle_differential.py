@@ -141,6 +141,37 @@ def test_cycle_agrees_with_upstream(case_id: str, seed: int, flavour: str,
                     f"{SEED_ENV}={seed}:{flavour}", pytrace=False)
 
 
+#: Cycles among pods resized in place (pod-level requests, container and pod-level resize
+#: status, infeasible resizes): seeds of their own, judged like the fixed cases.
+RESIZED = [f"resized-{seed}" for seed in range(1, 61)]
+
+
+@pytest.fixture(scope="module")
+def resized_answers(oracle: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    return run_cycles(oracle["cycle"], [
+        cycle_request(case_id, scenario(int(case_id.rpartition("-")[2]), "resized"))
+        for case_id in RESIZED])
+
+
+@pytest.mark.parametrize("case_id", RESIZED)
+def test_resized_pods_are_accounted_as_upstream(case_id: str,
+                                                resized_answers: dict[str, dict[str, Any]],
+                                                summary: Summary) -> None:
+    seed = int(case_id.rpartition("-")[2])
+    scen = scenario(seed, "resized")
+    answer = resized_answers[case_id]
+    assert "error" not in answer, f"{case_id}: the oracle refused the scenario: {answer['error']}"
+    diff = compare_cycle(answer["expect"], whatif_report(scen))
+    if any(diff.values()):
+        diff = _in_some_budget_order(scen, answer["expect"], diff)
+    summary.record("cycle/resized", diff)
+    if any(diff.values()):
+        folder = _keep(case_id, scen, answer["expect"])
+        pytest.fail(f"{case_id}: kaudit differs from upstream in "
+                    f"{', '.join(f for f, lines in diff.items() if lines)}\n"
+                    f"{differences(diff)}\nscenario: {folder}", pytrace=False)
+
+
 def _in_some_budget_order(scen: dict[str, Any], expect: dict[str, Any],
                           diff: dict[str, list[str]]) -> dict[str, list[str]]:
     """From v1.37 preemption's PDB split stops at the first budget a victim exhausts, in the
