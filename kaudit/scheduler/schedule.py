@@ -449,8 +449,13 @@ class Scheduler:
             if result.extender_scores:
                 randomized = self._extender_scored(result.extender_scores)
             keys = heap_keys(total, randomized, state.read(DECISION_SEED_KEY))
-            if batch is None:
+            if batch is None or result.signature is None:
+                # Only the root is needed: a pod without a signature leaves the batch nothing
+                # to keep (StoreScheduleResults forgets its heap).
                 result.selected = cluster.node(int(feasible[heap_root(keys)])).name
+                if batch is not None:
+                    batch[0].store(None, result.node_hint, result.selected, None,
+                                   batch[1], batch[2])
                 return
             heap = ScoreHeap(keys, feasible)
             result.selected = cluster.node(heap.pop()).name

@@ -29,30 +29,24 @@ def heap_root(keys: np.ndarray) -> int:
     ``down(i)`` swaps ``h[i]`` with its greater child (the right one only when strictly greater
     than the left) while that child is strictly greater, and ``Init`` runs it from ``n/2 - 1``
     to 0. When ``down(i)`` runs, ``h[i]`` still holds its own element and each child subtree is
-    a heap whose root is its maximum, so the element that ends at ``i`` is its own unless the
-    chosen child's subtree root beats it; later sift-downs never move a subtree's root. This
-    computes that winner level by level, from the deepest parents up.
+    a heap whose root is its maximum, so the element that ends at ``i`` is its own when it is
+    its subtree's maximum, else the winner of the left subtree when that holds the maximum,
+    else the right one's: the first element of greatest key in pre-order (node, left subtree,
+    right subtree). Its path from the root is the binary form of ``index + 1`` after the
+    leading 1 (0 left, 1 right); padded to the deepest level, paths order as pre-order does,
+    an ancestor (a prefix) coming first.
     """
     n = len(keys)
     if n == 0:
         raise ValueError("heap_root of no keys")
-    winner = np.arange(n)
-    last_parent = n // 2 - 1
-    if last_parent < 0:
-        return 0
-    depth = int(np.floor(np.log2(last_parent + 1)))
-    for level in range(depth, -1, -1):
-        first = 2**level - 1
-        parents = np.arange(first, min(2 * first + 1, last_parent + 1))
-        left = 2 * parents + 1
-        right = left + 1
-        left_winner = winner[left]
-        has_right = right < n
-        right_winner = winner[np.where(has_right, right, left)]
-        child = np.where(has_right & (keys[right_winner] > keys[left_winner]),
-                         right_winner, left_winner)
-        winner[parents] = np.where(keys[child] > keys[parents], child, parents)
-    return int(winner[0])
+    candidates = np.flatnonzero(keys == keys.max())
+    if len(candidates) == 1:
+        return int(candidates[0])
+    position = candidates.astype(np.int64) + 1
+    depth = np.frexp(position.astype(np.float64))[1] - 1  # floor(log2(position)), exactly
+    deepest = int(depth.max())
+    order = (position << (deepest - depth)) * (deepest + 1) + depth
+    return int(candidates[int(np.argmin(order))])
 
 
 def heap_keys(total: np.ndarray, randomized: np.ndarray | None, seed: str) -> np.ndarray:

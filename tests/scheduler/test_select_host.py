@@ -46,7 +46,7 @@ def go_heap_pop(keys: list[int]) -> int:
 @pytest.mark.parametrize("seed", range(300))
 def test_heap_root_equals_go_heap_init_and_pop(seed: int) -> None:
     rng = random.Random(seed)
-    n = rng.choice([1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 64, 100, 257])
+    n = rng.choice([1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 64, 100, 257, 1000, 2049])
     spread = rng.choice([1, 2, 3, 10])
     keys = [rng.randrange(spread) for _ in range(n)]
     assert heap_root(np.asarray(keys, dtype=np.int64)) == go_heap_pop(keys)
