@@ -403,7 +403,7 @@ def _requests(obj: JSON, spec: Mapping[str, Any], pod_level_resources: bool,
     requests, non_zero = compute(False), compute(True)
     node_non_zero = None
     if pod_level_resources and pod_level_requests_set(spec):
-        defaults = node_non_zero_defaults(spec, requests, pod_level_resources)
+        defaults = node_non_zero_defaults(requests)
         on_node = compute(defaults) if defaults else requests
         node_non_zero = (on_node.get(CPU, 0), on_node.get(MEMORY, 0))
     return requests, non_zero, node_non_zero

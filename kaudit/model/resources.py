@@ -136,14 +136,11 @@ def pod_level_requests_set(spec: Mapping[str, Any]) -> bool:
     return isinstance(requests, Mapping) and any(is_pod_level_resource(n) for n in requests)
 
 
-def node_non_zero_defaults(spec: Mapping[str, Any], requests: Mapping[str, int],
-                           pod_level_resources: bool = True) -> Mapping[str, int]:
-    """``getNonMissingContainerRequests`` (``pkg/scheduler/framework/types.go``): the defaults
-    a pod on a node counts towards the node's non-zero requests. Both, per container, unless
-    the pod has pod-level requests; then only those of cpu and memory missing from the pod's
-    ``requests`` (nano-units, as computed), none when neither is missing."""
-    if not (pod_level_resources and pod_level_requests_set(spec)):
-        return _DEFAULT_NANOS
+def node_non_zero_defaults(requests: Mapping[str, int]) -> Mapping[str, int]:
+    """``getNonMissingContainerRequests`` (``pkg/scheduler/framework/types.go``) for a pod with
+    pod-level requests: the defaults it counts towards its node's non-zero requests are those
+    of cpu and memory missing from its ``requests``, none when neither is missing (a pod
+    without pod-level requests counts both, per container)."""
     return {name: value for name, value in _DEFAULT_NANOS.items() if name not in requests}
 
 

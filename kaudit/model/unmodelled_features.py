@@ -194,6 +194,14 @@ def _looking(gate: str, wanted: Wanted, found: _Found) -> bool:
     return gate in wanted and gate not in found
 
 
+def _first_set(obj: JSON, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that ``obj`` sets to a non-empty value."""
+    return next((name for name in names if obj.get(name)), None)
+
+
+_BINDING_FIELDS = ("bindingConditions", "bindingFailureConditions")
+
+
 def _device(device: JSON, wanted: Wanted, found: _Found) -> None:
     if _looking(PARTITIONABLE, wanted, found):
         if device.get("consumesCounters"):
@@ -212,13 +220,9 @@ def _device(device: JSON, wanted: Wanted, found: _Found) -> None:
                 found[DEVICE_TAINTS] = f"device taint {taint['effect']}"
                 break
     if _looking(BINDING_CONDITIONS, wanted, found):
-        for name in ("bindingConditions", "bindingFailureConditions"):
-            if device.get(name):
-                found[BINDING_CONDITIONS] = f"device {name}"
-                break
-        else:
-            if device.get("bindsToNode"):
-                found[BINDING_CONDITIONS] = "device bindsToNode"
+        binding = _first_set(device, (*_BINDING_FIELDS, "bindsToNode"))
+        if binding is not None:
+            found[BINDING_CONDITIONS] = f"device {binding}"
     if _looking(CONSUMABLE_CAPACITY, wanted, found):
         if device.get("allowMultipleAllocations"):
             found[CONSUMABLE_CAPACITY] = "device allowMultipleAllocations"
@@ -285,16 +289,11 @@ def _resource_claim(obj: JSON, wanted: Wanted, found: _Found) -> None:
     for result in _dicts(devices.get("results")):
         if _looking(DEVICE_TAINTS, wanted, found) and result.get("tolerations"):
             found[DEVICE_TAINTS] = "allocation result tolerations"
-        if _looking(BINDING_CONDITIONS, wanted, found):
-            for name in ("bindingConditions", "bindingFailureConditions"):
-                if result.get(name):
-                    found[BINDING_CONDITIONS] = f"allocation result {name}"
-                    break
-        if _looking(CONSUMABLE_CAPACITY, wanted, found):
-            for name in ("shareID", "consumedCapacity"):
-                if result.get(name):
-                    found[CONSUMABLE_CAPACITY] = f"allocation result {name}"
-                    break
+        for gate, names in ((BINDING_CONDITIONS, _BINDING_FIELDS),
+                            (CONSUMABLE_CAPACITY, ("shareID", "consumedCapacity"))):
+            name = _first_set(result, names) if _looking(gate, wanted, found) else None
+            if name is not None:
+                found[gate] = f"allocation result {name}"
 
 
 def _claim_template(obj: JSON, wanted: Wanted, found: _Found) -> None:

@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 #: The folder holding one Go module per supported upstream release.
@@ -103,8 +103,18 @@ def build_module(directory: Path, out_dir: Path) -> dict[str, Path]:
     by name. ``<key>`` is :func:`source_hash`, so a changed module builds anew."""
     if not (directory / "go.mod").is_file():
         raise OracleBuildError(f"no Go module at {directory}")
-    target = out_dir / source_hash(directory)
-    programs = {name: target / name for name in PROGRAMS}
+    return build_staged(out_dir, source_hash(directory), PROGRAMS, directory, lambda staging: [
+        "go", "build", "-o", str(staging) + os.sep, *(f"./cmd/{name}" for name in PROGRAMS)])
+
+
+def build_staged(out_dir: Path, key: str, names: Sequence[str], directory: Path,
+                 command_for: Callable[[Path], list[str]]) -> dict[str, Path]:
+    """The programs ``names`` in ``out_dir/key/``, built unless already there: under
+    ``out_dir``'s lock (one build among processes), ``command_for(staging)`` runs in
+    ``directory`` and writes them into a staging folder, which then replaces ``out_dir/key``
+    whole (so a half-built folder is never used) and older keys are pruned."""
+    target = out_dir / key
+    programs = {name: target / name for name in names}
     if all(p.is_file() for p in programs.values()):
         return programs
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -115,8 +125,7 @@ def build_module(directory: Path, out_dir: Path) -> dict[str, Path]:
                 return programs  # another process built it while this one waited
             staging = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
             try:
-                command = ["go", "build", "-o", str(staging) + os.sep,
-                           *(f"./cmd/{name}" for name in PROGRAMS)]
+                command = command_for(staging)
                 try:
                     done = subprocess.run(command, cwd=directory, env=go_env(),
                                           capture_output=True, text=True, check=False)
@@ -126,7 +135,7 @@ def build_module(directory: Path, out_dir: Path) -> dict[str, Path]:
                     raise OracleBuildError(
                         f"{' '.join(command)} (in {directory}) failed with exit status "
                         f"{done.returncode}:\n{_tail(done.stderr + done.stdout)}")
-                missing = [n for n in PROGRAMS if not (staging / n).is_file()]
+                missing = [n for n in names if not (staging / n).is_file()]
                 if missing:
                     raise OracleBuildError(
                         f"{' '.join(command)} (in {directory}) did not produce "

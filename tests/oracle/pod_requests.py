@@ -19,16 +19,12 @@ without the release's k8s.io modules.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.oracle.build import OracleBuildError, _prune, _tail, cache_root, go_env, skip_reason
+from tests.oracle.build import build_staged, cache_root, go_env, skip_reason
 from tests.oracle.conftest import run_cycles
 
 #: The Go module of the program.
@@ -73,37 +69,10 @@ def unavailable(minor: str) -> str | None:
 
 def build(minor: str) -> Path:
     """Build (or find already built) the program of ``minor``; its path."""
-    target = cache_root() / "bin" / PROGRAM / minor / source_hash(minor)
-    program = target / PROGRAM
-    if program.is_file():
-        return program
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if program.is_file():
-                return program  # another process built it while this one waited
-            staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-            try:
-                command = ["go", "build", f"-modfile={modfile(minor).name}", "-o",
-                           str(staging / PROGRAM), "."]
-                done = subprocess.run(command, cwd=MODULE_DIR, env=go_env(),
-                                      capture_output=True, text=True, check=False)
-                if done.returncode != 0 or not (staging / PROGRAM).is_file():
-                    raise OracleBuildError(
-                        f"{' '.join(command)} (in {MODULE_DIR}) failed with exit status "
-                        f"{done.returncode}:\n{_tail(done.stderr + done.stdout)}")
-                if target.exists():
-                    shutil.rmtree(target)
-                staging.chmod(0o755)
-                staging.rename(target)
-                _prune(target.parent, keep=target)
-            finally:
-                if staging.exists():
-                    shutil.rmtree(staging, ignore_errors=True)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return program
+    return build_staged(
+        cache_root() / "bin" / PROGRAM / minor, source_hash(minor), [PROGRAM], MODULE_DIR,
+        lambda staging: ["go", "build", f"-modfile={modfile(minor).name}", "-o",
+                         str(staging / PROGRAM), "."])[PROGRAM]
 
 
 def run(program: Path, requests: list[dict[str, Any]], timeout: float = 300
