@@ -153,6 +153,16 @@ def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:
 #: (see docs/dra.md). Alpha and off in v1.34 and v1.35; on by default from v1.36.
 UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumableCapacity",
                     "DRADeviceBindingConditions", "DRAExtendedResource", "DRADeviceTaintRules")
+#: The minor release from which kaudit models a gate of :data:`UNMODELLED_GATES` (the
+#: allocator of that release on: v1.36 moved shared counters into slices of their own).
+MODELLED_FROM = {"DRAPartitionableDevices": (1, 36), "DRADeviceTaints": (1, 36),
+                 "DRADeviceTaintRules": (1, 37)}
+
+
+def unmodelled_at(name: str, gates: FeatureGates) -> bool:
+    """Whether kaudit does not model the gate ``name`` at the release of ``gates``."""
+    since = MODELLED_FROM.get(name)
+    return since is None or gates.version.release[:2] < since
 #: Other gates whose features kaudit does not model; what objects that use them get instead.
 UNMODELLED_OTHER_GATES = {
     "VolumeLimitScaling": "NodeVolumeLimits does not check that an opted-in CSI driver is "
@@ -202,7 +212,7 @@ def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:
     (:mod:`kaudit.model.unmodelled_features`)."""
     dra = [name for name in UNMODELLED_GATES
            if gates.enabled("DynamicResourceAllocation") and name in gates
-           and gates.enabled(name)]
+           and gates.enabled(name) and unmodelled_at(name, gates)]
     other = [name for name in UNMODELLED_OTHER_GATES if name in gates and gates.enabled(name)]
     set_here = gates.overrides
     warnings = [f"feature gate {name}: kaudit does not model it; DynamicResources "

@@ -20,7 +20,8 @@ JSON = dict[str, Any]
 
 GROUP = "resource.k8s.io"
 API_VERSION = f"{GROUP}/v1"
-DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+             "DeviceTaintRule")
 #: ``AllocationResultsMaxSize``: how many devices one claim's allocation may hold.
 ALLOCATION_RESULTS_MAX_SIZE = 32
 #: The finalizer the scheduler adds to claims it allocates.
@@ -134,3 +135,38 @@ def generated_claim_name(pod_name: str, pod_claim_name: str, suffix: str) -> str
         claim_part = pod_claim_name[:len(pod_claim_name) * 57 // len(base)]
         base = f"{pod_part}-{claim_part}"
     return base + suffix
+
+
+def taint_rule_selects(rule: JSON, driver: str, pool: str, device: str | None = None) -> bool:
+    """Whether a DeviceTaintRule (v1.37: ``spec.deviceSelector``; none selects no device)
+    applies to ``device`` (any device, for None) of the pool ``driver``/``pool``
+    (``applyPatches`` of ``k8s.io/dynamic-resource-allocation/resourceslice/tracker``)."""
+    selector = (rule.get("spec") or {}).get("deviceSelector")
+    if not isinstance(selector, dict):
+        return False
+    if selector.get("driver") is not None and selector["driver"] != driver:
+        return False
+    if selector.get("pool") is not None and selector["pool"] != pool:
+        return False
+    return device is None or selector.get("device") is None or selector["device"] == device
+
+
+def with_taint_rules(slice_obj: JSON, rules: list[JSON]) -> JSON:
+    """The slice as the scheduler's slice tracker serves it: each rule's taint appended to
+    the devices it selects, in the rules' order (a copy when any applies)."""
+    spec = slice_obj.get("spec") or {}
+    driver = str(spec.get("driver") or "")
+    pool = str((spec.get("pool") or {}).get("name") or "")
+    patched = slice_obj
+    for rule in rules:
+        taint = (rule.get("spec") or {}).get("taint")
+        if not isinstance(taint, dict) or not taint_rule_selects(rule, driver, pool):
+            continue
+        for index, device in enumerate(spec.get("devices") or []):
+            if not taint_rule_selects(rule, driver, pool, str(device.get("name") or "")):
+                continue
+            if patched is slice_obj:
+                patched = copy.deepcopy(slice_obj)
+            target = patched["spec"]["devices"][index]
+            target["taints"] = [*(target.get("taints") or []), taint]
+    return patched

@@ -41,6 +41,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", True),
     KindSpec("deviceclasses", "DeviceClass", "resource.k8s.io/v1", False),
     KindSpec("resourceslices", "ResourceSlice", "resource.k8s.io/v1", False),
+    KindSpec("devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1", False),
     KindSpec("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1", True),
     KindSpec("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", True),
     KindSpec("pods", "Pod", "v1", True),

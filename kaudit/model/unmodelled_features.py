@@ -62,9 +62,11 @@ as ``deviceclass.resource.kubernetes.io/<class>``), ``pkg/scheduler/scheduler.go
 (DeviceTaintRules patched into the slices), ``nodevolumelimits/csi.go:296,376``
 (VolumeLimitScaling: a driver that opts in must be installed on the node).
 
-kaudit's own DRA code reads some of these fields but only behind switches that are always off
-(``Features.partitionable_devices``, ``device_taints``, ``binding_conditions`` of the
-allocator): it allocates as upstream does with the gates off, so each of them is reported.
+Partitionable devices and device taints are modelled from v1.36, DeviceTaintRules from v1.37
+(:attr:`UnmodelledFeature.modelled_from`): at those releases their uses are not reported; at
+an earlier one, where a user may turn their alpha gates on, kaudit's allocator keeps them off
+and they are. Consumable capacity, binding conditions and extended resources are not modelled
+at any release: kaudit allocates as upstream does with those gates off.
 """
 
 from __future__ import annotations
@@ -118,21 +120,23 @@ class UnmodelledFeature:
     instead: str
     #: The kinds whose objects can use it.
     kinds: frozenset[str]
+    #: The minor release from which kaudit models it after all (None: none yet).
+    modelled_from: tuple[int, int] | None = None
 
 
 def _feature(gate: str, requires: tuple[str, ...], kinds: Iterable[str],
-             instead: str) -> UnmodelledFeature:
-    return UnmodelledFeature(gate, requires, instead, frozenset(kinds))
+             instead: str, modelled_from: tuple[int, int] | None = None) -> UnmodelledFeature:
+    return UnmodelledFeature(gate, requires, instead, frozenset(kinds), modelled_from)
 
 
 #: Every unmodelled feature this module detects, by gate.
 FEATURES: Mapping[str, UnmodelledFeature] = MappingProxyType({f.gate: f for f in (
     _feature(PARTITIONABLE, (DRA,), ("ResourceSlice",),
              "DynamicResources allocates no device that consumes shared counters and leaves "
-             "out ResourceSlices that select nodes per device"),
+             "out ResourceSlices that select nodes per device", modelled_from=(1, 36)),
     _feature(DEVICE_TAINTS, (DRA,), ("ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
              "DynamicResources ignores device taints and request tolerations, so a tainted "
-             "device is allocated like any other"),
+             "device is allocated like any other", modelled_from=(1, 36)),
     _feature(CONSUMABLE_CAPACITY, (DRA,),
              ("ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
              "DynamicResources allocates a device whole, to one request: "
@@ -146,7 +150,7 @@ FEATURES: Mapping[str, UnmodelledFeature] = MappingProxyType({f.gate: f for f in
              "no extended resource is backed by a DeviceClass: NodeResourcesFit checks it "
              "against the node's allocatable only"),
     _feature(DEVICE_TAINT_RULES, (DRA, DEVICE_TAINTS), ("DeviceTaintRule",),
-             "DeviceTaintRules taint no device"),
+             "DeviceTaintRules taint no device", modelled_from=(1, 37)),
     _feature(VOLUME_LIMIT_SCALING, (), ("CSIDriver",),
              "NodeVolumeLimits does not check that an opted-in CSI driver is installed on "
              "the node"),
@@ -174,9 +178,14 @@ def _on(gates: Gates, name: str) -> bool:
 
 
 def enabled_features(gates: Gates) -> frozenset[str]:
-    """The gates of :data:`FEATURES` that ``gates`` turn on, with the gates they need."""
+    """The gates of :data:`FEATURES` that ``gates`` turn on, with the gates they need, and
+    that kaudit does not model at their release."""
+    version = getattr(gates, "version", None)
+    release = tuple(version.release[:2]) if version is not None else None
     return frozenset(gate for gate, feature in FEATURES.items()
-                     if _on(gates, gate) and all(_on(gates, r) for r in feature.requires))
+                     if _on(gates, gate) and all(_on(gates, r) for r in feature.requires)
+                     and (feature.modelled_from is None or release is None
+                          or release < feature.modelled_from))
 
 
 # --------------------------------------------------------------------------- the checks

@@ -149,8 +149,11 @@ NODE_STATUS = {"images": _list_of({"names": STRINGS, "sizeBytes": INT64})}
 # conversion to v1, see ``kaudit.model.dra.normalize``).
 NODE_SELECTOR = {"nodeSelectorTerms": _list_of(NODE_SELECTOR_TERM)}
 DEVICE_SELECTORS = _list_of({"cel": {"expression": str}})
+DEVICE_TAINT = {"key": str, "value": str, "effect": str, "timeAdded": str}
+DEVICE_TOLERATIONS = _list_of({"key": str, "operator": str, "value": str, "effect": str,
+                                "tolerationSeconds": INT64})
 DEVICE_SUB_REQUEST = {"name": str, "deviceClassName": str, "selectors": DEVICE_SELECTORS,
-                      "allocationMode": str, "count": INT64}
+                      "allocationMode": str, "count": INT64, "tolerations": DEVICE_TOLERATIONS}
 DEVICE_REQUEST = {"name": str, "exactly": {**DEVICE_SUB_REQUEST, "adminAccess": bool},
                   "firstAvailable": _list_of(DEVICE_SUB_REQUEST)}
 CLAIM_SPEC = {"devices": {"requests": _list_of(DEVICE_REQUEST),
@@ -159,23 +162,31 @@ CLAIM_SPEC = {"devices": {"requests": _list_of(DEVICE_REQUEST),
                           "config": _list_of({"requests": STRINGS})}}
 CLAIM_STATUS = {
     "allocation": {"devices": {"results": _list_of({
-        "request": str, "driver": str, "pool": str, "device": str, "adminAccess": bool})},
+        "request": str, "driver": str, "pool": str, "device": str, "adminAccess": bool,
+        "tolerations": DEVICE_TOLERATIONS})},
         "nodeSelector": NODE_SELECTOR},
     "reservedFor": _list_of({"resource": str, "name": str, "uid": str}),
 }
 SLICE_DEVICE = {"name": str, "attributes": ("map", {"int": INT64, "bool": bool, "string": str,
                                                      "version": str}),
                 "capacity": ("map", {"value": "int-or-string"}), "nodeName": str,
-                "allNodes": bool, "nodeSelector": NODE_SELECTOR}
+                "allNodes": bool, "nodeSelector": NODE_SELECTOR,
+                "consumesCounters": _list_of({"counterSet": str,
+                                              "counters": ("map", {"value": "int-or-string"})}),
+                "taints": _list_of(DEVICE_TAINT)}
 SLICE_SPEC = {"driver": str, "pool": {"name": str, "generation": INT64,
                                       "resourceSliceCount": INT64},
               "nodeName": str, "allNodes": bool, "nodeSelector": NODE_SELECTOR,
-              "devices": _list_of(SLICE_DEVICE)}
+              "perDeviceNodeSelection": bool, "devices": _list_of(SLICE_DEVICE),
+              "sharedCounters": _list_of({"name": str,
+                                          "counters": ("map", {"value": "int-or-string"})})}
 DRA_FIELDS: dict[str, dict[str, Any]] = {
     "ResourceClaim": {"spec": CLAIM_SPEC, "status": CLAIM_STATUS},
     "ResourceClaimTemplate": {"spec": {"spec": CLAIM_SPEC}},
     "ResourceSlice": {"spec": SLICE_SPEC},
     "DeviceClass": {"spec": {"selectors": DEVICE_SELECTORS}},
+    "DeviceTaintRule": {"spec": {"deviceSelector": {"driver": str, "pool": str, "device": str},
+                                 "taint": DEVICE_TAINT}},
 }
 KIND_FIELDS: dict[str, dict[str, Any]] = {
     "Pod": {"spec": POD_SPEC, "status": POD_STATUS},
@@ -364,6 +375,9 @@ def _validate_dra_class(obj: dict[str, Any]) -> None:
 #: API server refuses a ResourceSlice with more devices (``validateSet`` in
 #: ``pkg/apis/resource/validation/validation.go``, which also refuses a device name twice).
 RESOURCE_SLICE_MAX_DEVICES = 128
+#: ``ResourceSliceMaxDevicesWithAdvancedFeatures`` (v1.37): the limit when a device has taints
+#: or consumes counters.
+RESOURCE_SLICE_MAX_ADVANCED_DEVICES = 64
 
 
 def _validate_slice(obj: dict[str, Any]) -> None:
@@ -381,10 +395,24 @@ def _validate_slice(obj: dict[str, Any]) -> None:
     if len(chosen) != 1:
         raise ObjectError(f"object.spec: exactly one of {', '.join(_NODE_SELECTION)} must be "
                           f"set{' (got ' + ', '.join(chosen) + ')' if chosen else ''}")
+    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
+        raise ObjectError("object.spec: only one of `sharedCounters` or `devices` is allowed")
+    counter_sets: set[str] = set()
+    for index, counter_set in enumerate(_list(spec.get("sharedCounters") or [],
+                                              "object.spec.sharedCounters")):
+        where = f"object.spec.sharedCounters[{index}]"
+        name = _name(_mapping(counter_set, where).get("name"), f"{where}.name", 63)
+        if name in counter_sets:
+            raise ObjectError(f'{where}.name: Duplicate value: "{name}"')
+        counter_sets.add(name)
+        _counters(counter_set.get("counters"), f"{where}.counters")
     devices = _list(spec.get("devices") or [], "object.spec.devices")
-    if len(devices) > RESOURCE_SLICE_MAX_DEVICES:
+    advanced = any(isinstance(d, dict) and (d.get("taints") or d.get("consumesCounters"))
+                   for d in devices)
+    limit = RESOURCE_SLICE_MAX_ADVANCED_DEVICES if advanced else RESOURCE_SLICE_MAX_DEVICES
+    if len(devices) > limit:
         raise ObjectError(f"object.spec.devices: Too many: {len(devices)}: must have at most "
-                          f"{RESOURCE_SLICE_MAX_DEVICES} items")
+                          f"{limit} items")
     names: set[str] = set()
     for index, device in enumerate(devices):
         where = f"object.spec.devices[{index}]"
@@ -410,6 +438,31 @@ def _validate_slice(obj: dict[str, Any]) -> None:
         capacity = {name: (value or {}).get("value")
                     for name, value in (device.get("capacity") or {}).items()}
         _quantities(capacity, f"{where}.capacity")
+        for k, consumption in enumerate(device.get("consumesCounters") or []):
+            if not consumption.get("counterSet"):
+                raise ObjectError(f"{where}.consumesCounters[{k}].counterSet: required")
+            _counters(consumption.get("counters"), f"{where}.consumesCounters[{k}].counters")
+
+
+def _counters(counters: Any, path: str) -> None:
+    """A counter set's or a device consumption's ``counters``: name → ``{"value": quantity}``."""
+    values = {name: (value or {}).get("value") for name, value in (counters or {}).items()}
+    missing = [name for name, value in values.items() if value is None]
+    if missing:
+        raise ObjectError(f"{path}.{missing[0]}.value: required")
+    _quantities(values, path)
+
+
+def _validate_taint_rule(obj: dict[str, Any]) -> None:
+    _validate_dra_version(obj)
+    spec = _mapping(obj.get("spec"), "object.spec")
+    taint = _mapping(spec.get("taint"), "object.spec.taint")
+    if not taint.get("key"):
+        raise ObjectError("object.spec.taint.key: required")
+    if taint.get("effect") not in ("NoSchedule", "NoExecute", "None"):
+        raise ObjectError(f"object.spec.taint.effect: Unsupported value: "
+                          f"{taint.get('effect')!r}: supported values: \"NoSchedule\", "
+                          "\"NoExecute\", \"None\"")
 
 
 def _validate_requests(spec: Any, path: str) -> None:
@@ -500,6 +553,7 @@ _KIND_CHECKS = {
     "ResourceClaimTemplate": lambda obj, exists: _validate_dra_claim(obj, True)
     if exists else None,
     "DeviceClass": lambda obj, exists: _validate_dra_class(obj) if exists else None,
+    "DeviceTaintRule": lambda obj, exists: _validate_taint_rule(obj) if exists else None,
     "Node": lambda obj, exists: _validate_node(obj),
     "Pod": _validate_pod,
     "PersistentVolume": lambda obj, exists: _validate_persistent_volume(obj),

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from kaudit import versions
 from kaudit.cluster.objects import apply_object, pod_info
 from kaudit.cluster.state import object_key
 from kaudit.eventlog.records import RecordKind
@@ -25,6 +26,7 @@ from kaudit.framework.events import (
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
     NODE,
+    RESOURCE_SLICE,
     ActionType,
     ClusterEvent,
     node_scheduling_properties_change,
@@ -176,8 +178,30 @@ class Informer:
             self.move(ClusterEvent(event.kind, action), old if old is not None else None,
                        None if deleted else self.cluster.objects[event.kind].get(
                            object_key(obj), obj))
+            if event.kind == "DeviceTaintRule" and self._taints_slices(old, obj):
+                # The scheduler's slice tracker reports the slices it re-patched as updated.
+                self.move(ClusterEvent(RESOURCE_SLICE, ActionType.UPDATE), None, None)
             if event.kind == "ResourceClaimTemplate" and not deleted:
                 self._generate_waiting_claims()
+
+    def _taints_slices(self, *rules: dict[str, Any] | None) -> bool:
+        """Whether DeviceTaintRules are in force (v1.37 on) and one of ``rules`` selects a
+        device of the cluster's slices."""
+        gates = self.scheduler.feature_gates
+        if not (gates.get("DRADeviceTaintRules", False) and gates.get("DRADeviceTaints", False)
+                and versions.carries(gates.version,
+                                     "dra-taint-rules-select-nothing-without-selector")):
+            return False
+        for piece in self.cluster.objects["ResourceSlice"].values():
+            spec = piece.get("spec") or {}
+            pool = str((spec.get("pool") or {}).get("name") or "")
+            for rule in rules:
+                if rule is not None and any(
+                        dra.taint_rule_selects(rule, str(spec.get("driver") or ""), pool,
+                                               str(device.get("name") or ""))
+                        for device in spec.get("devices") or []):
+                    return True
+        return False
 
     def _apply_node(self, event: StoredEvent, deleted: bool) -> None:
         """``addNodeToCache`` / ``updateNodeInCache`` / ``deleteNodeFromCache``."""

@@ -134,6 +134,24 @@ UNGATED_CHANGES = (
         "dynamicresources/dynamicresources.go (PostFilter), "
         "pkg/scheduler/framework/preemption/preemption.go",
         plugins=("DynamicResources", "DefaultPreemption")),
+    UngatedChange(
+        "dra-counter-slices-by-node",
+        "while consumable capacity or binding conditions are on (as by default), the DRA "
+        "allocator reaches a ResourceSlice with shared counters only from the node it is "
+        "published for (v1.36: from every node), so a pool whose counters are published for "
+        "another node is completed, and judged valid or not, from all its slices",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "
+        "staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/"
+        "pools_incubating.go (GatherPools, buildPool), allocator_incubating.go (NewAllocator), "
+        "used by pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
+    UngatedChange(
+        "dra-taint-rules-select-nothing-without-selector",
+        "a DeviceTaintRule without a device selector taints no device (v1.36: every device)",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "
+        "staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go "
+        "(applyPatches), used by pkg/scheduler/scheduler.go",
+        plugins=("DynamicResources",)),
 )
 
 V1_37_2 = KubernetesVersion(

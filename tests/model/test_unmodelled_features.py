@@ -173,10 +173,36 @@ def _id(case: tuple[JSON, str, str]) -> str:
     return f"{case[0]['kind']}-{case[2].replace(' ', '-')}"
 
 
+#: Features kaudit models from a release on, and a release before it where the user may turn
+#: them on (partitionable devices and device taints from v1.36, DeviceTaintRules from v1.37).
+MODELLED_LATER = {"DRAPartitionableDevices": "v1.35.4", "DRADeviceTaints": "v1.35.4",
+                  "DRADeviceTaintRules": "v1.36.3"}
+MODELLED_FROM_V1_36 = tuple(g for g, before in MODELLED_LATER.items() if before == "v1.35.4")
+
+
+def unmodelled_at(gate: str) -> FeatureGates:
+    """Gates of a release where ``gate`` is on and kaudit does not model it."""
+    before = MODELLED_LATER.get(gate)
+    if before is not None:
+        needs = ",DRADeviceTaints=true" if gate == "DRADeviceTaintRules" else ""
+        return gates(before, f"{gate}=true{needs}")
+    return gates()
+
+
 @pytest.mark.parametrize(("obj", "gate", "uses"), DETECTED, ids=[_id(c) for c in DETECTED])
 def test_each_feature_is_detected_from_a_realistic_object(obj: JSON, gate: str,
                                                           uses: str) -> None:
-    assert unmodelled_feature_uses(obj, gates()) == [FeatureUse(gate, uses)]
+    assert unmodelled_feature_uses(obj, unmodelled_at(gate)) == [FeatureUse(gate, uses)]
+
+
+@pytest.mark.parametrize("release", ["v1.36.3", "v1.37.2"])
+@pytest.mark.parametrize(("obj", "gate", "uses"),
+                         [c for c in DETECTED if c[1] in MODELLED_FROM_V1_36],
+                         ids=[_id(c) for c in DETECTED if c[1] in MODELLED_FROM_V1_36])
+def test_partitionable_devices_and_device_taints_are_modelled_from_v1_36(
+        obj: JSON, gate: str, uses: str, release: str) -> None:
+    assert gate not in enabled_features(gates(release))
+    assert unmodelled_feature_uses(obj, gates(release)) == []
 
 
 @pytest.mark.parametrize("release", ["v1.34.2", "v1.35.4"])
@@ -189,8 +215,7 @@ def test_nothing_is_detected_where_the_release_keeps_the_gates_off(
 
 def test_v1_36_turns_on_the_dra_features_but_not_rules_nor_volume_limit_scaling() -> None:
     at = gates("v1.36.3")
-    assert unmodelled_feature_uses(TAINTED, at) == [FeatureUse("DRADeviceTaints",
-                                                               "device taint NoSchedule")]
+    assert [u.gate for u in unmodelled_feature_uses(SHAREABLE, at)] == ["DRAConsumableCapacity"]
     assert unmodelled_feature_uses(TAINT_RULE, at) == []
     assert unmodelled_feature_uses(CSI_DRIVER, at) == []
 
@@ -245,7 +270,6 @@ def test_one_object_may_use_several_features_each_named_once() -> None:
         gpu("gpu-1", taints=[{"key": "b", "effect": "NoSchedule"}],
             allowMultipleAllocations=True, bindingConditions=["ready"]))
     assert unmodelled_feature_uses(both, gates()) == [
-        FeatureUse("DRADeviceTaints", "device taint NoExecute"),
         FeatureUse("DRAConsumableCapacity", "device allowMultipleAllocations"),
         FeatureUse("DRADeviceBindingConditions", "device bindingConditions")]
 
@@ -258,7 +282,8 @@ def test_older_api_versions_are_read_in_the_v1_shape() -> None:
                  "pool": {"name": "node-0", "generation": 1, "resourceSliceCount": 1},
                  "devices": [{"name": "gpu-0", "basic": {
                      "taints": [{"key": "k", "effect": "NoSchedule"}]}}]}}
-    assert [u.gate for u in unmodelled_feature_uses(beta1, gates())] == ["DRADeviceTaints"]
+    assert [u.gate for u in unmodelled_feature_uses(beta1, unmodelled_at("DRADeviceTaints"))] \
+        == ["DRADeviceTaints"]
     claim_beta1 = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
                    "metadata": meta("c", "ml"), "spec": {"devices": {"requests": [
                        {"name": "gpu", "deviceClassName": "gpu.example.com",
@@ -291,19 +316,22 @@ def test_the_features_are_config_loads_unmodelled_gates() -> None:
     assert set(FEATURES) == {*UNMODELLED_GATES, *UNMODELLED_OTHER_GATES}
     for gate, instead in UNMODELLED_OTHER_GATES.items():
         assert FEATURES[gate].instead == instead
-    assert enabled_features(gates()) == frozenset(FEATURES)
+    assert enabled_features(gates()) == frozenset(FEATURES) - set(MODELLED_LATER)
+    assert enabled_features(gates("v1.35.4", "DRADeviceTaints=true")) == {"DRADeviceTaints"}
 
 
 def test_the_detector_stops_looking_for_what_it_found() -> None:
     detector = FeatureDetector(gates())
-    assert {"ResourceSlice", "Pod", "CSIDriver", "DeviceTaintRule"} <= detector.kinds
-    assert "Node" not in detector.kinds
-    assert detector.uses("ResourceSlice", TAINTED) == [
-        FeatureUse("DRADeviceTaints", "device taint NoSchedule")]
-    detector.found("DRADeviceTaints")
-    assert detector.uses("ResourceSlice", TAINTED) == []
-    detector.found("DRADeviceTaintRules")
-    assert "DeviceTaintRule" not in detector.kinds
+    assert {"ResourceSlice", "Pod", "CSIDriver"} <= detector.kinds
+    assert "Node" not in detector.kinds and "DeviceTaintRule" not in detector.kinds
+    assert detector.uses("ResourceSlice", SHAREABLE) == [
+        FeatureUse("DRAConsumableCapacity", "device allowMultipleAllocations")]
+    detector.found("DRAConsumableCapacity")
+    assert detector.uses("ResourceSlice", SHAREABLE) == []
+    before = FeatureDetector(unmodelled_at("DRADeviceTaintRules"))
+    assert "DeviceTaintRule" in before.kinds
+    before.found("DRADeviceTaintRules")
+    assert "DeviceTaintRule" not in before.kinds
     for gate in FEATURES:
         detector.found(gate)
     assert detector.kinds == frozenset()

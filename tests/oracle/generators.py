@@ -1054,6 +1054,12 @@ def _resized_cycle(g: Gen) -> JSON:
     return scenario
 
 
+def _dra_beta_cycle(g: Gen) -> JSON:
+    """A cycle among partitionable, tainted devices (kept out of :data:`CYCLE_FLAVOURS`)."""
+    from tests.oracle.dra_beta import dra_beta_cycle  # it builds on this module's helpers
+    return dra_beta_cycle(g)
+
+
 def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
     """A cycle scenario of ``flavour`` (:data:`CYCLE_FLAVOURS`): ``{"flavour", "objects",
     "pod", "config"}``."""
@@ -1068,6 +1074,7 @@ def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
         "dra": lambda: _dra_cycle(g),
         "nominated": lambda: _nominated_cycle(g),
         "resized": lambda: _resized_cycle(g),
+        "dra-beta": lambda: _dra_beta_cycle(g),
     }
     scenario = makers[flavour]()
     return {"flavour": flavour, **scenario}

@@ -172,6 +172,33 @@ def test_resized_pods_are_accounted_as_upstream(case_id: str,
                     f"{differences(diff)}\nscenario: {folder}", pytrace=False)
 
 
+#: Cycles among partitionable GPUs and tainted devices (DRA's beta features, on from v1.36).
+DRA_BETA = [f"dra-beta-{seed}" for seed in range(1, 61)]
+
+
+@pytest.fixture(scope="module")
+def dra_beta_answers(oracle: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    return run_cycles(oracle["cycle"], [
+        cycle_request(case_id, scenario(int(case_id.rpartition("-")[2]), "dra-beta"))
+        for case_id in DRA_BETA])
+
+
+@pytest.mark.parametrize("case_id", DRA_BETA)
+def test_dra_beta_features_as_upstream(case_id: str,
+                                       dra_beta_answers: dict[str, dict[str, Any]],
+                                       summary: Summary) -> None:
+    scen = scenario(int(case_id.rpartition("-")[2]), "dra-beta")
+    answer = dra_beta_answers[case_id]
+    assert "error" not in answer, f"{case_id}: the oracle refused the scenario: {answer['error']}"
+    diff = compare_cycle(answer["expect"], whatif_report(scen))
+    summary.record("cycle/dra-beta", diff)
+    if any(diff.values()):
+        folder = _keep(case_id, scen, answer["expect"])
+        pytest.fail(f"{case_id}: kaudit differs from upstream in "
+                    f"{', '.join(f for f, lines in diff.items() if lines)}\n"
+                    f"{differences(diff)}\nscenario: {folder}", pytrace=False)
+
+
 def _in_some_budget_order(scen: dict[str, Any], expect: dict[str, Any],
                           diff: dict[str, list[str]]) -> dict[str, list[str]]:
     """From v1.37 preemption's PDB split stops at the first budget a victim exhausts, in the

@@ -191,9 +191,9 @@ def test_a_pool_spread_over_nodes_is_complete_from_v1_35() -> None:
     (V1_37_2, True, True)])
 def test_slices_the_allocator_leaves_out_as_each_release(
         version: KubernetesVersion, counters_left_out: bool, groups_left_out: bool) -> None:
-    """Without partitionable devices (kaudit allocates as with that gate off), v1.36 leaves
-    out slices with shared counters; v1.37 leaves out those whose devices name compatibility
-    groups while DRADeviceCompatibilityGroups is off (``pools_stable.go``, GatherPools)."""
+    """Without partitionable devices (the gate turned off), v1.36 leaves out slices with
+    shared counters; v1.37 leaves out those whose devices name compatibility groups while
+    DRADeviceCompatibilityGroups is off (``pools_stable.go``, GatherPools)."""
     def piece(name: str, **spec: Any) -> Slice:
         return Slice.of({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                          "metadata": {"name": name},
@@ -205,7 +205,8 @@ def test_slices_the_allocator_leaves_out_as_each_release(
     groups = piece("groups", devices=[{"name": "part", "consumesCounters": [{
         "counterSet": "set", "counters": {"memory": {"value": "10Gi"}},
         "compatibilityGroups": ["a"]}]}])
-    rules = DynamicResources({}, handle(version)).features.slice_rules()
+    off = "DRAPartitionableDevices=false" if version.release >= (1, 36) else ""
+    rules = DynamicResources({}, handle(version, off)).features.slice_rules()
     node = one_node(cpu="1", memory="1Gi").node(0)
     found = {pool.name for pool in gather_pools([counters, groups], node, rules)}
     assert ("counters" not in found) is counters_left_out

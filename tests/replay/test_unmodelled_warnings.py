@@ -3,8 +3,10 @@ use in the trace: on stderr (``--json`` stays JSON), in the run's summary, in ``
 
 The trace is the GPU cluster of ``traces/dra-gpu.jsonl`` (smaller) with objects that use three
 such features: two ResourceSlices with capacity request policies (DRAConsumableCapacity, warned
-about once, naming the first), a DeviceTaintRule (DRADeviceTaintRules) and a claim template
-whose request tolerates a taint (DRADeviceTaints). The sample traces use none.
+about once, naming the first), a ResourceSlice whose device has binding conditions
+(DRADeviceBindingConditions) and a DeviceClass backing an extended resource
+(DRAExtendedResource). A DeviceTaintRule and a request's tolerations are no warning at v1.37:
+kaudit models device taints and DeviceTaintRules there. The sample traces use none.
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ TAINT_RULE: JSON = {
              "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
 
 
+def _attached_gpu(node: str) -> JSON:
+    device = gpu(1, "A100", "80Gi", "pci-1")
+    device["bindingConditions"] = ["gpu.example.com/attached"]
+    device["bindingFailureConditions"] = ["gpu.example.com/attach-failed"]
+    return resource_slice(f"{node}-attached", DRIVER, f"{node}-attached", [device], node=node)
+
+
+EXTENDED_CLASS: JSON = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    "metadata": {"name": "gpu-ext", "uid": "class-ext"},
+    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+             "extendedResourceName": "example.com/gpu"}}
+
+
 def _tolerating_template() -> JSON:
     request = exact_request("gpu", "gpu.example.com")
     request["exactly"]["tolerations"] = [{"key": "example.com/maintenance",
@@ -69,7 +85,9 @@ def trace_file(tmp_path: Path) -> Path:
     events += [(0.5, "ADDED", _shared_gpus("gpu-node-0001")),
                (0.5, "ADDED", _shared_gpus("gpu-node-0000")),
                (0.6, "ADDED", TAINT_RULE),
-               (3.5, "ADDED", _tolerating_template())]
+               (0.7, "ADDED", _attached_gpu("gpu-node-0001")),
+               (3.5, "ADDED", _tolerating_template()),
+               (3.6, "ADDED", EXTENDED_CLASS)]
     events.sort(key=lambda event: event[0])
     path = tmp_path / "unmodelled.jsonl"
     write_events(path, events)
@@ -103,16 +121,17 @@ def test_a_run_warns_once_per_feature_on_stderr_and_keeps_it(
         f"ResourceSlice gpu-node-0001-slice uses it (device capacity requestPolicy, at "
         f"{trace_file}:{line}); kaudit schedules as with the gate off: "), warned[0]
     assert sum("DRAConsumableCapacity" in w for w in warned) == 1  # the second slice: quiet
-    assert any("DRADeviceTaintRules" in w and "DeviceTaintRule drain-gpu-node-0000 uses it "
-               "(a NoSchedule taint" in w for w in warned)
-    assert any("DRADeviceTaints" in w and "ResourceClaimTemplate default/tolerant-gpu uses "
-               "it (request tolerations" in w for w in warned)
+    assert any("DRADeviceBindingConditions" in w and "ResourceSlice gpu-node-0001-attached "
+               "uses it (device bindingConditions" in w for w in warned)
+    assert any("DRAExtendedResource" in w and "DeviceClass gpu-ext uses it "
+               "(spec.extendedResourceName" in w for w in warned)
+    assert not any("Taint" in w for w in warned)  # modelled at v1.37
 
     found = run["summary"]["unmodelledFeatures"]
     assert [(f["gate"], f["kind"], f["namespace"], f["name"]) for f in found] == [
         ("DRAConsumableCapacity", "ResourceSlice", None, "gpu-node-0001-slice"),
-        ("DRADeviceTaintRules", "DeviceTaintRule", None, "drain-gpu-node-0000"),
-        ("DRADeviceTaints", "ResourceClaimTemplate", "default", "tolerant-gpu")]
+        ("DRADeviceBindingConditions", "ResourceSlice", None, "gpu-node-0001-attached"),
+        ("DRAExtendedResource", "DeviceClass", None, "gpu-ext")]
     assert found[0]["line"] == line and found[0]["source"] == 0 and found[0]["traceSeq"] >= 0
     assert [f"kaudit: warning: {f['message']}" for f in found] == warned
 
@@ -158,7 +177,7 @@ def test_the_engine_reports_each_feature_once_without_a_database_run(
     summary = Replay(scheduler_factory(config, registry), MemorySink(),
                      options_for(config)).run(iter_events(engine, trace.id))
     assert [f["gate"] for f in summary.unmodelled_features] == [
-        "DRAConsumableCapacity", "DRADeviceTaintRules", "DRADeviceTaints"]
+        "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAExtendedResource"]
     first = summary.unmodelled_features[0]
     assert f"(device capacity requestPolicy, at trace event {first['traceSeq']})" in \
         summary.warnings[0]
@@ -171,7 +190,7 @@ def test_compare_and_audit_warn_on_stderr_too(
                           "--kubernetes-version", "v1.37")
     assert compared.exit_code == 0, compared.output
     gates = [w.split(" turns on ")[1].split(",")[0] for w in _warnings(compared.stderr)]
-    assert gates == ["DRAConsumableCapacity", "DRADeviceTaintRules", "DRADeviceTaints"]
+    assert gates == ["DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAExtendedResource"]
     assert _warnings(compared.stdout) == []
     audited = run_kaudit("audit", "unmodelled")
     assert len(_warnings(audited.stderr)) == 3, audited.output

@@ -9,9 +9,17 @@ claim's ``matchAttribute`` constraints; the first full solution wins. ``All`` mo
 matching device (and fails on an incomplete or invalid pool); admin access may use devices
 that are allocated already. Error messages are upstream's.
 
-Gated features kaudit does not model (partitionable devices, device taints, consumable
-capacity, binding conditions) behave as with their alpha gates off: devices that consume
-counters or have binding conditions are not allocated.
+From v1.36 (``allocator_stable.go`` / ``allocator_incubating.go`` of
+``k8s.io/dynamic-resource-allocation`` v0.36.3 and v0.37.2), with their gates on:
+partitionable devices (a device that consumes counters is allocated only while its pool's
+counter sets, less what allocated devices and the devices being allocated consume, stay at or
+above zero: ``checkAvailableCounters``) and device taints (a ``NoSchedule`` or ``NoExecute``
+taint keeps a device from a request that does not tolerate it: ``taintPreventsAllocation``;
+the request's tolerations go into the allocation result).
+
+Gated features kaudit does not model (consumable capacity, binding conditions; partitionable
+devices and device taints before v1.36) behave as with their gates off: devices that consume
+counters or have binding conditions are not allocated, taints are ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from kaudit.model.dra import ALLOCATION_RESULTS_MAX_SIZE
 from kaudit.model.node import NodeInfo
 from kaudit.plugins.dynamic_resources.cel_budget import CostBudget
 from kaudit.plugins.dynamic_resources.cel_env import CelError, SelectorCache
+from kaudit.plugins.dynamic_resources.counters import CounterLedger
+from kaudit.plugins.dynamic_resources.device_taints import taint_prevents_allocation
 from kaudit.plugins.dynamic_resources.pools import (
     Device,
     DeviceID,
@@ -74,10 +84,20 @@ class Features:
     #: v1.36 on: without partitionable devices, slices with shared counters are left out.
     shared_counters_need_partitionable: bool = False
     compatibility_groups: bool = True
+    #: v1.36 on: an allocation result carries its request's tolerations.
+    result_tolerations: bool = False
+    #: Upstream runs its incubating allocator (consumable capacity or binding conditions on,
+    #: from v1.36), whose pools differ (:class:`SliceRules`): it sorts a pool's slices by
+    #: name and, from v1.37 (``counter_slices_by_node``), selects counter slices by node.
+    incubating: bool = False
+    counter_slices_by_node: bool = False
 
     def slice_rules(self) -> SliceRules:
         return SliceRules(self.partitionable_devices, self.shared_counters_need_partitionable,
-                          self.compatibility_groups)
+                          self.compatibility_groups,
+                          counters_everywhere=not (self.incubating
+                                                   and self.counter_slices_by_node),
+                          slices_by_name=self.incubating)
 
 
 @dataclass
@@ -91,6 +111,7 @@ class Request:
     admin_access: bool
     has_admin_access: bool
     selectors: list[JSON]
+    tolerations: list[JSON] = field(default_factory=list)
 
     @classmethod
     def exact(cls, request: JSON) -> Request:
@@ -99,14 +120,16 @@ class Request:
                    str(exactly.get("allocationMode") or EXACT_COUNT),
                    _count(exactly.get("count")),
                    bool(exactly.get("adminAccess")), exactly.get("adminAccess") is not None,
-                   list(exactly.get("selectors") or []))
+                   list(exactly.get("selectors") or []),
+                   list(exactly.get("tolerations") or []))
 
     @classmethod
     def sub(cls, sub: JSON) -> Request:
         return cls(str(sub.get("name") or ""), str(sub.get("deviceClassName") or ""),
                    str(sub.get("allocationMode") or EXACT_COUNT),
                    _count(sub.get("count")),
-                   False, False, list(sub.get("selectors") or []))
+                   False, False, list(sub.get("selectors") or []),
+                   list(sub.get("tolerations") or []))
 
 
 def _expressions(selectors: list[JSON]) -> tuple[str, ...]:
@@ -151,6 +174,7 @@ class _Result:
     request: str
     parent: str
     admin_access: bool
+    tolerations: list[JSON]
 
     @property
     def request_name(self) -> str:
@@ -265,6 +289,7 @@ class _Allocation:
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.steps_left = owner.search_budget
+        self.counters = CounterLedger(owner.allocated, {(p.driver, p.name): p for p in pools})
 
     # ------------------------------------------------------------------ set-up
 
@@ -493,7 +518,14 @@ class _Allocation:
                 return None
         elif device.id in self.owner.allocated or self.allocating.get(device.id):
             return None
-        if device.obj.get("consumesCounters") and not self.features.partitionable_devices:
+        consumes = bool(device.obj.get("consumesCounters"))
+        if consumes and not self.features.partitionable_devices:
+            return None
+        if consumes and not self.counters.reserve(device):
+            return None
+        if self.features.device_taints and taint_prevents_allocation(device, request):
+            if consumes:
+                self.counters.release(device)
             return None
         if data.parent is None:
             base, sub = request.name, ""
@@ -502,24 +534,28 @@ class _Allocation:
         constraints = self.constraints[claim_index]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, device):
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub, device)
+                if consumes:
+                    self.counters.release(device)
                 if must:
                     raise AllocationError(
                         f"claim {_claim_ref(self.claims[claim_index])}, request {request.name}: "
                         f"cannot add device {device_id_text(device.id)} because a claim "
                         "constraint would not be satisfied")
-                for earlier in constraints[:i]:
-                    earlier.remove(base, sub, device)
                 return None
         self.allocating.setdefault(device.id, set()).add(claim_index)
         results = self.results[claim_index]
         results.append(_Result(device, request.name, data.parent.name if data.parent else "",
-                               request.admin_access))
+                               request.admin_access, request.tolerations))
         size = len(results) - 1
 
         def undo() -> None:
             for constraint in constraints:
                 constraint.remove(base, sub, device)
             self.allocating[device.id].discard(claim_index)
+            if consumes:
+                self.counters.release(device)
             del results[size:]
         return undo
 
@@ -534,6 +570,8 @@ class _Allocation:
                            "pool": found.device.id[1], "device": found.device.id[2]}
             if found.admin_access:
                 entry["adminAccess"] = True
+            if found.tolerations and self.features.result_tolerations:
+                entry["tolerations"] = found.tolerations
             results.append(entry)
         config: list[JSON] = []
         for request_index in range(len(requests)):

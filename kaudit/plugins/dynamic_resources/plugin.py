@@ -26,9 +26,13 @@ v1.34, where the plugin is on by default):
   prefers nodes where ``firstAvailable`` requests got earlier subrequests
   (:mod:`kaudit.plugins.dynamic_resources.scoring`); v1.34 has no Score for this plugin.
 
-The extended-resource bridge (``DRAExtendedResource``) is alpha and off
-in v1.34 and is not modelled. The filter timeout (``DRASchedulerFilterTimeout``, beta, 10 s) is a
-budget of search steps per node (a replay's clock does not run during a cycle).
+The allocator's features follow the gates as ``AllocatorFeatures`` of v1.37.2 does:
+partitionable devices and device taints from v1.36, DeviceTaintRules (patched into the slices
+by the scheduler's slice tracker, ``pkg/scheduler/scheduler.go``) from v1.37. The
+extended-resource bridge (``DRAExtendedResource``), consumable capacity and binding
+conditions (beta, on from v1.36) are not modelled. The filter timeout
+(``DRASchedulerFilterTimeout``, beta, 10 s) is a budget of search steps per node (a replay's
+clock does not run during a cycle).
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ from kaudit.plugins.helper import default_normalize
 JSON = dict[str, Any]
 STATE_KEY = names.DYNAMIC_RESOURCES
 CLAIM, SLICE, CLASS = "ResourceClaim", "ResourceSlice", "DeviceClass"
+TAINT_RULE = "DeviceTaintRule"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -162,16 +167,31 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.quiet_post_filter = versions.handle_carries(handle, "post-filter-message-without-dra")
         #: v1.35: a pool's completeness counts its slices on every node (PR #134466).
         self.pools_span_nodes = versions.handle_carries(handle, "dra-pool-completeness-spans-nodes")
-        # The alpha gates' features are not modelled: the allocator runs as with them off
-        # (loading a configuration that turns them on warns, see ``UNMODELLED_GATES``).
+        # v1.36's pools and allocator (shared counters in slices of their own) are the first
+        # whose partitionable devices and device taints kaudit models; the other beta and
+        # alpha features run as with their gates off (``kaudit.model.unmodelled_features``).
+        v1_36_pools = versions.handle_carries(
+            handle, "dra-shared-counter-slices-need-partitionable")
         self.features = Features(
             admin_access=gate("DRAAdminAccess", True),
             prioritized_list=gate("DRAPrioritizedList", True),
-            shared_counters_need_partitionable=versions.handle_carries(
-                handle, "dra-shared-counter-slices-need-partitionable"),
+            partitionable_devices=v1_36_pools and gate("DRAPartitionableDevices", False),
+            device_taints=v1_36_pools and gate("DRADeviceTaints", False),
+            result_tolerations=v1_36_pools,
+            incubating=v1_36_pools and (gate("DRAConsumableCapacity", False) or (
+                gate("DRADeviceBindingConditions", False)
+                and gate("DRAResourceClaimDeviceStatus", False))),
+            counter_slices_by_node=versions.handle_carries(handle, "dra-counter-slices-by-node"),
+            shared_counters_need_partitionable=v1_36_pools,
             compatibility_groups=not (gates is not None
                                       and "DRADeviceCompatibilityGroups" in gates
                                       and not gates.enabled("DRADeviceCompatibilityGroups")))
+        #: v1.37 (GA): DeviceTaintRules' taints are patched into the slices the allocator
+        #: reads (the scheduler's slice tracker; before v1.37 a rule without a selector
+        #: selected every device, which kaudit does not model).
+        self.taint_rules = self.features.device_taints and versions.handle_carries(
+            handle, "dra-taint-rules-select-nothing-without-selector") and gate(
+            "DRADeviceTaintRules", False)
         timeout = self.args.get("filterTimeout")
         timed = gate("DRASchedulerFilterTimeout", True) and timeout is not None and \
             parse_duration(str(timeout)) > 0
@@ -369,7 +389,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return frozenset(devices)
 
     def _allocator(self, cluster: ClusterState) -> Allocator:
-        self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE])
+        if self.taint_rules:
+            self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE],
+                                cluster.objects[TAINT_RULE], cluster.kind_generation[TAINT_RULE])
+        else:
+            self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE])
         rules = self.features.slice_rules()
         allocated = self.allocated_devices(cluster)
         self._note_allocation_changes(allocated)

@@ -12,6 +12,20 @@ counters; from v1.37, slices whose devices name compatibility groups are left ou
 alpha DRADeviceCompatibilityGroups gate is off, which makes their pool incomplete
 (:class:`SliceRules`).
 
+With DRAPartitionableDevices on (beta, on by default from v1.36), ``buildPool`` at v1.37.2
+(the stable allocator's and, where they differ as :class:`SliceRules` says, the incubating
+one's of ``pools_incubating.go``, which upstream runs while consumable capacity or binding
+conditions are on, as by default): the pool keeps its counter sets (a name given twice makes
+it invalid, ``duplicate counter set name``), every device's ``consumesCounters`` must name a
+counter set and counters the pool has (``counter set X not found``, ``counter X not found in
+counter set Y``), and when the pool was found complete only by counting the slices of other
+nodes (``checkSlicesInPool``), those slices are kept too (:attr:`Pool.other_slices`): their
+allocated devices consume the pool's counters.
+
+With DRADeviceTaintRules (GA in v1.37), :class:`SliceIndex` parses the slices as the
+scheduler's slice tracker serves them, each DeviceTaintRule's taint appended to the devices
+it selects (:func:`kaudit.model.dra.with_taint_rules`).
+
 Upstream collects pools in a Go map, so their order is random; kaudit orders them by driver and
 pool name so that a replay is reproducible.
 
@@ -28,9 +42,11 @@ from typing import Any
 
 import orjson
 
+from kaudit.model.dra import with_taint_rules
 from kaudit.model.node import NodeInfo
 from kaudit.model.selectors import NodeSelector, SelectorError
 from kaudit.plugins.dynamic_resources.cel_env import device_activation
+from kaudit.quantity import parse_quantity
 
 JSON = dict[str, Any]
 DeviceID = tuple[str, str, str]
@@ -52,6 +68,8 @@ class Device:
     selectable: dict[Any, bool] = field(default_factory=dict)
     _activation: dict[str, Any] | None = None
     _content: bytes | None = None
+    #: ``consumesCounters``, parsed on first use (:func:`device_consumption`).
+    consumption: list[tuple[str, dict[str, int]]] | None = None
 
     def activation(self) -> dict[str, Any]:
         if self._activation is None:
@@ -85,9 +103,15 @@ class Slice:
     per_device_selection: bool
     #: The slice has ``sharedCounters``.
     shared_counters: bool = False
+    #: Its counter sets: name → counter → quantity in nano-units, in the slice's order.
+    counter_sets: list[tuple[str, dict[str, int]]] = field(default_factory=list)
     #: A device's ``consumesCounters`` names ``compatibilityGroups``.
     compatibility_groups: bool = False
     devices: list[Device] = field(default_factory=list)
+    #: The cluster's object this slice was parsed from (``obj`` is it with DeviceTaintRules'
+    #: taints patched in), and the rules' version it was patched at.
+    source: JSON | None = None
+    rules_version: int | None = None
 
     @classmethod
     def of(cls, obj: JSON) -> Slice:
@@ -113,10 +137,29 @@ class Slice:
                        isinstance(consumption, dict) and consumption.get("compatibilityGroups")
                        for device in spec.get("devices") or [] if isinstance(device, dict)
                        for consumption in device.get("consumesCounters") or []))
+        for counter_set in spec.get("sharedCounters") or []:
+            made.counter_sets.append((str(counter_set.get("name") or ""),
+                                      counter_values(counter_set.get("counters"))))
         for device in spec.get("devices") or []:
             name = str(device.get("name") or "")
             made.devices.append(Device(name, device, made, (made.driver, made.pool, name)))
         return made
+
+
+def counter_values(counters: Any) -> dict[str, int]:
+    """``{"name": {"value": "80Gi"}}`` as counter name → nano-units (validated at ingest)."""
+    return {str(name): parse_quantity(str((counter or {}).get("value") or "0")).nanos
+            for name, counter in (counters or {}).items()}
+
+
+def device_consumption(device: Device) -> list[tuple[str, dict[str, int]]]:
+    """A device's ``consumesCounters``: (counter set, counter → nano-units) pairs."""
+    consumption = device.consumption
+    if consumption is None:
+        consumption = device.consumption = [
+            (str(entry.get("counterSet") or ""), counter_values(entry.get("counters")))
+            for entry in device.obj.get("consumesCounters") or [] if isinstance(entry, dict)]
+    return consumption
 
 
 @dataclass
@@ -127,6 +170,10 @@ class Pool:
     incomplete: bool = False
     invalid: bool = False
     invalid_reason: str = ""
+    #: With partitionable devices: the pool's counter sets (name → counter → nano-units) and
+    #: the slices of its generation the node does not reach (their devices consume them).
+    counter_sets: dict[str, dict[str, int]] = field(default_factory=dict)
+    other_slices: list[Slice] = field(default_factory=list)
 
     @property
     def id_text(self) -> str:
@@ -162,6 +209,14 @@ class SliceRules:
     #: DRADeviceCompatibilityGroups; False (its gate off, v1.37) leaves out the slices whose
     #: devices name compatibility groups.
     compatibility_groups: bool = True
+    #: With partitionable devices, a slice with shared counters belongs to its pool on every
+    #: node (the stable allocator; the incubating one of v1.36). The incubating allocator of
+    #: v1.37 (run while consumable capacity or binding conditions are on) selects it by its
+    #: node like any other; a pool whose counters are elsewhere is then incomplete on the
+    #: node and completed from all slices (``pools_incubating.go``).
+    counters_everywhere: bool = False
+    #: The incubating allocator sorts a pool's slices by name (``buildPool``).
+    slices_by_name: bool = False
 
     def ignores(self, piece: Slice) -> bool:
         if not self.partitionable_devices and (piece.per_device or (
@@ -184,7 +239,9 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     for piece in slices:
         if rules.ignores(piece):
             continue
-        if piece.node_name or piece.all_nodes or piece.node_selector is not None or \
+        if rules.partitionable_devices and rules.counters_everywhere and piece.shared_counters:
+            matched = True
+        elif piece.node_name or piece.all_nodes or piece.node_selector is not None or \
                 piece.node_selector_error is not None:
             try:
                 matched = node_matches(node, piece.node_name, piece.all_nodes,
@@ -201,22 +258,77 @@ def gather_pools(slices: Iterable[Slice], node: NodeInfo | None,
     result = []
     for key in sorted(pools):
         pool = pools[key]
+        if rules.slices_by_name:
+            pool.slices.sort(key=lambda piece: piece.name)
         pool.incomplete = len(pool.slices) != pool.slices[0].count
+        whole: list[Slice] | None = None
         if pool.incomplete and every_slice is not None:
             generation = pool.slices[0].generation
             same = [p for p in every_slice if (p.driver, p.pool) == key]
             if any(p.generation > generation for p in same):
                 continue  # obsolete: the driver is replacing this generation
-            pool.incomplete = sum(p.generation == generation for p in same) \
-                != pool.slices[0].count
-        seen: set[str] = set()
-        for piece in pool.slices:
-            for device in piece.devices:
-                if device.name in seen and not pool.invalid:
-                    pool.invalid, pool.invalid_reason = True, f"duplicate device name {device.name}"
-                seen.add(device.name)
+            whole = [p for p in same if p.generation == generation
+                     and (rules.compatibility_groups or not p.compatibility_groups)]
+            pool.incomplete = len(whole) != pool.slices[0].count
+        if rules.partitionable_devices:
+            if not pool.incomplete:
+                _build_partitionable(pool, whole)
+        else:
+            _check_device_names(pool, pool.slices)
         result.append(pool)
     return result
+
+
+def _check_device_names(pool: Pool, slices: Iterable[Slice]) -> bool:
+    """``validateDeviceNames``: marks the pool invalid when a device name repeats."""
+    seen: set[str] = set()
+    for piece in slices:
+        for device in piece.devices:
+            if device.name in seen:
+                pool.invalid, pool.invalid_reason = True, f"duplicate device name {device.name}"
+                return False
+            seen.add(device.name)
+    return True
+
+
+def _build_partitionable(pool: Pool, whole: list[Slice] | None) -> None:
+    """``buildPool`` with partitionable devices: device names, counter sets (the node's
+    slices', then the other slices'), and the counters every device consumes, over the node's
+    slices and then over the pool's other slices."""
+    others: list[Slice] = []
+    if whole is not None and len(whole) != len(pool.slices):
+        reached = {piece.name for piece in pool.slices}
+        others = [piece for piece in whole if piece.name not in reached]
+    if not _check_device_names(pool, (p for p in pool.slices if not p.shared_counters)):
+        return
+    for piece in (*pool.slices, *others):
+        for name, counters in piece.counter_sets:
+            if name in pool.counter_sets:
+                pool.invalid, pool.invalid_reason = True, f"duplicate counter set name {name}"
+                return
+            pool.counter_sets[name] = counters
+    devices_elsewhere = [piece for piece in others if not piece.shared_counters]
+    if _check_consumption(pool, pool.slices) and _check_consumption(pool, devices_elsewhere):
+        pool.other_slices = devices_elsewhere
+
+
+def _check_consumption(pool: Pool, slices: Iterable[Slice]) -> bool:
+    """``validateDeviceCounterConsumption``."""
+    for piece in slices:
+        for device in piece.devices:
+            for counter_set, counters in device_consumption(device):
+                available = pool.counter_sets.get(counter_set)
+                if available is None:
+                    pool.invalid = True
+                    pool.invalid_reason = f"counter set {counter_set} not found"
+                    return False
+                for name in counters:
+                    if name not in available:
+                        pool.invalid = True
+                        pool.invalid_reason = (f"counter {name} not found in counter set "
+                                               f"{counter_set}")
+                        return False
+    return True
 
 
 def pool_problems(slices: Iterable[Slice]) -> dict[tuple[str, str], str]:
@@ -283,29 +395,35 @@ class SliceIndex:
     def __init__(self) -> None:
         self._parsed: dict[int, Slice] = {}
         self._source: dict[str, JSON] | None = None
-        self._version: int | None = None
+        self._version: tuple[int, int | None] | None = None
         self.by_node: dict[str, list[Slice]] = {}
         self.selecting: list[Slice] = []
         self._pools: dict[str, tuple[Any, list[Pool]]] = {}
 
-    def refresh(self, objects: dict[str, JSON], version: int) -> None:
-        if version == self._version and objects is self._source:
+    def refresh(self, objects: dict[str, JSON], version: int,
+                taint_rules: dict[str, JSON] | None = None, rules_version: int = 0) -> None:
+        """Parse what changed of ``objects`` (the cluster's slices, at ``version``), with the
+        taints of ``taint_rules`` (DeviceTaintRules, at ``rules_version``) patched in."""
+        key = (version, rules_version if taint_rules else None)
+        if key == self._version and objects is self._source:
             return
+        rules = [taint_rules[name] for name in sorted(taint_rules)] if taint_rules else []
         parsed: dict[int, Slice] = {}
         by_node: dict[str, list[Slice]] = {}
         selecting: list[Slice] = []
         for name in sorted(objects):
             obj = objects[name]
             piece = self._parsed.get(id(obj))
-            if piece is None or piece.obj is not obj:
-                piece = Slice.of(obj)
+            if piece is None or piece.source is not obj or piece.rules_version != key[1]:
+                piece = Slice.of(with_taint_rules(obj, rules) if rules else obj)
+                piece.source, piece.rules_version = obj, key[1]
             parsed[id(obj)] = piece
-            if piece.node_name:
+            if piece.node_name and not piece.shared_counters:
                 by_node.setdefault(piece.node_name, []).append(piece)
             else:
                 selecting.append(piece)
         self._parsed, self.by_node, self.selecting = parsed, by_node, selecting
-        self._source, self._version = objects, version
+        self._source, self._version = objects, key
         self._pools = {}
 
     @property
