@@ -153,10 +153,11 @@ def _ignoring(profile: ProfileV1, ignored: list[str]) -> ProfileV1 | None:
 #: (see docs/dra.md). Alpha and off in v1.34 and v1.35; on by default from v1.36.
 UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumableCapacity",
                     "DRADeviceBindingConditions", "DRAExtendedResource", "DRADeviceTaintRules")
-#: The minor release from which kaudit models a gate of :data:`UNMODELLED_GATES` (the
-#: allocator of that release on: v1.36 moved shared counters into slices of their own).
+#: The minor release from which kaudit models a gate of :data:`UNMODELLED_GATES` or
+#: :data:`UNMODELLED_OTHER_GATES` (DRA: the allocator of that release on, v1.36 moved shared
+#: counters into slices of their own; VolumeLimitScaling: the opt-in of v1.36).
 MODELLED_FROM = {"DRAPartitionableDevices": (1, 36), "DRADeviceTaints": (1, 36),
-                 "DRADeviceTaintRules": (1, 37)}
+                 "DRADeviceTaintRules": (1, 37), "VolumeLimitScaling": (1, 36)}
 
 
 def unmodelled_at(name: str, gates: FeatureGates) -> bool:
@@ -213,7 +214,8 @@ def _unmodelled_gates(gates: FeatureGates) -> tuple[str, ...]:
     dra = [name for name in UNMODELLED_GATES
            if gates.enabled("DynamicResourceAllocation") and name in gates
            and gates.enabled(name) and unmodelled_at(name, gates)]
-    other = [name for name in UNMODELLED_OTHER_GATES if name in gates and gates.enabled(name)]
+    other = [name for name in UNMODELLED_OTHER_GATES if name in gates and gates.enabled(name)
+             and unmodelled_at(name, gates)]
     set_here = gates.overrides
     warnings = [f"feature gate {name}: kaudit does not model it; DynamicResources "
                 "allocates as with it off" for name in dra if name in set_here]

@@ -31,6 +31,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", False),
     KindSpec("storageclasses", "StorageClass", "storage.k8s.io/v1", False),
     KindSpec("nodes", "Node", "v1", False),
+    KindSpec("csidrivers", "CSIDriver", "storage.k8s.io/v1", False),
     KindSpec("csinodes", "CSINode", "storage.k8s.io/v1", False),
     KindSpec("persistentvolumes", "PersistentVolume", "v1", False),
     KindSpec("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),

@@ -153,7 +153,7 @@ FEATURES: Mapping[str, UnmodelledFeature] = MappingProxyType({f.gate: f for f in
              "DeviceTaintRules taint no device", modelled_from=(1, 37)),
     _feature(VOLUME_LIMIT_SCALING, (), ("CSIDriver",),
              "NodeVolumeLimits does not check that an opted-in CSI driver is installed on "
-             "the node"),
+             "the node", modelled_from=(1, 36)),
 )})
 
 
@@ -324,13 +324,8 @@ def _device_taint_rule(obj: JSON, wanted: Wanted, found: _Found) -> None:
 
 
 def _csi_driver(obj: JSON, wanted: Wanted, found: _Found) -> None:
-    spec = obj.get("spec")
-    if isinstance(spec, dict) and spec.get("preventPodSchedulingIfMissing") is True:
-        found[VOLUME_LIMIT_SCALING] = "spec.preventPodSchedulingIfMissing"
-
-
-def _any_csi_driver(obj: JSON, wanted: Wanted, found: _Found) -> None:
-    """Before v1.36 every CSIDriver is checked for (there is no opt-in field)."""
+    """VolumeLimitScaling is unmodelled before v1.36 only, where every CSIDriver is checked
+    for (there is no opt-in field; kaudit models the opt-in of v1.36 on)."""
     found[VOLUME_LIMIT_SCALING] = "a CSIDriver (before v1.36 every driver is checked for)"
 
 
@@ -377,16 +372,8 @@ _DRA_KINDS = frozenset({"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate
                         "DeviceClass"})
 
 
-def _every_csi_driver(gates: Gates) -> bool:
-    """Whether the release of ``gates`` checks every CSIDriver under VolumeLimitScaling
-    (v1.35; ``preventPodSchedulingIfMissing`` opts in from v1.36)."""
-    release = getattr(getattr(gates, "version", None), "release", None)
-    return isinstance(release, tuple) and release[:2] < (1, 36)
-
-
-def _uses(kind: str, obj: Any, wanted: Wanted,
-          every_csi_driver: bool = False) -> list[FeatureUse]:
-    check = _any_csi_driver if every_csi_driver and kind == "CSIDriver" else _CHECKS.get(kind)
+def _uses(kind: str, obj: Any, wanted: Wanted) -> list[FeatureUse]:
+    check = _CHECKS.get(kind)
     if check is None or not wanted or not isinstance(obj, dict):
         return []
     if kind in _DRA_KINDS:
@@ -403,8 +390,7 @@ def unmodelled_feature_uses(obj: Mapping[str, Any], gates: Gates) -> list[Featur
     """The unmodelled features that ``gates`` turn on and ``obj`` (a Kubernetes object, the
     JSON of a watch event) uses, in :data:`FEATURES` order, each with the first field found
     that uses it."""
-    return _uses(str(obj.get("kind") or ""), obj, enabled_features(gates),
-                 _every_csi_driver(gates))
+    return _uses(str(obj.get("kind") or ""), obj, enabled_features(gates))
 
 
 class FeatureDetector:
@@ -413,7 +399,6 @@ class FeatureDetector:
 
     def __init__(self, gates: Gates) -> None:
         self.wanted: set[str] = set(enabled_features(gates))
-        self._every_csi_driver = _every_csi_driver(gates)
         #: The kinds that can use a feature still looked for.
         self.kinds: frozenset[str] = self._kinds()
 
@@ -424,7 +409,7 @@ class FeatureDetector:
         """The features still looked for that ``obj``, of ``kind``, uses."""
         if kind not in self.kinds:
             return []
-        return _uses(kind, obj, self.wanted, self._every_csi_driver)
+        return _uses(kind, obj, self.wanted)
 
     def found(self, gate: str) -> None:
         """Stop looking for ``gate``."""

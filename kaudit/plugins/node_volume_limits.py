@@ -19,6 +19,11 @@ of ``k8s.io/csi-translation-lib`` it relies on (Kubernetes v1.34):
   Portworx also needs the CSINode's migrated-plugins annotation. Volume handles are
   translated as csi-translation-lib does for these plugins (AWS ``aws://`` IDs, GCE zonal
   and regional disk paths); Azure File and vSphere are never counted, as upstream.
+* **VolumeLimitScaling** (beta; on by default in v1.37, ``csi.go`` of v1.36.3 and v1.37.2):
+  before the count, each CSI driver of the new pod's volumes whose CSIDriver opts in
+  (``spec.preventPodSchedulingIfMissing: true``) must be on the node's CSINode, else
+  U ``<driver> CSI driver is not installed on the node``; a node without a CSINode has none.
+  (v1.35's alpha checked every CSIDriver; kaudit models the opt-in of v1.36 on.)
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from kaudit import versions
 from kaudit.cluster.state import ClusterState
 from kaudit.framework import signing
 from kaudit.framework.cycle_state import CycleState
@@ -53,6 +59,7 @@ from kaudit.plugins.hint_objects import (
 )
 from kaudit.plugins.storage_objects import (
     ANN_MIGRATED_PLUGINS,
+    CSIDRIVER_KIND,
     CSINODE_KIND,
     PVC_KIND,
     PVC_RESOURCE,
@@ -197,6 +204,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         super().__init__(args, handle)
         gates = getattr(handle, "feature_gates", None)
         self.portworx = True if gates is None else bool(gates.enabled("CSIMigrationPortworx"))
+        #: VolumeLimitScaling with v1.36's opt-in (``checkCSIDriverOnNode``).
+        self.driver_check = gates is not None and "VolumeLimitScaling" in gates and bool(
+            gates.enabled("VolumeLimitScaling")) and versions.carries(
+            gates.version, "volume-limit-scaling-opt-in")
         #: pod uid -> (pod object, has countable volumes)
         self._countable: dict[str, tuple[dict[str, Any], bool]] = {}
 
@@ -215,7 +226,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         csi_nodes = {cluster.slot_of[name]: obj for name, obj in
                      objects_of(cluster, CSINODE_KIND).items() if name in cluster.slot_of}
         plain = self._new_volumes(pod, cluster, None)
-        verdicts = _Verdicts(len(slots), plain if isinstance(plain, Status) else None)
+        opted = opted_in_drivers(cluster) if self.driver_check else frozenset()
+        default = plain if isinstance(plain, Status) else missing_driver(plain, opted, None)
+        verdicts = _Verdicts(len(slots), default)
         limited = np.isin(slots, np.fromiter(csi_nodes, dtype=np.int64, count=len(csi_nodes)))
         if not limited.any():
             return verdicts.result()
@@ -231,6 +244,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             new = variants[portworx]
             if isinstance(new, Status):
                 verdicts.set(position, new)
+            elif opted and (missing := missing_driver(new, opted, csi_node)) is not None:
+                verdicts.set(position, missing)
             elif slot in attached or self._busy(cluster, slot):
                 verdicts.set(position, self._node_status(cluster, slot, csi_node, dict(new),
                                                          attachments))
@@ -369,6 +384,27 @@ def _within_limits(new: Volumes, attached: Counter[str], limits: Mapping[str, in
         if driver in limits and attached[driver] + count > limits[driver]:
             return Status.of(Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
     return Status.success()
+
+
+def opted_in_drivers(cluster: ClusterState) -> frozenset[str]:
+    """The CSI drivers whose CSIDriver sets ``spec.preventPodSchedulingIfMissing: true``."""
+    return frozenset(name for name, driver in objects_of(cluster, CSIDRIVER_KIND).items()
+                     if spec(driver).get("preventPodSchedulingIfMissing") is True)
+
+
+def missing_driver(new: Volumes, opted: frozenset[str],
+                   csi_node: Mapping[str, Any] | None) -> Status | None:
+    """``checkCSIDriverOnNode`` over the new pod's volumes: the failure for the first opted-in
+    driver the node's CSINode (None: the node has none) does not list."""
+    if not opted:
+        return None
+    installed = {d.get("name") for d in spec(csi_node).get("drivers") or []
+                 if isinstance(d, dict)} if csi_node is not None else set()
+    for driver in new.values():
+        if driver in opted and driver not in installed:
+            return Status.of(Code.UNSCHEDULABLE,
+                             f"{driver} CSI driver is not installed on the node")
+    return None
 
 
 class _Verdicts:

@@ -20,8 +20,8 @@ from kaudit.model.pod import PodInfo
 
 JSON = dict[str, Any]
 
-PVC_KIND, PV_KIND, SC_KIND, CSINODE_KIND = (
-    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
+PVC_KIND, PV_KIND, SC_KIND, CSINODE_KIND, CSIDRIVER_KIND = (
+    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver")
 #: ``GroupResource.String()`` of the informer listers' NotFound errors.
 PVC_RESOURCE = "persistentvolumeclaim"
 PV_RESOURCE = "persistentvolume"

@@ -123,6 +123,14 @@ UNGATED_CHANGES = (
         "PR #137607; pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go",
         plugins=("DynamicResources",)),
     UngatedChange(
+        "volume-limit-scaling-opt-in",
+        "VolumeLimitScaling (off by default until v1.37) checks that a CSI driver is installed "
+        "on the node only for drivers whose CSIDriver opts in with "
+        "spec.preventPodSchedulingIfMissing (v1.35: every CSIDriver)",
+        "no pull request named in the CHANGELOG (the field arrived in k8s.io/api v0.36); "
+        "pkg/scheduler/framework/plugins/nodevolumelimits/csi.go (checkCSIDriverOnNode)",
+        plugins=("NodeVolumeLimits",)),
+    UngatedChange(
         "dra-shared-counter-slices-need-partitionable",
         "with DRAPartitionableDevices off, the allocator leaves out a ResourceSlice with "
         "shared counters too (before, only one selecting nodes per device), so its pool is "

@@ -1060,6 +1060,13 @@ def _dra_beta_cycle(g: Gen) -> JSON:
     return dra_beta_cycle(g)
 
 
+def _volume_scaling_cycle(g: Gen) -> JSON:
+    """A volumes cycle with a CSIDriver that may opt in to VolumeLimitScaling (kept out of
+    :data:`CYCLE_FLAVOURS`)."""
+    from tests.oracle.volume_scaling import volume_scaling_cycle  # it builds on this module
+    return volume_scaling_cycle(g)
+
+
 def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
     """A cycle scenario of ``flavour`` (:data:`CYCLE_FLAVOURS`): ``{"flavour", "objects",
     "pod", "config"}``."""
@@ -1075,6 +1082,7 @@ def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
         "nominated": lambda: _nominated_cycle(g),
         "resized": lambda: _resized_cycle(g),
         "dra-beta": lambda: _dra_beta_cycle(g),
+        "volume-scaling": lambda: _volume_scaling_cycle(g),
     }
     scenario = makers[flavour]()
     return {"flavour": flavour, **scenario}

@@ -172,26 +172,30 @@ def test_resized_pods_are_accounted_as_upstream(case_id: str,
                     f"{differences(diff)}\nscenario: {folder}", pytrace=False)
 
 
-#: Cycles among partitionable GPUs and tainted devices (DRA's beta features, on from v1.36).
-DRA_BETA = [f"dra-beta-{seed}" for seed in range(1, 61)]
+#: Cycles of their own per feature modelled from a later release, each judged on every field
+#: at every release: partitionable GPUs and tainted devices (DRA's beta features, on from
+#: v1.36; DeviceTaintRules from v1.37) and CSI drivers that opt in to VolumeLimitScaling (on
+#: in v1.37).
+OWN_SEEDS = [(f"{flavour}-{seed}", flavour) for flavour in ("dra-beta", "volume-scaling")
+             for seed in range(1, 61)]
 
 
 @pytest.fixture(scope="module")
-def dra_beta_answers(oracle: dict[str, Path]) -> dict[str, dict[str, Any]]:
+def own_seed_answers(oracle: dict[str, Path]) -> dict[str, dict[str, Any]]:
     return run_cycles(oracle["cycle"], [
-        cycle_request(case_id, scenario(int(case_id.rpartition("-")[2]), "dra-beta"))
-        for case_id in DRA_BETA])
+        cycle_request(case_id, scenario(int(case_id.rpartition("-")[2]), flavour))
+        for case_id, flavour in OWN_SEEDS])
 
 
-@pytest.mark.parametrize("case_id", DRA_BETA)
-def test_dra_beta_features_as_upstream(case_id: str,
-                                       dra_beta_answers: dict[str, dict[str, Any]],
-                                       summary: Summary) -> None:
-    scen = scenario(int(case_id.rpartition("-")[2]), "dra-beta")
-    answer = dra_beta_answers[case_id]
+@pytest.mark.parametrize(("case_id", "flavour"), OWN_SEEDS, ids=[c for c, _ in OWN_SEEDS])
+def test_later_features_as_upstream(case_id: str, flavour: str,
+                                    own_seed_answers: dict[str, dict[str, Any]],
+                                    summary: Summary) -> None:
+    scen = scenario(int(case_id.rpartition("-")[2]), flavour)
+    answer = own_seed_answers[case_id]
     assert "error" not in answer, f"{case_id}: the oracle refused the scenario: {answer['error']}"
     diff = compare_cycle(answer["expect"], whatif_report(scen))
-    summary.record("cycle/dra-beta", diff)
+    summary.record(f"cycle/{flavour}", diff)
     if any(diff.values()):
         folder = _keep(case_id, scen, answer["expect"])
         pytest.fail(f"{case_id}: kaudit differs from upstream in "

@@ -652,6 +652,44 @@ def test_csi_limits_shared_volume_counts_once() -> None:
     expect(run.filter()[0], SUCCESS)
 
 
+def _csi_driver(name: str, opt_in: bool | None) -> JSON:
+    body: JSON = {"kind": "CSIDriver", "metadata": {"name": name},
+                  "spec": {"attachRequired": True}}
+    if opt_in is not None:
+        body["spec"]["preventPodSchedulingIfMissing"] = opt_in
+    return body
+
+
+NOT_INSTALLED = (U, f"{EBS} CSI driver is not installed on the node")
+
+
+@pytest.mark.parametrize(("release", "gates", "opt_in", "want"), [
+    ("v1.37.2", "", True, [NOT_INSTALLED, NOT_INSTALLED, (SUCCESS,), EXCEEDED]),
+    ("v1.37.2", "", False, [(SUCCESS,), (SUCCESS,), (SUCCESS,), EXCEEDED]),
+    ("v1.37.2", "", None, [(SUCCESS,), (SUCCESS,), (SUCCESS,), EXCEEDED]),
+    ("v1.37.2", "VolumeLimitScaling=false", True,
+     [(SUCCESS,), (SUCCESS,), (SUCCESS,), EXCEEDED]),
+    ("v1.36.3", "VolumeLimitScaling=true", True,
+     [NOT_INSTALLED, NOT_INSTALLED, (SUCCESS,), EXCEEDED]),
+    ("v1.36.3", "", True, [(SUCCESS,), (SUCCESS,), (SUCCESS,), EXCEEDED]),  # gate off
+])
+def test_volume_limit_scaling_keeps_pods_off_nodes_without_an_opted_in_driver(
+        release: str, gates: str, opt_in: bool | None, want: list[tuple[Any, ...]]) -> None:
+    """``checkCSIDriverOnNode`` (``csi.go``, v1.36.3 and v1.37.2): a driver whose CSIDriver
+    opts in must be on the node's CSINode, checked before the volume count; a node without a
+    CSINode has no driver."""
+    nodes = [make_node(n).obj() for n in ("no-csinode", "other-driver", "free", "full")]
+    objects = [*_csi_objects([EBS]), _csi_driver(EBS, opt_in),
+               csi_node("other-driver", {GCE_CSI: None}), csi_node("free", {EBS: 2}),
+               csi_node("full", {EBS: 2})]
+    existing = [_limits_pod("csiEBSTwoVolPod", "p-full", "full")]
+    plugin = NodeVolumeLimits(handle=Handle(feature_gates=gates_at(release, gates)))
+    run = Run.of(plugin, cluster_of(nodes, objects, existing), _limits_pod("csiEBSOneVolPod"))
+    for status, expected in zip(run.filter("no-csinode", "other-driver", "free", "full"), want,
+                                strict=True):
+        expect(status, *expected)
+
+
 # =========================================================================== VolumeBinding
 
 WAIT, IMMEDIATE, WAIT_HDD = "wait-sc", "immediate-sc", "wait-hdd-sc"
