@@ -146,6 +146,17 @@ UNGATED_CHANGES = (
         "used by pkg/scheduler/framework/plugins/dynamicresources",
         plugins=("DynamicResources",)),
     UngatedChange(
+        "dra-claim-limit-per-request",
+        "the DRA allocator checks a claim's limit of 32 devices request by request: \"claim "
+        "C, request R: adding N devices exceeds the claim limit of 32, with M already "
+        "accounted for\" (v1.36: after every request, \"claim C: number of requested "
+        "devices N exceeds the claim limit of 32\")",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "
+        "staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/"
+        "allocator_stable.go and incubating/allocator_incubating.go (Allocate), used by "
+        "pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
+    UngatedChange(
         "dra-taint-rules-select-nothing-without-selector",
         "a DeviceTaintRule without a device selector taints no device (v1.36: every device)",
         "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "

@@ -213,6 +213,26 @@ def test_slices_the_allocator_leaves_out_as_each_release(
     assert ("groups" not in found) is groups_left_out
 
 
+@pytest.mark.parametrize(("version", "message"), [
+    (V1_36_3, "claim default/c: number of requested devices 40 exceeds the claim limit of 32"),
+    (V1_37_2, "claim default/c, request b: adding 20 devices exceeds the claim limit of 32, "
+              "with 20 already accounted for")])
+def test_a_claim_over_the_device_limit_is_refused_in_each_releases_words(
+        version: KubernetesVersion, message: str) -> None:
+    """v1.37 checks the limit request by request (``Allocate``, ``allocator_stable.go``)."""
+    from kaudit.plugins.dynamic_resources.allocator import AllocationError, Allocator
+    from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
+    from kaudit.tracegen.dra import claim, claim_spec, device_class, exact_request
+
+    features = DynamicResources({}, handle(version)).features
+    allocator = Allocator(features, set(), {"gpu": device_class("gpu")}, [], SelectorCache())
+    wanted = claim("c", claim_spec(exact_request("a", "gpu", 20), exact_request("b", "gpu", 20)))
+    node = one_node(cpu="1", memory="1Gi").node(0)
+    with pytest.raises(AllocationError) as raised:
+        allocator.allocate(node, [wanted])
+    assert str(raised.value) == message
+
+
 def test_removed_gates_keep_their_behaviour_and_cannot_be_set() -> None:
     assert FeatureGates(version=V1_36_3).enabled("CSIMigrationPortworx")
     with pytest.raises(ConfigError, match="unrecognized feature gate: CSIMigrationPortworx"):

@@ -91,6 +91,8 @@ class Features:
     #: name and, from v1.37 (``counter_slices_by_node``), selects counter slices by node.
     incubating: bool = False
     counter_slices_by_node: bool = False
+    #: v1.37: a claim's device limit is checked request by request, in other words.
+    claim_limit_per_request: bool = False
 
     def slice_rules(self) -> SliceRules:
         return SliceRules(self.partitionable_devices, self.shared_counters_need_partitionable,
@@ -312,12 +314,20 @@ class _Allocation:
                         self.request_data[key] = data
                         fewest = data.num_devices if fewest is None else min(fewest,
                                                                              data.num_devices)
-                    min_devices += fewest or 0
+                    adding = fewest or 0
                 else:
                     key = (claim_index, request_index, 0)
                     data = self._validate(Request.exact(raw), None, key)
                     self.request_data[key] = data
-                    min_devices += data.num_devices
+                    adding = data.num_devices
+                if self.features.claim_limit_per_request and \
+                        adding > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                    raise AllocationError(
+                        f"claim {_claim_ref(claim)}, request {raw.get('name', '')}: adding "
+                        f"{adding} devices exceeds the claim limit of "
+                        f"{ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted "
+                        "for")
+                min_devices += adding
             if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
                 raise AllocationError(
                     f"claim {_claim_ref(claim)}: number of requested devices {min_devices} "

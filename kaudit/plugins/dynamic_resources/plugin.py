@@ -182,6 +182,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 gate("DRADeviceBindingConditions", False)
                 and gate("DRAResourceClaimDeviceStatus", False))),
             counter_slices_by_node=versions.handle_carries(handle, "dra-counter-slices-by-node"),
+            claim_limit_per_request=versions.handle_carries(
+                handle, "dra-claim-limit-per-request"),
             shared_counters_need_partitionable=v1_36_pools,
             compatibility_groups=not (gates is not None
                                       and "DRADeviceCompatibilityGroups" in gates
