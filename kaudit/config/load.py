@@ -157,7 +157,8 @@ UNMODELLED_GATES = ("DRAPartitionableDevices", "DRADeviceTaints", "DRAConsumable
 #: :data:`UNMODELLED_OTHER_GATES` (DRA: the allocator of that release on, v1.36 moved shared
 #: counters into slices of their own; VolumeLimitScaling: the opt-in of v1.36).
 MODELLED_FROM = {"DRAPartitionableDevices": (1, 36), "DRADeviceTaints": (1, 36),
-                 "DRADeviceTaintRules": (1, 37), "VolumeLimitScaling": (1, 36)}
+                 "DRAConsumableCapacity": (1, 36), "DRADeviceTaintRules": (1, 37),
+                 "VolumeLimitScaling": (1, 36)}
 
 
 def unmodelled_at(name: str, gates: FeatureGates) -> bool:

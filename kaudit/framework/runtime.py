@@ -380,6 +380,9 @@ class Framework:
             plugin_codes = verdicts.codes
             unexpected = (plugin_codes != 0) & (plugin_codes != _REJECTED[0]) & (
                 plugin_codes != _REJECTED[1])
+            # An exhaustive run also asks nodes an earlier plugin rejected, which upstream
+            # never asks: only an Error at a node still in the running fails the cycle.
+            unexpected &= alive[positions]
             if unexpected.any():
                 where = int(np.flatnonzero(unexpected)[0])
                 status = verdicts.status(where)

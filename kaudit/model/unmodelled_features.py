@@ -62,11 +62,11 @@ as ``deviceclass.resource.kubernetes.io/<class>``), ``pkg/scheduler/scheduler.go
 (DeviceTaintRules patched into the slices), ``nodevolumelimits/csi.go:296,376``
 (VolumeLimitScaling: a driver that opts in must be installed on the node).
 
-Partitionable devices and device taints are modelled from v1.36, DeviceTaintRules from v1.37
-(:attr:`UnmodelledFeature.modelled_from`): at those releases their uses are not reported; at
-an earlier one, where a user may turn their alpha gates on, kaudit's allocator keeps them off
-and they are. Consumable capacity, binding conditions and extended resources are not modelled
-at any release: kaudit allocates as upstream does with those gates off.
+Partitionable devices, device taints and consumable capacity are modelled from v1.36,
+DeviceTaintRules from v1.37 (:attr:`UnmodelledFeature.modelled_from`): at those releases their
+uses are not reported; at an earlier one, where a user may turn their alpha gates on, kaudit's
+allocator keeps them off and they are. Binding conditions and extended resources are not
+modelled at any release: kaudit allocates as upstream does with those gates off.
 """
 
 from __future__ import annotations
@@ -141,7 +141,8 @@ FEATURES: Mapping[str, UnmodelledFeature] = MappingProxyType({f.gate: f for f in
              ("ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
              "DynamicResources allocates a device whole, to one request: "
              "allowMultipleAllocations, capacity request policies and capacity requests are "
-             "ignored, and a distinctAttribute constraint is refused as unsupported"),
+             "ignored, and a distinctAttribute constraint is refused as unsupported",
+             modelled_from=(1, 36)),
     _feature(BINDING_CONDITIONS, (DRA, "DRAResourceClaimDeviceStatus"),
              ("ResourceSlice", "ResourceClaim"),
              "DynamicResources allocates no device that has binding conditions, and binding "

@@ -163,7 +163,8 @@ CLAIM_SPEC = {"devices": {"requests": _list_of(DEVICE_REQUEST),
 CLAIM_STATUS = {
     "allocation": {"devices": {"results": _list_of({
         "request": str, "driver": str, "pool": str, "device": str, "adminAccess": bool,
-        "tolerations": DEVICE_TOLERATIONS})},
+        "tolerations": DEVICE_TOLERATIONS, "shareID": str,
+        "consumedCapacity": ("map", "int-or-string")})},
         "nodeSelector": NODE_SELECTOR},
     "reservedFor": _list_of({"resource": str, "name": str, "uid": str}),
 }
@@ -173,7 +174,7 @@ SLICE_DEVICE = {"name": str, "attributes": ("map", {"int": INT64, "bool": bool, 
                 "allNodes": bool, "nodeSelector": NODE_SELECTOR,
                 "consumesCounters": _list_of({"counterSet": str,
                                               "counters": ("map", {"value": "int-or-string"})}),
-                "taints": _list_of(DEVICE_TAINT)}
+                "taints": _list_of(DEVICE_TAINT), "allowMultipleAllocations": bool}
 SLICE_SPEC = {"driver": str, "pool": {"name": str, "generation": INT64,
                                       "resourceSliceCount": INT64},
               "nodeName": str, "allNodes": bool, "nodeSelector": NODE_SELECTOR,
@@ -362,6 +363,25 @@ def _exact(body: dict[str, Any], path: str) -> None:
     if mode != "All" and count is not None and count < 1:
         raise ObjectError(f"{path}.count: must be at least 1, not {count}")
     _selectors(body.get("selectors"), f"{path}.selectors")
+    capacity = body.get("capacity")
+    if capacity is not None:
+        _quantities(_mapping(capacity, f"{path}.capacity").get("requests"),
+                    f"{path}.capacity.requests")
+
+
+def _request_policy(policy: Any, path: str) -> None:
+    """A device capacity's ``requestPolicy``: its amounts must be quantities."""
+    policy = _mapping(policy, path)
+    _quantities({"default": policy["default"]} if policy.get("default") is not None else None,
+                path)
+    valid_range = policy.get("validRange")
+    if valid_range is not None:
+        _quantities({k: v for k, v in _mapping(valid_range, f"{path}.validRange").items()
+                     if k in ("min", "max", "step") and v is not None}, f"{path}.validRange")
+    values = policy.get("validValues")
+    if values is not None:
+        _quantities(dict(enumerate(_list(values, f"{path}.validValues"))),
+                    f"{path}.validValues")
 
 
 def _validate_dra_class(obj: dict[str, Any]) -> None:
@@ -438,6 +458,9 @@ def _validate_slice(obj: dict[str, Any]) -> None:
         capacity = {name: (value or {}).get("value")
                     for name, value in (device.get("capacity") or {}).items()}
         _quantities(capacity, f"{where}.capacity")
+        for name, value in (device.get("capacity") or {}).items():
+            if isinstance(value, dict) and value.get("requestPolicy") is not None:
+                _request_policy(value["requestPolicy"], f"{where}.capacity.{name}.requestPolicy")
         for k, consumption in enumerate(device.get("consumesCounters") or []):
             if not consumption.get("counterSet"):
                 raise ObjectError(f"{where}.consumesCounters[{k}].counterSet: required")

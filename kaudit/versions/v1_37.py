@@ -157,6 +157,27 @@ UNGATED_CHANGES = (
         "pkg/scheduler/framework/plugins/dynamicresources",
         plugins=("DynamicResources",)),
     UngatedChange(
+        "dra-capacity-checks-v1-37",
+        "with consumable capacity on, an All request takes a shared device by its capacity "
+        "alone (v1.36: by what its shares left), a capacity request its device's range "
+        "cannot represent fails the allocation, and a device with allocated shares counts as "
+        "in use for its counters even when the shares name no capacity",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "
+        "staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/"
+        "consumable_capacity.go, allocator_incubating.go, used by "
+        "pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
+    UngatedChange(
+        "dra-cel-runtime-error-names-device",
+        "a DRA selector's CEL runtime error names the device (\"class C: selector #0 on device "
+        "driver/pool/device: CEL runtime error: ...\"), and a missing key's adds a hint to use "
+        "optional chaining or has()",
+        "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "
+        "staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/"
+        "allocator_stable.go (selectorsMatch), cel/errors.go (EnhanceRuntimeError), used by "
+        "pkg/scheduler/framework/plugins/dynamicresources",
+        plugins=("DynamicResources",)),
+    UngatedChange(
         "dra-taint-rules-select-nothing-without-selector",
         "a DeviceTaintRule without a device selector taints no device (v1.36: every device)",
         "no pull request named in the CHANGELOG (found comparing v1.36.3 with v1.37.2); "

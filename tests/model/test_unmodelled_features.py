@@ -176,7 +176,8 @@ def _id(case: tuple[JSON, str, str]) -> str:
 #: Features kaudit models from a release on, and a release before it where the user may turn
 #: them on (partitionable devices and device taints from v1.36, DeviceTaintRules from v1.37).
 MODELLED_LATER = {"DRAPartitionableDevices": "v1.35.4", "DRADeviceTaints": "v1.35.4",
-                  "DRADeviceTaintRules": "v1.36.3", "VolumeLimitScaling": "v1.35.4"}
+                  "DRAConsumableCapacity": "v1.35.4", "DRADeviceTaintRules": "v1.36.3",
+                  "VolumeLimitScaling": "v1.35.4"}
 MODELLED_FROM_V1_36 = tuple(g for g, before in MODELLED_LATER.items() if before == "v1.35.4")
 
 
@@ -215,7 +216,9 @@ def test_nothing_is_detected_where_the_release_keeps_the_gates_off(
 
 def test_v1_36_turns_on_the_dra_features_but_not_rules_nor_volume_limit_scaling() -> None:
     at = gates("v1.36.3")
-    assert [u.gate for u in unmodelled_feature_uses(SHAREABLE, at)] == ["DRAConsumableCapacity"]
+    assert [u.gate for u in unmodelled_feature_uses(BINDING, at)] == \
+        ["DRADeviceBindingConditions"]
+    assert unmodelled_feature_uses(SHAREABLE, at) == []  # modelled from v1.36
     assert unmodelled_feature_uses(TAINT_RULE, at) == []
     assert unmodelled_feature_uses(CSI_DRIVER, at) == []
 
@@ -269,8 +272,13 @@ def test_one_object_may_use_several_features_each_named_once() -> None:
         gpu("gpu-0", taints=[{"key": "a", "effect": "NoExecute"}]),
         gpu("gpu-1", taints=[{"key": "b", "effect": "NoSchedule"}],
             allowMultipleAllocations=True, bindingConditions=["ready"]))
-    assert unmodelled_feature_uses(both, gates()) == [
+    at = gates("v1.35.4", "DRADeviceTaints=true,DRAConsumableCapacity=true,"
+               "DRADeviceBindingConditions=true")
+    assert unmodelled_feature_uses(both, at) == [
+        FeatureUse("DRADeviceTaints", "device taint NoExecute"),
         FeatureUse("DRAConsumableCapacity", "device allowMultipleAllocations"),
+        FeatureUse("DRADeviceBindingConditions", "device bindingConditions")]
+    assert unmodelled_feature_uses(both, gates()) == [  # v1.37 models the first two
         FeatureUse("DRADeviceBindingConditions", "device bindingConditions")]
 
 
@@ -288,8 +296,8 @@ def test_older_api_versions_are_read_in_the_v1_shape() -> None:
                    "metadata": meta("c", "ml"), "spec": {"devices": {"requests": [
                        {"name": "gpu", "deviceClassName": "gpu.example.com",
                         "capacity": {"requests": {"memory": "1Gi"}}}]}}}
-    assert [u.gate for u in unmodelled_feature_uses(claim_beta1, gates())] == \
-        ["DRAConsumableCapacity"]
+    assert [u.gate for u in unmodelled_feature_uses(
+        claim_beta1, unmodelled_at("DRAConsumableCapacity"))] == ["DRAConsumableCapacity"]
     assert "basic" in beta1["spec"]["devices"][0]  # the trace's object is left as it was
 
 
@@ -324,10 +332,10 @@ def test_the_detector_stops_looking_for_what_it_found() -> None:
     detector = FeatureDetector(gates())
     assert {"ResourceSlice", "Pod", "DeviceClass"} <= detector.kinds
     assert not {"Node", "DeviceTaintRule", "CSIDriver"} & detector.kinds
-    assert detector.uses("ResourceSlice", SHAREABLE) == [
-        FeatureUse("DRAConsumableCapacity", "device allowMultipleAllocations")]
-    detector.found("DRAConsumableCapacity")
-    assert detector.uses("ResourceSlice", SHAREABLE) == []
+    assert detector.uses("ResourceSlice", BINDING) == [
+        FeatureUse("DRADeviceBindingConditions", "device bindingConditions")]
+    detector.found("DRADeviceBindingConditions")
+    assert detector.uses("ResourceSlice", BINDING) == []
     before = FeatureDetector(unmodelled_at("DRADeviceTaintRules"))
     assert "DeviceTaintRule" in before.kinds
     before.found("DRADeviceTaintRules")

@@ -1067,6 +1067,12 @@ def _volume_scaling_cycle(g: Gen) -> JSON:
     return volume_scaling_cycle(g)
 
 
+def _dra_shared_cycle(g: Gen) -> JSON:
+    """A cycle among devices with consumable capacity (kept out of :data:`CYCLE_FLAVOURS`)."""
+    from tests.oracle.dra_shared import dra_shared_cycle  # it builds on this module
+    return dra_shared_cycle(g)
+
+
 def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
     """A cycle scenario of ``flavour`` (:data:`CYCLE_FLAVOURS`): ``{"flavour", "objects",
     "pod", "config"}``."""
@@ -1083,6 +1089,7 @@ def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
         "resized": lambda: _resized_cycle(g),
         "dra-beta": lambda: _dra_beta_cycle(g),
         "volume-scaling": lambda: _volume_scaling_cycle(g),
+        "dra-shared": lambda: _dra_shared_cycle(g),
     }
     scenario = makers[flavour]()
     return {"flavour": flavour, **scenario}

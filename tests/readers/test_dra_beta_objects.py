@@ -69,3 +69,22 @@ def test_malformed_objects_are_refused_naming_the_field(obj: JSON, message: str)
 
 def test_a_slice_without_taints_or_counters_keeps_the_128_device_limit() -> None:
     validate_object(_slice(devices=[{"name": f"d{i}"} for i in range(128)]), "ADDED")
+
+
+def test_consumable_capacity_fields_are_checked_as_quantities() -> None:
+    shared = _slice(devices=[{"name": "d", "allowMultipleAllocations": True, "capacity": {
+        "memory": {"value": "80Gi", "requestPolicy": {
+            "default": "10Gi", "validRange": {"min": "5Gi", "step": "5Gi"}}}}}])
+    validate_object(shared, "ADDED")
+    bad = _slice(devices=[{"name": "d", "capacity": {"memory": {
+        "value": "80Gi", "requestPolicy": {"validValues": ["8Gi", "lots"]}}}}])
+    with pytest.raises(ObjectError, match=r"^object.spec.devices\[0\].capacity.memory."
+                                          r"requestPolicy.validValues.1: invalid quantity"):
+        validate_object(bad, "ADDED")
+    claim = {"apiVersion": API, "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                 "deviceClassName": "gpu", "capacity": {"requests": {"memory": "x"}}}}]}}}
+    with pytest.raises(ObjectError, match=r"^object.spec.devices.requests\[0\].exactly."
+                                          r"capacity.requests.memory: invalid quantity"):
+        validate_object(claim, "ADDED")

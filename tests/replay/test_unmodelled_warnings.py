@@ -1,12 +1,12 @@
 """A run warns once per feature its release turns on and kaudit does not model, at its first
 use in the trace: on stderr (``--json`` stays JSON), in the run's summary, in ``kaudit runs``.
 
-The trace is the GPU cluster of ``traces/dra-gpu.jsonl`` (smaller) with objects that use three
-such features: two ResourceSlices with capacity request policies (DRAConsumableCapacity, warned
-about once, naming the first), a ResourceSlice whose device has binding conditions
-(DRADeviceBindingConditions) and a DeviceClass backing an extended resource
-(DRAExtendedResource). A DeviceTaintRule and a request's tolerations are no warning at v1.37:
-kaudit models device taints and DeviceTaintRules there. The sample traces use none.
+The trace is the GPU cluster of ``traces/dra-gpu.jsonl`` (smaller) with objects that use two
+such features: two ResourceSlices whose devices have binding conditions
+(DRADeviceBindingConditions, warned about once, naming the first) and a DeviceClass backing an
+extended resource (DRAExtendedResource). Slices with capacity request policies, a
+DeviceTaintRule and a request's tolerations are no warning at v1.37: kaudit models consumable
+capacity, device taints and DeviceTaintRules there. The sample traces use none.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def trace_file(tmp_path: Path) -> Path:
                (0.5, "ADDED", _shared_gpus("gpu-node-0000")),
                (0.6, "ADDED", TAINT_RULE),
                (0.7, "ADDED", _attached_gpu("gpu-node-0001")),
+               (0.7, "ADDED", _attached_gpu("gpu-node-0000")),
                (3.5, "ADDED", _tolerating_template()),
                (3.6, "ADDED", EXTENDED_CLASS)]
     events.sort(key=lambda event: event[0])
@@ -114,22 +115,20 @@ def test_a_run_warns_once_per_feature_on_stderr_and_keeps_it(
     assert run["status"] == "complete" and run["kubernetesVersion"] == "v1.37.2"
 
     warned = _warnings(result.stderr)
-    assert len(warned) == 3, result.stderr
-    line = _line_of(trace_file, "gpu-node-0001-slice")
+    assert len(warned) == 2, result.stderr
+    line = _line_of(trace_file, "gpu-node-0001-attached")
     assert warned[0].startswith(
-        f"kaudit: warning: Kubernetes v1.37.2 turns on DRAConsumableCapacity, {NOT_MODELLED}: "
-        f"ResourceSlice gpu-node-0001-slice uses it (device capacity requestPolicy, at "
-        f"{trace_file}:{line}); kaudit schedules as with the gate off: "), warned[0]
-    assert sum("DRAConsumableCapacity" in w for w in warned) == 1  # the second slice: quiet
-    assert any("DRADeviceBindingConditions" in w and "ResourceSlice gpu-node-0001-attached "
-               "uses it (device bindingConditions" in w for w in warned)
+        f"kaudit: warning: Kubernetes v1.37.2 turns on DRADeviceBindingConditions, "
+        f"{NOT_MODELLED}: ResourceSlice gpu-node-0001-attached uses it (device "
+        f"bindingConditions, at {trace_file}:{line}); kaudit schedules as with the gate "
+        "off: "), warned[0]
+    assert sum("DRADeviceBindingConditions" in w for w in warned) == 1  # the second: quiet
     assert any("DRAExtendedResource" in w and "DeviceClass gpu-ext uses it "
                "(spec.extendedResourceName" in w for w in warned)
-    assert not any("Taint" in w for w in warned)  # modelled at v1.37
+    assert not any("Taint" in w or "Capacity" in w for w in warned)  # modelled at v1.37
 
     found = run["summary"]["unmodelledFeatures"]
     assert [(f["gate"], f["kind"], f["namespace"], f["name"]) for f in found] == [
-        ("DRAConsumableCapacity", "ResourceSlice", None, "gpu-node-0001-slice"),
         ("DRADeviceBindingConditions", "ResourceSlice", None, "gpu-node-0001-attached"),
         ("DRAExtendedResource", "DeviceClass", None, "gpu-ext")]
     assert found[0]["line"] == line and found[0]["source"] == 0 and found[0]["traceSeq"] >= 0
@@ -177,9 +176,9 @@ def test_the_engine_reports_each_feature_once_without_a_database_run(
     summary = Replay(scheduler_factory(config, registry), MemorySink(),
                      options_for(config)).run(iter_events(engine, trace.id))
     assert [f["gate"] for f in summary.unmodelled_features] == [
-        "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAExtendedResource"]
+        "DRADeviceBindingConditions", "DRAExtendedResource"]
     first = summary.unmodelled_features[0]
-    assert f"(device capacity requestPolicy, at trace event {first['traceSeq']})" in \
+    assert f"(device bindingConditions, at trace event {first['traceSeq']})" in \
         summary.warnings[0]
 
 
@@ -190,7 +189,7 @@ def test_compare_and_audit_warn_on_stderr_too(
                           "--kubernetes-version", "v1.37")
     assert compared.exit_code == 0, compared.output
     gates = [w.split(" turns on ")[1].split(",")[0] for w in _warnings(compared.stderr)]
-    assert gates == ["DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAExtendedResource"]
+    assert gates == ["DRADeviceBindingConditions", "DRAExtendedResource"]
     assert _warnings(compared.stdout) == []
     audited = run_kaudit("audit", "unmodelled")
-    assert len(_warnings(audited.stderr)) == 3, audited.output
+    assert len(_warnings(audited.stderr)) == 2, audited.output

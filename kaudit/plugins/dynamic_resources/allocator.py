@@ -24,6 +24,7 @@ counters or have binding conditions are not allocated, taints are ignored.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,15 @@ from typing import Any
 from kaudit.gostrings import go_quote
 from kaudit.model.dra import ALLOCATION_RESULTS_MAX_SIZE
 from kaudit.model.node import NodeInfo
+from kaudit.plugins.dynamic_resources.capacity import (
+    Capacity,
+    CapacityError,
+    SharedAllocations,
+    consumed_by,
+    device_capacities,
+    fits,
+    request_capacities,
+)
 from kaudit.plugins.dynamic_resources.cel_budget import CostBudget
 from kaudit.plugins.dynamic_resources.cel_env import CelError, SelectorCache
 from kaudit.plugins.dynamic_resources.counters import CounterLedger
@@ -47,6 +57,7 @@ from kaudit.plugins.dynamic_resources.pools import (
     gather_pools,
     pool_problems,
 )
+from kaudit.quantity import Quantity
 
 JSON = dict[str, Any]
 EXACT_COUNT, ALL = "ExactCount", "All"
@@ -93,6 +104,19 @@ class Features:
     counter_slices_by_node: bool = False
     #: v1.37: a claim's device limit is checked request by request, in other words.
     claim_limit_per_request: bool = False
+    #: DRAConsumableCapacity (from v1.36): devices shared by several claims, capacity
+    #: requests, ``distinctAttribute``; ``capacity_v1_37`` its v1.37 rules (``All`` checks
+    #: static capacity, a request its range cannot represent fails the allocation, a device
+    #: with allocated shares counts as in use for its counters).
+    consumable_capacity: bool = False
+    capacity_v1_37: bool = False
+    #: v1.37: a CEL runtime error names the device, and a missing key's suggests optional
+    #: chaining (``cel.EnhanceRuntimeError``).
+    cel_errors_name_device: bool = False
+    #: What the implementation upstream runs has (:mod:`.variants`): a refusal of capacity
+    #: requests while consumable capacity is off, and the ``distinctAttribute`` constraint.
+    refuses_capacity_requests: bool = False
+    distinct_attribute: bool = False
 
     def slice_rules(self) -> SliceRules:
         return SliceRules(self.partitionable_devices, self.shared_counters_need_partitionable,
@@ -114,6 +138,8 @@ class Request:
     has_admin_access: bool
     selectors: list[JSON]
     tolerations: list[JSON] = field(default_factory=list)
+    #: ``capacity.requests`` (None: the request names no capacity).
+    capacity: dict[str, Quantity] | None = None
 
     @classmethod
     def exact(cls, request: JSON) -> Request:
@@ -123,7 +149,7 @@ class Request:
                    _count(exactly.get("count")),
                    bool(exactly.get("adminAccess")), exactly.get("adminAccess") is not None,
                    list(exactly.get("selectors") or []),
-                   list(exactly.get("tolerations") or []))
+                   list(exactly.get("tolerations") or []), request_capacities(exactly))
 
     @classmethod
     def sub(cls, sub: JSON) -> Request:
@@ -131,7 +157,7 @@ class Request:
                    str(sub.get("allocationMode") or EXACT_COUNT),
                    _count(sub.get("count")),
                    False, False, list(sub.get("selectors") or []),
-                   list(sub.get("tolerations") or []))
+                   list(sub.get("tolerations") or []), request_capacities(sub))
 
 
 def _expressions(selectors: list[JSON]) -> tuple[str, ...]:
@@ -177,6 +203,8 @@ class _Result:
     parent: str
     admin_access: bool
     tolerations: list[JSON]
+    share_id: str | None = None
+    consumed: dict[str, Quantity] | None = None
 
     @property
     def request_name(self) -> str:
@@ -218,6 +246,28 @@ class _MatchAttribute:
             self.count -= 1
 
 
+class _DistinctAttribute(_MatchAttribute):
+    """``distinctAttributeConstraint`` (consumable capacity's incubating allocator): the
+    devices of the named requests all have the attribute, each with a value of its own."""
+
+    def __init__(self, requests: list[str], attribute: str) -> None:
+        super().__init__(requests, attribute)
+        self.values: list[tuple[str, Any]] = []
+
+    def add(self, request: str, sub: str, device: Device) -> bool:
+        if not self._applies(request, sub):
+            return True
+        value = lookup_attribute(device, self.attribute)
+        if value is None or (value[0] == "unknown" and self.values) or value in self.values:
+            return False
+        self.values.append(value)
+        return True
+
+    def remove(self, request: str, sub: str, device: Device) -> None:
+        if self._applies(request, sub):
+            self.values.pop()
+
+
 _VALUE_KINDS = ("string", "int", "bool", "version")
 
 
@@ -251,9 +301,13 @@ class Allocator:
 
     def __init__(self, features: Features, allocated: frozenset[DeviceID] | set[DeviceID],
                  classes: Mapping[str, JSON], slices: list[Slice], cel: SelectorCache,
-                 pools_for: Any = None, search_budget: int | None = None) -> None:
+                 pools_for: Any = None, search_budget: int | None = None,
+                 shares: SharedAllocations | None = None) -> None:
         self.features = features
+        #: Devices allocated whole (``AllocatedDevices``), and the shares of devices that
+        #: allow several allocations (with consumable capacity on).
         self.allocated = allocated
+        self.shares = shares if shares is not None else SharedAllocations()
         self.classes = classes
         self.slices = slices
         self.cel = cel
@@ -286,12 +340,16 @@ class _Allocation:
         self.claims = claims
         self.pools = pools
         self.request_data: dict[tuple[int, int, int], RequestData] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[_MatchAttribute | _DistinctAttribute]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.steps_left = owner.search_budget
         self.counters = CounterLedger(owner.allocated, {(p.driver, p.name): p for p in pools})
+        #: Consumable capacity: what the shares being allocated take of each device, and
+        #: how many shares were made (for their IDs).
+        self.allocating_capacity: dict[DeviceID, dict[str, int]] = {}
+        self.shares_made = 0
 
     # ------------------------------------------------------------------ set-up
 
@@ -301,11 +359,14 @@ class _Allocation:
             min_devices = 0
             for request_index, raw in enumerate(devices.get("requests") or []):
                 subs = raw.get("firstAvailable") or []
+                if subs and not self.features.prioritized_list:
+                    raise AllocationError(
+                        f"claim {_claim_ref(claim)}, request {raw.get('name', '')}: has "
+                        "subrequests, but the DRAPrioritizedList feature is disabled")
+                if self.features.refuses_capacity_requests and \
+                        not self.features.consumable_capacity:
+                    self._refuse_capacity_requests(claim, raw, subs)
                 if subs:
-                    if not self.features.prioritized_list:
-                        raise AllocationError(
-                            f"claim {_claim_ref(claim)}, request {raw.get('name', '')}: has "
-                            "subrequests, but the DRAPrioritizedList feature is disabled")
                     fewest = None
                     parent = Request.exact({"name": raw.get("name"), "exactly": {}})
                     for sub_index, sub in enumerate(subs):
@@ -332,11 +393,15 @@ class _Allocation:
                 raise AllocationError(
                     f"claim {_claim_ref(claim)}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
-            constraints = []
+            constraints: list[_MatchAttribute | _DistinctAttribute] = []
             for i, constraint in enumerate(devices.get("constraints") or []):
                 if constraint.get("matchAttribute"):
                     constraints.append(_MatchAttribute(list(constraint.get("requests") or []),
                                                        str(constraint["matchAttribute"])))
+                elif constraint.get("distinctAttribute") and self.features.distinct_attribute:
+                    constraints.append(_DistinctAttribute(
+                        list(constraint.get("requests") or []),
+                        str(constraint["distinctAttribute"])))
                 else:
                     raise AllocationError(f"claim {_claim_ref(claim)}, constraint #{i}: empty "
                                           "constraint (unsupported constraint type?)")
@@ -348,6 +413,19 @@ class _Allocation:
                     raise FailedOnNode("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _refuse_capacity_requests(self, claim: JSON, raw: JSON, subs: list[JSON]) -> None:
+        """With consumable capacity off, the incubating (v1.36 on) and experimental
+        allocators refuse capacity requests."""
+        if (raw.get("exactly") or {}).get("capacity") is not None:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {raw.get('name', '')}: "
+                                  "has capacity requests, but the DRAConsumableCapacity "
+                                  "feature is disabled")
+        for sub in subs:
+            if sub.get("capacity") is not None:
+                raise AllocationError(f"claim {_claim_ref(claim)}, subrequest "
+                                      f"{sub.get('name', '')}: has capacity requests, but the "
+                                      "DRAConsumableCapacity feature is disabled")
 
     def _validate(self, request: Request, parent: Request | None,
                   key: tuple[int, int, int]) -> RequestData:
@@ -386,7 +464,9 @@ class _Allocation:
                         f"devices, but resource pool {pool.id_text} is currently invalid")
                 for piece in pool.slices:
                     for device in piece.devices:
-                        if self._selectable(key, data, device):
+                        if self._selectable(key, data, device) and (
+                                not self.features.consumable_capacity
+                                or self._all_mode_capacity(claim, request, device)):
                             data.all_devices.append(device)
             data.num_devices = len(data.all_devices)
         else:
@@ -397,9 +477,12 @@ class _Allocation:
     # ------------------------------------------------------------------ search
 
     def _allocate_one(self, claim_index: int, request_index: int, sub_index: int,
-                      device_index: int, in_sub: bool) -> bool | str:
+                      device_index: int, in_sub: bool,
+                      start: tuple[int, int, int] = (0, 0, 0)) -> bool | str:
         """True when everything got allocated; False when not; ``"max"`` when the allocation
-        result size limit stopped it (upstream's errAllocationResultMaxSizeExceeded)."""
+        result size limit stopped it (upstream's errAllocationResultMaxSizeExceeded).
+        ``start`` (pool, slice, device): where the incubating allocator goes on looking for
+        the request's next device, after the one it took last (``startLocation``)."""
         self._spend(1)
         if claim_index >= len(self.claims):
             return True
@@ -443,11 +526,17 @@ class _Allocation:
             if outcome is not True:
                 undo()
             return outcome
-        for pool in self.pools:
+        claim = self.claims[claim_index]
+        for pool_index in range(start[0], len(self.pools)):
+            pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            for piece in pool.slices:
-                for device in piece.devices:
+            first_slice = start[1] if pool_index == start[0] else 0
+            for slice_index in range(first_slice, len(pool.slices)):
+                piece = pool.slices[slice_index]
+                first = start[2] if (pool_index, slice_index) == start[:2] else 0
+                for device_position in range(first, len(piece.devices)):
+                    device = piece.devices[device_position]
                     self._spend(1)
                     if request.admin_access:
                         if claim_index in self.allocating.get(device.id, ()):
@@ -456,11 +545,16 @@ class _Allocation:
                         continue
                     if not self._selectable(key, data, device):
                         continue
+                    if self.features.consumable_capacity and not self._capacity_fits(
+                            claim, request, device, "checking"):
+                        continue
                     undo = self._allocate_device(key, data, device, must=False)
                     if undo is None:
                         continue
+                    after = (pool_index, slice_index, device_position + 1) \
+                        if self.features.incubating else (0, 0, 0)
                     outcome = self._allocate_one(claim_index, request_index, sub_index,
-                                                 device_index + 1, in_sub)
+                                                 device_index + 1, in_sub, after)
                     if outcome is True:
                         return True
                     undo()
@@ -509,8 +603,12 @@ class _Allocation:
                 raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: CEL "
                                       f"compile error: {exc}") from exc
             except CelError as exc:
-                raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: CEL "
-                                      f"runtime error: {exc}") from exc
+                if not self.features.cel_errors_name_device:
+                    raise AllocationError(f"{self._where(key, claim_class)}: selector #{i}: "
+                                          f"CEL runtime error: {exc}") from exc
+                raise AllocationError(f"{self._where(key, claim_class)}: selector #{i} on "
+                                      f"device {device_id_text(device.id)}: CEL runtime "
+                                      f"error: {enhanced_runtime_error(str(exc))}") from exc
         return True
 
     def _where(self, key: tuple[int, int, int], claim_class: JSON | None) -> str:
@@ -523,6 +621,8 @@ class _Allocation:
         """``allocateDevice``: the device taken for the request, or None; returns the undo."""
         claim_index = key[0]
         request = data.request
+        multiple = self.features.consumable_capacity and \
+            device.obj.get("allowMultipleAllocations") is True
         if request.admin_access:
             if claim_index in self.allocating.get(device.id, ()):
                 return None
@@ -531,6 +631,8 @@ class _Allocation:
         consumes = bool(device.obj.get("consumesCounters"))
         if consumes and not self.features.partitionable_devices:
             return None
+        # A further share of a device already shared does not charge its counters again.
+        consumes = consumes and not (multiple and self._capacity_in_use(device.id))
         if consumes and not self.counters.reserve(device):
             return None
         if self.features.device_taints and taint_prevents_allocation(device, request):
@@ -554,20 +656,98 @@ class _Allocation:
                         f"cannot add device {device_id_text(device.id)} because a claim "
                         "constraint would not be satisfied")
                 return None
-        self.allocating.setdefault(device.id, set()).add(claim_index)
+
+        def release() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub, device)
+            if consumes:
+                self.counters.release(device)
+        consumed: dict[str, Quantity] | None = None
+        if self.features.consumable_capacity:
+            claim = self.claims[claim_index]
+            try:
+                fits = self._capacity_fits(claim, request, device, "rechecking")
+            except AllocationError:
+                release()
+                raise
+            if not fits:
+                release()
+                return None
+            if multiple:
+                consumed = consumed_by(request.capacity, self._capacities(device),
+                                       self.features.capacity_v1_37)
+                taking = self.allocating_capacity.setdefault(device.id, {})
+                for name, amount in consumed.items():
+                    taking[name] = taking.get(name, 0) + amount.nanos
+        if not multiple:
+            self.allocating.setdefault(device.id, set()).add(claim_index)
         results = self.results[claim_index]
+        share_id = None if consumed is None else self._share_id(claim_index, request, device,
+                                                                len(results))
         results.append(_Result(device, request.name, data.parent.name if data.parent else "",
-                               request.admin_access, request.tolerations))
+                               request.admin_access, request.tolerations, share_id,
+                               consumed or None))
         size = len(results) - 1
 
         def undo() -> None:
-            for constraint in constraints:
-                constraint.remove(base, sub, device)
-            self.allocating[device.id].discard(claim_index)
-            if consumes:
-                self.counters.release(device)
+            release()
+            if not multiple:
+                self.allocating[device.id].discard(claim_index)
+            elif consumed is not None:
+                taking = self.allocating_capacity[device.id]
+                for name, amount in consumed.items():
+                    taking[name] -= amount.nanos
             del results[size:]
         return undo
+
+    # ------------------------------------------------------------------ capacity
+
+    def _capacities(self, device: Device) -> dict[str, Capacity]:
+        if device.capacities is None:
+            device.capacities = device_capacities(device.obj)
+        return device.capacities  # type: ignore[no-any-return]
+
+    def _capacity_fits(self, claim: JSON, request: Request, device: Device, doing: str) -> bool:
+        """``CmpRequestOverCapacity`` with the device's allocated shares and those being
+        allocated; v1.37 fails the allocation for a request its range cannot represent
+        (``doing``: "checking" in the search, "rechecking" when taking the device)."""
+        try:
+            return fits(self.owner.shares.capacity.get(device.id), request.capacity,
+                        self._capacities(device), self.allocating_capacity.get(device.id),
+                        self.features.capacity_v1_37)
+        except CapacityError as exc:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: {doing} "
+                                  f"capacity for device {device_id_text(device.id)}: "
+                                  f"{exc}") from exc
+
+    def _all_mode_capacity(self, claim: JSON, request: Request, device: Device) -> bool:
+        """Whether an ``All`` request can take the device: v1.37 checks its static capacity
+        (what is taken is checked when it is allocated), v1.36 what its shares left."""
+        if not self.features.capacity_v1_37:
+            return fits(self.owner.shares.capacity.get(device.id), request.capacity,
+                        self._capacities(device), None, False)
+        try:
+            return fits(None, request.capacity, self._capacities(device), None, True)
+        except CapacityError as exc:
+            raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: checking "
+                                  f"capacity for device {device.name}: {exc}") from exc
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        """``deviceCapacityInUse``: the device has allocated shares (v1.36: with consumed
+        capacity) or shares being allocated."""
+        shares = self.owner.shares
+        if device_id in shares.capacity or device_id in self.allocating_capacity:
+            return True
+        return self.features.capacity_v1_37 and device_id in shares.devices
+
+    def _share_id(self, claim_index: int, request: Request, device: Device, position: int
+                  ) -> str:
+        """A share's ID. Upstream draws a random UUID; kaudit derives one from the claim, the
+        request, the device and the result's position, so that a replay repeats."""
+        claim = self.claims[claim_index]
+        uid = str((claim.get("metadata") or {}).get("uid") or _claim_ref(claim))
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kaudit-share:{uid}/{request.name}/"
+                                                  f"{device_id_text(device.id)}/{position}"))
 
     # ------------------------------------------------------------------ results
 
@@ -582,6 +762,10 @@ class _Allocation:
                 entry["adminAccess"] = True
             if found.tolerations and self.features.result_tolerations:
                 entry["tolerations"] = found.tolerations
+            if found.share_id is not None:
+                entry["shareID"] = found.share_id
+            if found.consumed:
+                entry["consumedCapacity"] = {name: str(q) for name, q in found.consumed.items()}
             results.append(entry)
         config: list[JSON] = []
         for request_index in range(len(requests)):
@@ -700,6 +884,25 @@ class CelCompileError(CelError):
     """The expression does not compile (the allocator's "CEL compile error")."""
 
 
+#: What v1.37's ``cel.EnhanceRuntimeError`` adds to a "no such key" error.
+OPTIONAL_CHAINING_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
+                          "guarding the check with has() for optional fields")
+
+
+def enhanced_runtime_error(message: str) -> str:
+    """``EnhanceRuntimeError`` (``cel/errors.go``, v1.37.2)."""
+    return message + OPTIONAL_CHAINING_HINT if "no such key:" in message else message
+
+
+def _unsupported_attribute(device: Device) -> str | None:
+    """An attribute without a value of a known kind (``getAttributeValue``'s error)."""
+    for name, value in (device.obj.get("attributes") or {}).items():
+        if not isinstance(value, dict) or not any(
+                value.get(kind) is not None for kind in _VALUE_KINDS):
+            return f"attribute {name}: unsupported attribute value"
+    return None
+
+
 def device_matches(cel: SelectorCache, device: Device, expression: str,
                    spend: Callable[[int], None] | None = None) -> bool:
     """Whether ``device`` satisfies one selector expression, from the device's own memo, the
@@ -712,6 +915,9 @@ def device_matches(cel: SelectorCache, device: Device, expression: str,
     compiled = cel.get(expression)
     if compiled.error is not None:
         raise CelCompileError(compiled.error)
+    unsupported = _unsupported_attribute(device)
+    if unsupported is not None:
+        raise CelError(unsupported)
     outcome = cel.results.get((expression, device.content))
     if outcome is None:
         budget = CostBudget()

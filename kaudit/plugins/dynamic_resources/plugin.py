@@ -49,7 +49,7 @@ import orjson
 from kaudit import versions
 from kaudit.cluster.matching import node_selector_mask
 from kaudit.cluster.state import ClusterState, object_key
-from kaudit.config import ArgsSpec, args_defaults, args_schema, args_validation
+from kaudit.config import ArgsSpec, FeatureGates, args_defaults, args_schema, args_validation
 from kaudit.config.duration import parse_duration
 from kaudit.framework import signing
 from kaudit.framework.cycle_state import NOT_FOUND, CycleState
@@ -89,9 +89,16 @@ from kaudit.plugins.dynamic_resources.allocator import (
     TimedOut,
     request_supply,
 )
+from kaudit.plugins.dynamic_resources.capacity import SharedAllocations, add_allocation
 from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
 from kaudit.plugins.dynamic_resources.pools import DeviceID, SliceIndex
 from kaudit.plugins.dynamic_resources.scoring import ScoreError, compute_score
+from kaudit.plugins.dynamic_resources.variants import (
+    EXPERIMENTAL,
+    INCUBATING,
+    STABLE,
+    upstream_allocator,
+)
 from kaudit.plugins.helper import default_normalize
 
 JSON = dict[str, Any]
@@ -172,15 +179,25 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # alpha features run as with their gates off (``kaudit.model.unmodelled_features``).
         v1_36_pools = versions.handle_carries(
             handle, "dra-shared-counter-slices-need-partitionable")
+        known = gates if gates is not None else FeatureGates()
+        #: The implementation upstream runs with these gates (:mod:`.variants`).
+        variant = upstream_allocator(tuple(known.version.release[:2]),
+                                     lambda name: name in known and known.enabled(name))
+        self.allocator_variant = variant
         self.features = Features(
             admin_access=gate("DRAAdminAccess", True),
             prioritized_list=gate("DRAPrioritizedList", True),
             partitionable_devices=v1_36_pools and gate("DRAPartitionableDevices", False),
             device_taints=v1_36_pools and gate("DRADeviceTaints", False),
             result_tolerations=v1_36_pools,
-            incubating=v1_36_pools and (gate("DRAConsumableCapacity", False) or (
-                gate("DRADeviceBindingConditions", False)
-                and gate("DRAResourceClaimDeviceStatus", False))),
+            consumable_capacity=v1_36_pools and gate("DRAConsumableCapacity", False),
+            capacity_v1_37=versions.handle_carries(handle, "dra-capacity-checks-v1-37"),
+            cel_errors_name_device=versions.handle_carries(
+                handle, "dra-cel-runtime-error-names-device"),
+            incubating=v1_36_pools and variant != STABLE,
+            refuses_capacity_requests=variant == EXPERIMENTAL or (
+                variant == INCUBATING and v1_36_pools),
+            distinct_attribute=variant == EXPERIMENTAL or (variant == INCUBATING and v1_36_pools),
             counter_slices_by_node=versions.handle_carries(handle, "dra-counter-slices-by-node"),
             claim_limit_per_request=versions.handle_carries(
                 handle, "dra-claim-limit-per-request"),
@@ -205,8 +222,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         #: Allocations between Reserve and PreBind (``SignalClaimPendingAllocation``), by
         #: claim uid: the claim as it will be written.
         self.in_flight: dict[str, JSON] = {}
-        self._allocated: tuple[Any, frozenset[DeviceID]] | None = None
+        self._allocated: tuple[Any, tuple[frozenset[DeviceID], SharedAllocations]] | None = None
         self._previous_allocated: frozenset[DeviceID] = frozenset()
+        self._previous_shares = SharedAllocations()
         self._pool_versions: dict[tuple[str, str], int] = {}
         #: (node, claim specs) → (the node's pools, the versions the answer depends on, the
         #: allocator's answer).
@@ -374,21 +392,26 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 return status
         return None
 
-    def allocated_devices(self, cluster: ClusterState) -> frozenset[DeviceID]:
-        """``ListAllAllocatedDevices``: devices of every allocated claim, and of the
-        allocations in flight."""
+    def allocated_devices(self, cluster: ClusterState
+                          ) -> tuple[frozenset[DeviceID], SharedAllocations]:
+        """``ListAllAllocatedDevices`` (with consumable capacity, ``GatherAllocatedState``):
+        the devices of every allocated claim and of the allocations in flight, those taken
+        whole apart from the shares of devices that allow several allocations."""
         version = (id(cluster.objects[CLAIM]), cluster.kind_generation[CLAIM])
         if self._allocated is None or self._allocated[0] != version:
-            devices: set[DeviceID] = set()
-            for claim in cluster.objects[CLAIM].values():
-                _add_devices(devices, dra.allocation(claim))
-            self._allocated = (version, frozenset(devices))
+            self._allocated = (version, self._gather(cluster.objects[CLAIM].values()))
         if not self.in_flight:
             return self._allocated[1]
-        devices = set(self._allocated[1])
-        for claim in self.in_flight.values():
-            _add_devices(devices, dra.allocation(claim))
-        return frozenset(devices)
+        return self._gather([*cluster.objects[CLAIM].values(), *self.in_flight.values()])
+
+    def _gather(self, claims: Any) -> tuple[frozenset[DeviceID], SharedAllocations]:
+        dedicated: set[DeviceID] = set()
+        shared: set[DeviceID] = set()
+        consumed: dict[DeviceID, dict[str, int]] = {}
+        for claim in claims:
+            add_allocation(dedicated, shared, consumed, dra.allocation(claim),
+                           self.features.consumable_capacity)
+        return frozenset(dedicated), SharedAllocations(frozenset(shared), consumed)
 
     def _allocator(self, cluster: ClusterState) -> Allocator:
         if self.taint_rules:
@@ -397,12 +420,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         else:
             self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE])
         rules = self.features.slice_rules()
-        allocated = self.allocated_devices(cluster)
-        self._note_allocation_changes(allocated)
+        allocated, shares = self.allocated_devices(cluster)
+        self._note_allocation_changes(allocated, shares)
         return Allocator(self.features, allocated, cluster.objects[CLASS],
                          self.slices.slices, self.cel, search_budget=self.search_budget,
                          pools_for=lambda node: self.slices.pools_for(
-                             node, rules, self.pools_span_nodes))
+                             node, rules, self.pools_span_nodes), shares=shares)
 
     # ------------------------------------------------------------------ Filter
 
@@ -434,14 +457,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 break
         return NodeVerdicts.from_statuses(statuses)
 
-    def _note_allocation_changes(self, allocated: frozenset[DeviceID]) -> None:
-        """Bump the version of every pool whose allocated devices changed since the last
-        cycle (the node results cached by :meth:`_allocate` depend on them)."""
-        if allocated is self._previous_allocated:
+    def _note_allocation_changes(self, allocated: frozenset[DeviceID],
+                                 shares: SharedAllocations) -> None:
+        """Bump the version of every pool whose allocated devices or shares changed since
+        the last cycle (the node results cached by :meth:`_allocate` depend on them)."""
+        if allocated is self._previous_allocated and shares is self._previous_shares:
             return
-        for driver, pool, _ in allocated.symmetric_difference(self._previous_allocated):
+        changed = set(allocated.symmetric_difference(self._previous_allocated))
+        changed |= shares.devices.symmetric_difference(self._previous_shares.devices)
+        before = self._previous_shares.capacity
+        changed |= {device for device in {*shares.capacity, *before}
+                    if shares.capacity.get(device) != before.get(device)}
+        for driver, pool, _ in changed:
             self._pool_versions[(driver, pool)] = self._pool_versions.get((driver, pool), 0) + 1
-        self._previous_allocated = allocated
+        self._previous_allocated, self._previous_shares = allocated, shares
 
     def _allocate(self, found: ClaimsState, cluster: ClusterState, node: Any
                   ) -> list[JSON] | None:
@@ -693,11 +722,3 @@ def _check_class(cluster: ClusterState, class_name: Any, request_name: str) -> S
     return None
 
 
-def _add_devices(devices: set[DeviceID], allocation: JSON | None) -> None:
-    if allocation is None:
-        return
-    for result in (allocation.get("devices") or {}).get("results") or []:
-        if result.get("adminAccess"):
-            continue  # admin access does not count as allocated (allocateddevices.go)
-        devices.add((str(result.get("driver") or ""), str(result.get("pool") or ""),
-                     str(result.get("device") or "")))

@@ -68,6 +68,8 @@ class Device:
     selectable: dict[Any, bool] = field(default_factory=dict)
     _activation: dict[str, Any] | None = None
     _content: bytes | None = None
+    #: ``capacity``, parsed on first use (the allocator's consumable-capacity checks).
+    capacities: Any = None
     #: ``consumesCounters``, parsed on first use (:func:`device_consumption`).
     consumption: list[tuple[str, dict[str, int]]] | None = None
 

@@ -22,8 +22,10 @@ import pytest
 
 from kaudit.model.node import parse_node
 from kaudit.plugins.dynamic_resources.allocator import AllocationError, Allocator, Features
+from kaudit.plugins.dynamic_resources.capacity import SharedAllocations
 from kaudit.plugins.dynamic_resources.cel_env import SelectorCache
 from kaudit.plugins.dynamic_resources.pools import Slice, gather_pools
+from kaudit.quantity import parse_quantity
 
 JSON = dict[str, Any]
 CASES = json.loads((Path(__file__).parents[2] / "data" / "dra" / "allocator_cases.json")
@@ -45,10 +47,23 @@ DEFAULT_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {
     "name": "node-1", "labels": {"region": "region-1", "planet": "earth"}}}
 
 
+def _device_result(result: JSON) -> JSON:
+    """A device result as the table compares it: any share ID the fixed one, consumed
+    capacities by value."""
+    result = dict(result)
+    if result.get("shareID") is not None:
+        result["shareID"] = FIXED_SHARE_ID
+    if result.get("consumedCapacity"):
+        result["consumedCapacity"] = {name: parse_quantity(str(q)).nanos
+                                      for name, q in result["consumedCapacity"].items()}
+    return result
+
+
 def _normal(result: JSON) -> Any:
     """An allocation result with its lists in a canonical order."""
     devices = result.get("devices") or {}
-    results = sorted(json.dumps(r, sort_keys=True) for r in devices.get("results") or [])
+    results = sorted(json.dumps(_device_result(r), sort_keys=True)
+                     for r in devices.get("results") or [])
     config = [json.dumps(c, sort_keys=True) for c in devices.get("config") or []]
     selector = result.get("nodeSelector")
     terms = None
@@ -61,8 +76,17 @@ def _normal(result: JSON) -> Any:
 
 
 #: The features of skipped cases that kaudit models from v1.36: a case that needs only these
-#: runs with that release's allocator.
-FROM_V136 = ("partitionable devices", "device taints")
+#: runs with the allocator of v1.37 (the incubating one where consumable capacity or binding
+#: conditions are on, as upstream picks it).
+FROM_V136 = ("partitionable devices", "device taints", "consumable capacity")
+#: Cases whose transcribed expectation is the allocator's before v1.37.2 (the table is of an
+#: earlier commit): they run with v1.36's capacity rules, v1.37's being checked beside them
+#: in test_consumable_capacity.
+BEFORE_V1_37 = {"consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-"
+                "insufficient": "v1.37.2 expects no allocation: All takes the device whose "
+                                "capacity is used up, then cannot allocate it"}
+#: A share's ID is random upstream; the table compares results with it replaced by this.
+FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 
 
 def _from_v1_36(case: JSON) -> bool:
@@ -78,18 +102,30 @@ def test_upstream_allocator_case(case: JSON) -> None:
     if case["name"] in AFTER_V134 and not v1_36:
         pytest.skip(AFTER_V134[case["name"]])
     flags = case.get("features") or {}
+    incubating = v1_36 and bool(flags.get("consumableCapacity")
+                                or flags.get("deviceBindingConditions"))
     features = Features(admin_access=bool(flags.get("adminAccess")),
                         prioritized_list=bool(flags.get("prioritizedList")),
                         partitionable_devices=v1_36 and bool(flags.get("partitionableDevices")),
                         device_taints=v1_36 and bool(flags.get("deviceTaints")),
-                        result_tolerations=v1_36, shared_counters_need_partitionable=v1_36)
+                        result_tolerations=v1_36, shared_counters_need_partitionable=v1_36,
+                        consumable_capacity=v1_36 and bool(flags.get("consumableCapacity")),
+                        capacity_v1_37=v1_36 and case["name"] not in BEFORE_V1_37,
+                        claim_limit_per_request=v1_36,
+                        counter_slices_by_node=v1_36,
+                        incubating=incubating, refuses_capacity_requests=incubating,
+                        distinct_attribute=incubating)
     classes = {c["metadata"]["name"]: c for c in case["classes"]}
     slices = [Slice.of(s) for s in case["slices"]]
     allocated = {tuple(d) for d in case.get("allocatedDevices") or []}
     span = (lambda node: gather_pools(slices, node, features.slice_rules(), slices)) \
         if v1_36 else None
+    shares = SharedAllocations(capacity={
+        tuple(entry["device"]): {name: parse_quantity(str(q)).nanos
+                                 for name, q in entry["consumedCapacity"].items()}
+        for entry in case.get("allocatedCapacity") or []})
     allocator = Allocator(features, allocated, classes, slices, SelectorCache(),  # type: ignore[arg-type]
-                          pools_for=span)
+                          pools_for=span, shares=shares)
     node = parse_node(case["node"] or DEFAULT_NODE)
     if case["expectError"]:
         with pytest.raises(AllocationError) as raised:

@@ -111,15 +111,20 @@ def test_a_replay_with_a_pool_too_large_to_search_ends_with_the_filter_timeout(
     assert message in output
 
 
+@pytest.mark.parametrize(("release", "where"), [
+    ("v1.34.2", "selector #0"),
+    # v1.37 names the device (the first of the first node's pool).
+    ("v1.37.2", "selector #0 on device drv.example.com/p0/d0")])
 @pytest.mark.parametrize("selector", [NESTED_ALL, string_doubling()],
                          ids=["nested-all", "string-doubling"])
 def test_a_replay_with_a_selector_past_the_cost_limit_ends_with_upstreams_error(
-        selector: str, engine: Engine, tmp_path: Path, run_kaudit: Callable[..., Result],
-        cpu_limit: CpuLimit, monkeypatch: pytest.MonkeyPatch) -> None:
+        selector: str, release: str, where: str, engine: Engine, tmp_path: Path,
+        run_kaudit: Callable[..., Result], cpu_limit: CpuLimit,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(validate, "estimated_cost", lambda expression: None)
     costly = claim("pair", claim_spec(exact_request("r", "gpu", 1, selector)))
     devices = [{"name": f"d{i}", "attributes": {"index": {"int": i}}} for i in range(4)]
     output = _replay_and_explain(engine, _trace(tmp_path, devices, costly, nodes=3),
-                                 run_kaudit, cpu_limit, 10)
-    assert ('running "DynamicResources" filter plugin: claim default/pair: selector #0: CEL '
+                                 run_kaudit, cpu_limit, 10, release)
+    assert (f'running "DynamicResources" filter plugin: claim default/pair: {where}: CEL '
             "runtime error: operation cancelled: actual cost limit exceeded") in output

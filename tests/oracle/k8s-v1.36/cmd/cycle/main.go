@@ -126,6 +126,7 @@ type expect struct {
 	NominatedNode     *string                `json:"nominatedNode,omitempty"`
 	PostFilterCode    *string                `json:"postFilterCode,omitempty"`
 	Preemption        *preemptionResult      `json:"preemption,omitempty"`
+	PreemptionError   *string                `json:"preemptionError,omitempty"`
 }
 
 type response struct {
@@ -329,7 +330,11 @@ func cycle(ctx context.Context, cluster *oracle.Cluster, pod *v1.Pod) (*expect, 
 	}
 	pre, err := preemptionDetail(ctx, cluster, schedFwk, state, pod, snapshot, diagnosis.NodeToStatus)
 	if err != nil {
-		return nil, err
+		// The dry run failed (a filter's Error on a candidate node): PostFilter below
+		// fails the same way; say why there is no detail.
+		detailErr := err.Error()
+		exp.PreemptionError = &detailErr
+		pre = nil
 	}
 	res, status := schedFwk.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)
 	fitErr.Diagnosis.PostFilterMsg = status.Message()
