@@ -400,7 +400,8 @@ def test_lines_are_reassembled_from_any_chunks() -> None:
 
 
 def test_kinds_table_and_paths() -> None:
-    assert len(KINDS) == 17 and KINDS[-1].resource == "pods"
+    assert len(KINDS) == 19 and KINDS[-1].resource == "pods"
+    assert {"csidrivers", "devicetaintrules"} <= {s.resource for s in KINDS}
     assert [s.resource for s in parse_kinds("Pods, nodes")] == ["nodes", "pods"]
     pdb = parse_kinds("poddisruptionbudgets")[0]
     assert pdb.path() == "/apis/policy/v1/poddisruptionbudgets"
