@@ -93,7 +93,9 @@ def whatif_report(scenario: JSON, *, seed: int = 0) -> JSON:
     """kaudit's evaluation of a cycle scenario in ``kaudit whatif --json``'s shape (the
     evaluation: ``nodes``, ``preFilter``, ``tiedNodes``, ``selectedNode``, ``message``,
     ``postFilter``, ``preemption``...)."""
-    config, registry = config_for(scenario.get("config"))
+    gates = scenario.get("featureGates") or {}
+    config, registry = config_for(scenario.get("config"), ",".join(
+        f"{name}={str(on).lower()}" for name, on in sorted(gates.items())) or None)
     objects = checked(orjson.loads(orjson.dumps(scenario["objects"])))
     pod = parse_pod_manifest(orjson.dumps(scenario["pod"]), "pod")
     nominated = [o for o in objects if o.get("kind") == "Pod"

@@ -1073,6 +1073,23 @@ def _dra_shared_cycle(g: Gen) -> JSON:
     return dra_shared_cycle(g)
 
 
+#: Gates that make upstream run another allocator implementation than by default, per minor:
+#: v1.34 the incubating one (device status off), v1.35 the experimental one (binding
+#: conditions on), v1.36 and v1.37 the stable one (consumable capacity and binding conditions
+#: off).
+OTHER_ALLOCATOR_GATES = {
+    (1, 34): {"DRAResourceClaimDeviceStatus": False},
+    (1, 35): {"DRADeviceBindingConditions": True},
+    (1, 36): {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False},
+    (1, 37): {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False},
+}
+
+
+def _with_other_allocator(scenario: JSON) -> JSON:
+    from tests.oracle.release import RELEASE
+    return {**scenario, "featureGates": OTHER_ALLOCATOR_GATES[RELEASE.release[:2]]}
+
+
 def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
     """A cycle scenario of ``flavour`` (:data:`CYCLE_FLAVOURS`): ``{"flavour", "objects",
     "pod", "config"}``."""
@@ -1090,6 +1107,8 @@ def cycle_scenario(rng: random.Random, flavour: str) -> JSON:
         "dra-beta": lambda: _dra_beta_cycle(g),
         "volume-scaling": lambda: _volume_scaling_cycle(g),
         "dra-shared": lambda: _dra_shared_cycle(g),
+        "dra-beta+gates": lambda: _with_other_allocator(_dra_beta_cycle(g)),
+        "dra-shared+gates": lambda: _with_other_allocator(_dra_shared_cycle(g)),
     }
     scenario = makers[flavour]()
     return {"flavour": flavour, **scenario}
@@ -1156,8 +1175,11 @@ def sequence_scenario(rng: random.Random) -> JSON:
 
 def cycle_request(scenario_id: str, scenario: JSON) -> JSON:
     """The oracle's ``cycle`` request line of a scenario."""
-    return {"id": scenario_id, "objects": scenario["objects"], "pod": scenario["pod"],
-            "config": scenario["config"]}
+    request = {"id": scenario_id, "objects": scenario["objects"], "pod": scenario["pod"],
+               "config": scenario["config"]}
+    if scenario.get("featureGates"):
+        request["featureGates"] = scenario["featureGates"]
+    return request
 
 
 def sequence_request(scenario: JSON, *, prefer: dict[str, str] | None = None,

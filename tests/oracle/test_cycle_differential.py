@@ -180,6 +180,10 @@ def test_resized_pods_are_accounted_as_upstream(case_id: str,
 OWN_SEEDS = [(f"{flavour}-{seed}", flavour)
              for flavour in ("dra-beta", "dra-shared", "volume-scaling")
              for seed in range(1, 61)]
+#: The DRA seeds again with gates that make upstream run another of its three allocator
+#: implementations than by default (``OTHER_ALLOCATOR_GATES``).
+OWN_SEEDS += [(f"{flavour}+gates-{seed}", f"{flavour}+gates")
+              for flavour in ("dra-beta", "dra-shared") for seed in range(1, 31)]
 
 
 @pytest.fixture(scope="module")

@@ -52,6 +52,7 @@ import (
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 
 	"kaudit.test/oracle/v1_34/internal/oracle"
 )
@@ -61,6 +62,8 @@ type request struct {
 	Objects []json.RawMessage `json:"objects"`
 	Pod     json.RawMessage   `json:"pod"`
 	Config  *string           `json:"config"`
+	// FeatureGates turns gates on or off for this scenario alone (--feature-gates).
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 
 type nodeResult struct {
@@ -155,6 +158,13 @@ func runScenario(req request) (result *expect, err error) {
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
 
+	if len(req.FeatureGates) > 0 {
+		restore, err := setGates(req.FeatureGates)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+	}
 	objects, err := oracle.DecodeObjects(req.Objects)
 	if err != nil {
 		return nil, err
@@ -187,6 +197,19 @@ func runScenario(req request) (result *expect, err error) {
 		return nil, err
 	}
 	return cycle(ctx, cluster, pod)
+}
+
+// setGates sets the process's feature gates for one scenario; the returned function sets
+// them back.
+func setGates(gates map[string]bool) (func(), error) {
+	before := make(map[string]bool, len(gates))
+	for name := range gates {
+		before[name] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name))
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+		return nil, err
+	}
+	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(before) }, nil
 }
 
 func cycle(ctx context.Context, cluster *oracle.Cluster, pod *v1.Pod) (*expect, error) {
