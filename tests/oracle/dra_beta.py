@@ -27,6 +27,7 @@ from tests.oracle.generators import (
     _cluster,
     _incoming,
     _use_claim,
+    held_claim,
 )
 from tests.oracle.release import RELEASE
 
@@ -163,20 +164,7 @@ def dra_beta_cycle(g: Gen) -> JSON:
             continue
         device = devices_of[node].pop(r.randrange(len(devices_of[node])))
         serial += 1
-        ns = pod["metadata"]["namespace"]
-        claim = _claim(g, f"held-{serial}", ns, "gpu.example.com", 1)
-        claim["status"] = {
-            "allocation": {
-                "devices": {"results": [{"request": "gpu", "driver": DRA_DRIVER,
-                                         "pool": node, "device": device}]},
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
-                             "uid": pod["metadata"]["uid"]}]}
-        dra_objects.append(claim)
-        _use_claim(pod, f"held-{serial}")
-        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu",
-                                                   "resourceClaimName": f"held-{serial}"}]
+        dra_objects.append(held_claim(g, pod, serial, node, device))
         if not devices_of[node]:
             del devices_of[node]
     wanted: list[JSON] = []

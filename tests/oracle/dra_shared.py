@@ -25,6 +25,7 @@ from tests.oracle.generators import (
     _cluster,
     _incoming,
     _use_claim,
+    held_claim,
 )
 
 JSON = dict[str, Any]
@@ -87,24 +88,12 @@ def _class(g: Gen) -> JSON:
 
 
 def _held(g: Gen, pod: JSON, serial: int, pool: str, device: str, shared: bool) -> JSON:
-    result: JSON = {"request": "gpu", "driver": DRA_DRIVER, "pool": pool, "device": device}
-    if shared:
-        result["shareID"] = str(uuid.UUID(int=g.r.getrandbits(128), version=4))
-        result["consumedCapacity"] = {
-            "memory": g.r.choice(["10Gi", "20Gi", "40Gi", "75Gi"]),
-            "bandwidth": g.r.choice(["10", "50", "100"])}
-    node = pod["spec"]["nodeName"]
-    claim = _claim(g, f"held-{serial}", pod["metadata"]["namespace"], "gpu.example.com", 1)
-    claim["status"] = {
-        "allocation": {"devices": {"results": [result]},
-                       "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                           {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
-        "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
-                         "uid": pod["metadata"]["uid"]}]}
-    _use_claim(pod, f"held-{serial}")
-    pod["status"]["resourceClaimStatuses"] = [{"name": "gpu",
-                                               "resourceClaimName": f"held-{serial}"}]
-    return claim
+    if not shared:
+        return held_claim(g, pod, serial, pool, device)
+    return held_claim(g, pod, serial, pool, device,
+                      shareID=str(uuid.UUID(int=g.r.getrandbits(128), version=4)),
+                      consumedCapacity={"memory": g.r.choice(["10Gi", "20Gi", "40Gi", "75Gi"]),
+                                        "bandwidth": g.r.choice(["10", "50", "100"])})
 
 
 def _wanted(g: Gen, k: int) -> JSON:

@@ -835,20 +835,7 @@ def dra(g: Gen, nodes: list[JSON], pods: list[JSON]) -> tuple[list[JSON], list[J
             continue
         device = devices_of[node].pop(0)
         serial += 1
-        ns = pod["metadata"]["namespace"]
-        claim = _claim(g, f"held-{serial}", ns, "gpu.example.com", 1)
-        claim["status"] = {
-            "allocation": {
-                "devices": {"results": [{"request": "gpu", "driver": DRA_DRIVER,
-                                         "pool": node, "device": device}]},
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
-                             "uid": pod["metadata"]["uid"]}]}
-        objects.append(claim)
-        _use_claim(pod, f"held-{serial}")
-        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu",
-                                                   "resourceClaimName": f"held-{serial}"}]
+        objects.append(held_claim(g, pod, serial, node, device))
     wanted: list[JSON] = []
     for k in range(r.choice([1, 1, 2])):
         cls = r.choice(["gpu.example.com", "gpu.example.com", "a100.gpu.example.com"])
@@ -861,6 +848,26 @@ def dra(g: Gen, nodes: list[JSON], pods: list[JSON]) -> tuple[list[JSON], list[J
                 {"matchAttribute": f"{DRA_DRIVER}/pcieRoot"}]
         wanted.append(claim)
     return objects + wanted, wanted
+
+
+def held_claim(g: Gen, pod: JSON, serial: int, pool: str, device: str,
+               **result: Any) -> JSON:
+    """A claim ``held-<serial>`` allocated (``device`` of ``pool``, with the extra ``result``
+    fields) and reserved for the bound ``pod``, which gets to use it."""
+    node = pod["spec"]["nodeName"]
+    claim = _claim(g, f"held-{serial}", pod["metadata"]["namespace"], "gpu.example.com", 1)
+    claim["status"] = {
+        "allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": DRA_DRIVER,
+                                     "pool": pool, "device": device, **result}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
+                         "uid": pod["metadata"]["uid"]}]}
+    _use_claim(pod, f"held-{serial}")
+    pod["status"]["resourceClaimStatuses"] = [{"name": "gpu",
+                                               "resourceClaimName": f"held-{serial}"}]
+    return claim
 
 
 def _claim(g: Gen, name: str, ns: str, cls: str, count: int, *selectors: str) -> JSON:
