@@ -7,9 +7,11 @@ input error. With ``GITHUB_STEP_SUMMARY`` set a Markdown report is appended ther
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -59,8 +61,17 @@ fail_on_option = click.option(
     "--fail-on", "fail_on", multiple=True, metavar="CONDITION",
     help="Exit 1 when CONDITION holds, e.g. pending_at_end>0, changed>5%, p95_pending>+10s, "
          "preempted>baseline (repeatable). Metrics: " + ", ".join(METRICS) + ".")
-format_option = click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)),
-                             default="text", show_default=True, help="Report format.")
+def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--format`` and its short form ``--json`` (the same as ``--format json``)."""
+    @functools.wraps(command)
+    def run(*args: Any, as_json: bool = False, **kwargs: Any) -> Any:
+        if as_json:
+            kwargs["output_format"] = "json"
+        return command(*args, **kwargs)
+    run = click.option("--json", "as_json", is_flag=True,
+                       help="Same as --format json.")(run)
+    return click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)),
+                        default="text", show_default=True, help="Report format.")(run)
 
 
 def stored_or_ingested_trace(engine: Any, reference: str) -> TraceSummary:

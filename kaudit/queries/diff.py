@@ -54,6 +54,9 @@ class PodChange:
     #: When the runs mirrored different releases: the release changes that touch what
     #: decided the move, or that the cluster had drifted apart by then.
     release_cause: str | None = None
+    #: For a pod scheduled in one run only: the filter plugin that rejected, in the other
+    #: run's last attempt, the node the pod got.
+    rejected_by: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         document = {"pod": self.pod, "change": self.change, "a": self.a, "b": self.b,
@@ -102,9 +105,13 @@ class _BindingAttempts:
         self.slots: dict[int, dict[str, int]] = {}
         self.rows: dict[int, dict[int, tuple[int, str, bytes | None]]] = {}
 
+    def _load_names(self, run_id: int) -> None:
+        if run_id not in self.names:
+            self.names[run_id] = node_names(self.engine, run_id)
+            self.slots[run_id] = {name: slot for slot, name in self.names[run_id].items()}
+
     def _load(self, run_id: int) -> None:
-        self.names[run_id] = node_names(self.engine, run_id)
-        self.slots[run_id] = {name: slot for slot, name in self.names[run_id].items()}
+        self._load_names(run_id)
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(RunEvent.seq, RunEvent.ts_us, RunEvent.data, RunEvent.blob).where(
@@ -120,6 +127,25 @@ class _BindingAttempts:
         if run_id not in self.rows:
             self._load(run_id)
         ts_us, data, blob = self.rows[run_id][outcome.binding_attempt]
+        return self._unpack(run_id, ts_us, data, blob, nodes)
+
+    def last(self, outcomes: Outcomes, outcome: PodOutcome, nodes: tuple[str | None, ...]
+             ) -> dict[str, Any] | None:
+        """The pod's last attempt (one that failed, for a pod never bound), for ``nodes``."""
+        run_id = outcomes.run_id
+        if run_id is None or outcome.last_attempt is None:
+            return None
+        self._load_names(run_id)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(RunEvent.ts_us, RunEvent.data, RunEvent.blob).where(
+                    RunEvent.run_id == run_id, RunEvent.seq == outcome.last_attempt)).first()
+        if row is None:
+            return None
+        return self._unpack(run_id, row[0], row[1], row[2], nodes)
+
+    def _unpack(self, run_id: int, ts_us: int, data: str, blob: bytes | None,
+                nodes: tuple[str | None, ...]) -> dict[str, Any]:
         slots = self.slots[run_id]
         only = {slots[n] for n in nodes if n is not None and n in slots}
         return {**unpack_attempt(orjson.loads(data), blob, self.names[run_id], only),
@@ -379,9 +405,19 @@ def diff_outcomes(engine: Engine, a: Outcomes, b: Outcomes, *,
             reason = ""
             failed_side = b if only == "a" else a
             failed = failed_side.pods[key]
+            placed = (pa if only == "a" else pb).node
+            rejected_by: str | None = None
             if failed_side.run_id is not None and failed.attempts:
                 reason = f"never bound in {failed_side.name}"
-            changes.append(PodChange(key, f"scheduled-only-in-{only}", *sides, reason))
+                last = attempts.last(failed_side, failed, (placed,))
+                rejection = None if last is None or placed is None else \
+                    rejecting_filter(last, placed)
+                if rejection is not None:
+                    rejected_by = rejection[0]
+                    reason += (f"; its last attempt there found {placed} rejected by "
+                               f"{rejection[0]}: {', '.join(rejection[1])}")
+            changes.append(PodChange(key, f"scheduled-only-in-{only}", *sides, reason,
+                                     rejected_by=rejected_by))
             continue
         if pa.node != pb.node and pa.node is not None and pb.node is not None:
             attempt_b = attempts.get(b, pb, (pa.node, pb.node))
@@ -461,6 +497,13 @@ def _release_cause(change: PodChange, upgrade: ReleaseChanges) -> str:
     if change.change == "tie-flip":
         found = named("*")
         return "; ".join(found) if found else "a tie both releases break at random"
+    if change.change.startswith("scheduled-only-in-") and change.rejected_by is not None:
+        found = named(change.rejected_by)
+        if found:
+            return (f"{change.rejected_by} rejected it in one release only, and changed in "
+                    + "; ".join(found) + " (or the cluster differed by then)")
+        return (f"{change.rejected_by}'s code is the same in both releases: the cluster "
+                "differed by then (earlier pods went elsewhere)")
     if change.change != "moved":
         return "the cluster differed by then (earlier pods went elsewhere)"
     if change.deltas:

@@ -28,8 +28,9 @@ class PodOutcome:
     bound_us: int | None = None
     attempts: int = 0
     preempted: bool = False
-    #: seq of the attempt that bound the pod (replay runs only).
+    #: seq of the attempt that bound the pod, and of its last attempt (replay runs only).
     binding_attempt: int | None = None
+    last_attempt: int | None = None
     tied: list[str] = field(default_factory=list)
     #: Its last nomination's candidate nodes tied after all of upstream's criteria, and
     #: whether that dry run stopped early (its candidates depended on a random offset).
@@ -125,6 +126,7 @@ def _replayed(engine: Engine, run_id: int) -> dict[str, PodOutcome]:
                 outcome.deleted_pending = outcome.node is None
         elif kind == "attempt":
             outcome.attempts += 1
+            outcome.last_attempt = seq
             if node:
                 outcome.binding_attempt = seq
         elif kind == "bind":

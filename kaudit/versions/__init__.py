@@ -76,9 +76,10 @@ def handle_carries(handle: object, key: str) -> bool:
 
 
 #: The plugins a gate's state changes the decisions of, for the gates whose default moved
-#: between the mirrored releases and whose features kaudit models. The DRA beta features and
-#: volume-limit scaling are left out (kaudit schedules as with them off, so they explain none
-#: of its differences), and so is Opportunistic Batching (its hint is a node a cycle alone would
+#: between the mirrored releases and whose features kaudit models. The DRA beta features kaudit
+#: does not model (binding conditions, extended resources) are left out (kaudit schedules as
+#: with them off, so they explain none of its differences), and so is Opportunistic Batching
+#: (its hint is a node a cycle alone would
 #: rank first, and the default profile never batches). Pod-level resize
 #: (``InPlacePodLevelResourcesVerticalScaling``, on from v1.36) is left out too: it changes
 #: the requests of resized pods alone (``kaudit.model.resources.StatusOptions``), and naming it
@@ -86,6 +87,11 @@ def handle_carries(handle: object, key: str) -> bool:
 GATE_PLUGINS: dict[str, tuple[str, ...]] = {
     "StorageCapacityScoring": ("VolumeBinding",),
     "NodeDeclaredFeatures": ("NodeDeclaredFeatures",),
+    "DRAPartitionableDevices": ("DynamicResources",),
+    "DRADeviceTaints": ("DynamicResources",),
+    "DRAConsumableCapacity": ("DynamicResources",),
+    "DRADeviceTaintRules": ("DynamicResources",),
+    "VolumeLimitScaling": ("NodeVolumeLimits",),
 }
 
 

@@ -141,3 +141,19 @@ def test_a_rule_whose_effect_is_none_taints_nothing_that_matters(
     fates = _replay(engine, tmp_path, "none", "v1.37.2", (0.5, "ADDED", _rule("None")),
                     (1.0, "ADDED", _pod("plain", "part")))
     assert fates["default/plain"][0] == "n1"
+
+
+def test_an_upgrade_preview_names_the_dra_gates_behind_the_pods_it_places(
+        engine: Engine, tmp_path: Path, run_kaudit: Any) -> None:
+    pods = [(1.0 + k, "ADDED", _pod(f"part-{k}", "part")) for k in range(2)]
+    ingest_trace(engine, [TraceInput(write_trace(tmp_path / "up.jsonl", *_base(), *pods))],
+                 name="up")
+    result = run_kaudit("compare", "up", "--kubernetes-version", "1.34",
+                        "--kubernetes-version", "1.37", "--json")
+    assert result.exit_code == 0, result.output
+    changes = {c["pod"]: c for c in orjson.loads(result.stdout)["changes"]}
+    assert set(changes) == {"default/part-0", "default/part-1"}
+    for change in changes.values():
+        assert change["change"] == "scheduled-only-in-b"
+        assert "rejected by DynamicResources: cannot allocate all claims" in change["reason"]
+        assert "v1.36.3: DRAPartitionableDevices on" in change["releaseCause"]
