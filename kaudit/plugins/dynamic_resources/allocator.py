@@ -345,11 +345,19 @@ class _Allocation:
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.steps_left = owner.search_budget
-        self.counters = CounterLedger(owner.allocated, {(p.driver, p.name): p for p in pools})
+        self._counters: CounterLedger | None = None
         #: Consumable capacity: what the shares being allocated take of each device, and
         #: how many shares were made (for their IDs).
         self.allocating_capacity: dict[DeviceID, dict[str, int]] = {}
         self.shares_made = 0
+
+    @property
+    def counters(self) -> CounterLedger:
+        """The pools' shared counters, gathered when a device first consumes some."""
+        if self._counters is None:
+            self._counters = CounterLedger(self.owner.allocated,
+                                           {(p.driver, p.name): p for p in self.pools})
+        return self._counters
 
     # ------------------------------------------------------------------ set-up
 
@@ -527,26 +535,32 @@ class _Allocation:
                 undo()
             return outcome
         claim = self.claims[claim_index]
-        for pool_index in range(start[0], len(self.pools)):
+        capacity = self.features.consumable_capacity
+        allocated = self.owner.allocated
+        first_pool, first_slice, first_device = start
+        for pool_index in range(first_pool, len(self.pools)):
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            first_slice = start[1] if pool_index == start[0] else 0
-            for slice_index in range(first_slice, len(pool.slices)):
-                piece = pool.slices[slice_index]
-                first = start[2] if (pool_index, slice_index) == start[:2] else 0
-                for device_position in range(first, len(piece.devices)):
-                    device = piece.devices[device_position]
+            slices = pool.slices if pool_index != first_pool or not first_slice \
+                else pool.slices[first_slice:]
+            for slice_offset, piece in enumerate(slices):
+                slice_index = slice_offset + (first_slice if pool_index == first_pool else 0)
+                devices = piece.devices
+                skip = first_device if (pool_index, slice_index) == (first_pool, first_slice) \
+                    else 0
+                for device_position in range(skip, len(devices)):
+                    device = devices[device_position]
                     self._spend(1)
                     if request.admin_access:
                         if claim_index in self.allocating.get(device.id, ()):
                             continue
-                    elif device.id in self.owner.allocated or self.allocating.get(device.id):
+                    elif device.id in allocated or self.allocating.get(device.id):
                         continue
                     if not self._selectable(key, data, device):
                         continue
-                    if self.features.consumable_capacity and not self._capacity_fits(
-                            claim, request, device, "checking"):
+                    if capacity and not self._capacity_fits(claim, request, device,
+                                                            "checking"):
                         continue
                     undo = self._allocate_device(key, data, device, must=False)
                     if undo is None:
@@ -711,9 +725,15 @@ class _Allocation:
         """``CmpRequestOverCapacity`` with the device's allocated shares and those being
         allocated; v1.37 fails the allocation for a request its range cannot represent
         (``doing``: "checking" in the search, "rechecking" when taking the device)."""
+        allocated = self.owner.shares.capacity.get(device.id)
+        allocating = self.allocating_capacity.get(device.id)
+        if request.capacity is None and allocated is None and not allocating:
+            # Nothing asked and nothing taken: what the device's capacities alone allow.
+            if device.fits_alone is None:
+                device.fits_alone = fits(None, None, self._capacities(device), None, False)
+            return device.fits_alone
         try:
-            return fits(self.owner.shares.capacity.get(device.id), request.capacity,
-                        self._capacities(device), self.allocating_capacity.get(device.id),
+            return fits(allocated, request.capacity, self._capacities(device), allocating,
                         self.features.capacity_v1_37)
         except CapacityError as exc:
             raise AllocationError(f"claim {_claim_ref(claim)}, request {request.name}: {doing} "
@@ -915,9 +935,10 @@ def device_matches(cel: SelectorCache, device: Device, expression: str,
     compiled = cel.get(expression)
     if compiled.error is not None:
         raise CelCompileError(compiled.error)
-    unsupported = _unsupported_attribute(device)
-    if unsupported is not None:
-        raise CelError(unsupported)
+    if device.unsupported is None:
+        device.unsupported = _unsupported_attribute(device) or ""
+    if device.unsupported:
+        raise CelError(device.unsupported)
     outcome = cel.results.get((expression, device.content))
     if outcome is None:
         budget = CostBudget()

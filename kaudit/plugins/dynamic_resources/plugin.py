@@ -205,6 +205,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             compatibility_groups=not (gates is not None
                                       and "DRADeviceCompatibilityGroups" in gates
                                       and not gates.enabled("DRADeviceCompatibilityGroups")))
+        self.slice_rules = self.features.slice_rules()
         #: v1.37 (GA): DeviceTaintRules' taints are patched into the slices the allocator
         #: reads (the scheduler's slice tracker; before v1.37 a rule without a selector
         #: selected every device, which kaudit does not model).
@@ -402,12 +403,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             self._allocated = (version, self._gather(cluster.objects[CLAIM].values()))
         if not self.in_flight:
             return self._allocated[1]
-        return self._gather([*cluster.objects[CLAIM].values(), *self.in_flight.values()])
+        return self._gather(self.in_flight.values(), self._allocated[1])
 
-    def _gather(self, claims: Any) -> tuple[frozenset[DeviceID], SharedAllocations]:
-        dedicated: set[DeviceID] = set()
-        shared: set[DeviceID] = set()
-        consumed: dict[DeviceID, dict[str, int]] = {}
+    def _gather(self, claims: Any,
+                onto: tuple[frozenset[DeviceID], SharedAllocations] | None = None
+                ) -> tuple[frozenset[DeviceID], SharedAllocations]:
+        """The devices ``claims`` hold, added to those of ``onto``."""
+        dedicated: set[DeviceID] = set(onto[0]) if onto is not None else set()
+        shared: set[DeviceID] = set(onto[1].devices) if onto is not None else set()
+        consumed: dict[DeviceID, dict[str, int]] = (
+            {device: dict(amounts) for device, amounts in onto[1].capacity.items()}
+            if onto is not None else {})
         for claim in claims:
             add_allocation(dedicated, shared, consumed, dra.allocation(claim),
                            self.features.consumable_capacity)
@@ -419,7 +425,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                                 cluster.objects[TAINT_RULE], cluster.kind_generation[TAINT_RULE])
         else:
             self.slices.refresh(cluster.objects[SLICE], cluster.kind_generation[SLICE])
-        rules = self.features.slice_rules()
+        rules = self.slice_rules
         allocated, shares = self.allocated_devices(cluster)
         self._note_allocation_changes(allocated, shares)
         return Allocator(self.features, allocated, cluster.objects[CLASS],
@@ -479,7 +485,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         parsed slices), and the allocated devices of those pools. The search is a function
         of these, so its answer is the same."""
         assert found.allocator is not None
-        pools = self.slices.pools_for(node, self.features.slice_rules(), self.pools_span_nodes)
+        pools = self.slices.pools_for(node, self.slice_rules, self.pools_span_nodes)
         versions = (cluster.kind_generation[CLASS],
                     tuple(self._pool_versions.get((p.driver, p.name), 0) for p in pools))
         cached = self._node_results.get((node.name, found.spec_key))

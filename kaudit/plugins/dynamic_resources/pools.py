@@ -68,8 +68,12 @@ class Device:
     selectable: dict[Any, bool] = field(default_factory=dict)
     _activation: dict[str, Any] | None = None
     _content: bytes | None = None
-    #: ``capacity``, parsed on first use (the allocator's consumable-capacity checks).
+    #: ``capacity``, parsed on first use (the allocator's consumable-capacity checks), and
+    #: whether the device takes a request that names no capacity when nothing is taken.
     capacities: Any = None
+    fits_alone: bool | None = None
+    #: Why CEL cannot read the device's attributes ("" when it can), found on first use.
+    unsupported: str | None = None
     #: ``consumesCounters``, parsed on first use (:func:`device_consumption`).
     consumption: list[tuple[str, dict[str, int]]] | None = None
 
