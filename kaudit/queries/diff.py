@@ -490,9 +490,16 @@ def _release_cause(change: PodChange, upgrade: ReleaseChanges) -> str:
     move (or the choice among tied nodes for a tie flip); else the cluster had drifted apart
     by then (earlier pods went elsewhere), the plugin's own code being the same."""
     def named(plugin: str) -> list[str]:
-        """The release changes touching ``plugin`` (the choice among ties for ``*``)."""
-        return [f"{release}: {what}" for release, what, plugins in upgrade
-                if plugin in plugins]
+        """The release changes touching ``plugin`` (the choice among ties for ``*``): the
+        gates turned on or off, when there are, and how many other changes it has."""
+        found = [(release, what) for release, what, plugins in upgrade if plugin in plugins]
+        gates = [(r, w) for r, w in found if w.endswith((" on", " off"))]
+        if not gates or len(gates) == len(found):
+            return [f"{release}: {what}" for release, what in found]
+        others = len(found) - len(gates)
+        return [*(f"{release}: {what}" for release, what in gates),
+                f"{others} other change{'s' if others > 1 else ''} of {plugin} "
+                f"(kaudit versions lists them)"]
 
     if change.change == "tie-flip":
         found = named("*")

@@ -144,7 +144,8 @@ class ClaimController:
 
 def claims_record(cluster: ClusterState, pod: JSON) -> JSON:
     """The devices the pod's claims hold, for its ``bind`` record: ``{"claims": [{claim,
-    request, driver, pool, device}]}`` (nothing for a pod without claims)."""
+    request, driver, pool, device}]}``, with a share's ``shareID`` and ``consumedCapacity``
+    (nothing for a pod without claims)."""
     namespace = str((pod.get("metadata") or {}).get("namespace") or "")
     uid = str((pod.get("metadata") or {}).get("uid") or "")
     held = []
@@ -156,7 +157,8 @@ def claims_record(cluster: ClusterState, pod: JSON) -> JSON:
         allocation = dra.allocation(claim) or {}
         for result in (allocation.get("devices") or {}).get("results") or []:
             held.append({"claim": name, "podClaim": entry.get("name"),
-                         **{k: result[k] for k in ("request", "driver", "pool", "device")
+                         **{k: result[k] for k in ("request", "driver", "pool", "device",
+                                                   "shareID", "consumedCapacity")
                             if k in result},
                          **({"adminAccess": True} if result.get("adminAccess") else {})})
     return {"claims": held} if held else {}
