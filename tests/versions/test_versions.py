@@ -408,8 +408,12 @@ def test_changes_between_names_each_change_once_at_its_release() -> None:
     assert named["NodeDeclaredFeatures on"] == "v1.36.3"
     assert named["StorageCapacityScoring on"] == "v1.37.2"
     assert named["DynamicResources weight 2"] == "v1.35.4"
-    # What kaudit does not model explains none of its differences.
-    assert "parallel-prebind" not in named and "DRAConsumableCapacity on" not in named
+    # The DRA beta features kaudit models (from v1.36) explain differences; what it does not
+    # model explains none.
+    assert named["DRAConsumableCapacity on"] == named["DRAPartitionableDevices on"] == "v1.36.3"
+    assert named["DRADeviceTaintRules on"] == named["VolumeLimitScaling on"] == "v1.37.2"
+    assert "parallel-prebind" not in named and "DRAExtendedResource on" not in named
+    assert "DRADeviceBindingConditions on" not in named
     assert changes_between(V1_34_2, V1_34_2) == []
     assert [w for _, w, _ in changes_between(V1_35_4, V1_36_3)] == [
         w for r, w, _ in upgrade if r == "v1.36.3"]
